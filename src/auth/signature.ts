@@ -1,0 +1,86 @@
+import crypto from 'node:crypto';
+
+export const SIGNING_ALGORITHM = 'SVC1-HMAC-SHA256';
+
+/** RFC 3986 encoding: unreserved characters kept, every other UTF-8 byte as upper-case %XX. */
+export function rfc3986(value: string): string {
+  return encodeURIComponent(value).replace(
+    /[!'()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
+}
+
+/** Decodes like application/x-www-form-urlencoded: `+` is a space, `%XX` a byte; bad escapes are kept literally. */
+function formDecode(value: string): string {
+  const spaced = value.replace(/\+/g, ' ');
+  try {
+    return decodeURIComponent(spaced);
+  } catch {
+    return spaced.replace(/(%[0-9A-Fa-f]{2})+/g, (run) => {
+      try {
+        return decodeURIComponent(run);
+      } catch {
+        return run;
+      }
+    });
+  }
+}
+
+/** The canonical query of CONTRACT.md section 2, from the raw query string (without `?`). */
+export function canonicalQuery(rawQuery: string): string {
+  if (rawQuery === '') return '';
+  const pairs = rawQuery
+    .split('&')
+    .filter((part) => part !== '')
+    .map((part) => {
+      const eq = part.indexOf('=');
+      const name = eq === -1 ? part : part.slice(0, eq);
+      const value = eq === -1 ? '' : part.slice(eq + 1);
+      return [rfc3986(formDecode(name)), rfc3986(formDecode(value))] as const;
+    });
+  pairs.sort(([an, av], [bn, bv]) => compareBytes(an, bn) || compareBytes(av, bv));
+  return pairs.map(([name, value]) => `${name}=${value}`).join('&');
+}
+
+function compareBytes(a: string, b: string): number {
+  // Encoded forms are ASCII, so code-unit order is byte order.
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+export interface SignedParts {
+  method: string;
+  path: string;
+  rawQuery: string;
+  date: string;
+  requestId: string;
+  body: Buffer | string | undefined;
+}
+
+export function sha256Hex(data: Buffer | string): string {
+  return crypto.createHash('sha256').update(data).digest('hex');
+}
+
+export function stringToSign(parts: SignedParts): string {
+  return [
+    SIGNING_ALGORITHM,
+    parts.method.toUpperCase(),
+    parts.path,
+    canonicalQuery(parts.rawQuery),
+    parts.date,
+    parts.requestId,
+    sha256Hex(parts.body ?? ''),
+  ].join('\n');
+}
+
+/** Lower-case hex HMAC-SHA256 of the string to sign. */
+export function sign(secretKey: string, parts: SignedParts): string {
+  return crypto.createHmac('sha256', secretKey).update(stringToSign(parts)).digest('hex');
+}
+
+/** Constant-time comparison of a presented signature with the expected one. */
+export function signatureMatches(expected: string, presented: string): boolean {
+  const a = Buffer.from(expected, 'utf8');
+  const b = Buffer.from(presented, 'utf8');
+  // Compare against itself when lengths differ so the time does not depend on where they differ.
+  return crypto.timingSafeEqual(a, b.length === a.length ? b : a) && b.length === a.length;
+}

@@ -1,0 +1,64 @@
+import { z } from 'zod';
+
+const positiveInt = z.coerce.number().int().positive();
+const nonNegativeInt = z.coerce.number().int().nonnegative();
+
+const ConfigSchema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  DB_PATH: z.string().min(1).default('./data/orders.db'),
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
+    .default('redis://127.0.0.1:6379'),
+  QUEUE_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, - and _ only')
+    .default('bookorders'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LOG_PRETTY: z.enum(['auto', 'true', 'false']).default('auto'),
+  ORDER_WAIT_MS: nonNegativeInt.default(10_000),
+  MARKETPLACE_NAMES: z
+    .string()
+    .regex(
+      /^[a-z0-9-]+,[a-z0-9-]+,[a-z0-9-]+$/,
+      'three comma-separated names of lowercase letters, digits, -',
+    )
+    .default('bookmarket,libromercado,buchmarkt'),
+  AUTH_MAX_SKEW_S: positiveInt.default(300),
+  RATE_LIMIT_PER_S: nonNegativeInt.default(200),
+  WORKER_CONCURRENCY: positiveInt.default(8),
+  WEB_CONCURRENCY: positiveInt.default(1),
+  MAX_PROCESS_ATTEMPTS: positiveInt.default(5),
+  QUEUED_STALE_AFTER_S: positiveInt.default(120),
+  SHIP_DEADLINE_H: positiveInt.default(96),
+  EXTRA_SHIPPING_TIMEOUT_H: positiveInt.default(48),
+  RECONCILE_CRON: z.string().min(1).default('* * * * *'),
+  TRUST_PROXY: z
+    .enum(['true', 'false', '1', '0', ''])
+    .default('')
+    .transform((v) => v === 'true' || v === '1'),
+  ADMIN_USER: z.string().optional(),
+  ADMIN_PASSWORD: z.string().optional(),
+});
+
+export type Config = z.infer<typeof ConfigSchema> & { marketplaceNames: [string, string, string] };
+
+export class ConfigError extends Error {}
+
+/** Parses the environment once; throws a ConfigError naming every bad variable. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const picked = Object.fromEntries(
+    Object.keys(ConfigSchema.shape).map((key) => [key, env[key] === '' ? undefined : env[key]]),
+  );
+  const parsed = ConfigSchema.safeParse(picked);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
+    throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
+  }
+  if (Boolean(parsed.data.ADMIN_USER) !== Boolean(parsed.data.ADMIN_PASSWORD)) {
+    throw new ConfigError('invalid configuration:\n  ADMIN_USER and ADMIN_PASSWORD must be set together');
+  }
+  const names = parsed.data.MARKETPLACE_NAMES.split(',') as [string, string, string];
+  return { ...parsed.data, marketplaceNames: names };
+}

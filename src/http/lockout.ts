@@ -1,0 +1,88 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from '../logger.js';
+
+export interface LockoutPolicy {
+  name: string;
+  maxFailures: number;
+  windowMs: number;
+  lockMs: number;
+}
+
+// Sliding window of failures in a sorted set; the lock is a key of its own that outlives the window.
+const RECORD_FAILURE = `
+local now = tonumber(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
+redis.call('ZADD', KEYS[1], now, ARGV[5])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then
+  redis.call('SET', KEYS[2], '1', 'PX', ARGV[4])
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+return 0`;
+
+/**
+ * "N failures in a window lock the subject for a while", kept in Redis so that it holds across web processes.
+ * When Redis is unreachable it fails open: the lockout is a defence, not a reason to refuse every client.
+ */
+export class Lockout {
+  private sequence = 0;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+    private readonly policy: LockoutPolicy,
+    private readonly logger: Logger,
+  ) {}
+
+  private keys(subject: string): [string, string] {
+    const base = `${this.prefix}:${this.policy.name}:${subject}`;
+    return [`${base}:failures`, `${base}:locked`];
+  }
+
+  /** Milliseconds the subject stays locked, 0 when it is not. */
+  async lockedForMs(subject: string): Promise<number> {
+    try {
+      const ttl = await this.redis.pttl(this.keys(subject)[1]);
+      return ttl > 0 ? ttl : 0;
+    } catch (err) {
+      this.logger.warn({ err, lockout: this.policy.name }, 'lockout check skipped: redis unavailable');
+      return 0;
+    }
+  }
+
+  /** Records one failure; true when it locked the subject. */
+  async recordFailure(subject: string, now: number): Promise<boolean> {
+    const { windowMs, maxFailures, lockMs } = this.policy;
+    const member = `${now}-${process.pid}-${++this.sequence}`;
+    try {
+      const locked = await this.redis.eval(
+        RECORD_FAILURE,
+        2,
+        ...this.keys(subject),
+        now,
+        windowMs,
+        maxFailures,
+        lockMs,
+        member,
+      );
+      return locked === 1;
+    } catch (err) {
+      this.logger.warn({ err, lockout: this.policy.name }, 'failure not recorded: redis unavailable');
+      return false;
+    }
+  }
+}
+
+export const AUTH_LOCKOUT: LockoutPolicy = {
+  name: 'auth',
+  maxFailures: 20,
+  windowMs: 5 * 60_000,
+  lockMs: 15 * 60_000,
+};
+export const CARD_LOCKOUT: LockoutPolicy = {
+  name: 'card',
+  maxFailures: 10,
+  windowMs: 10 * 60_000,
+  lockMs: 30 * 60_000,
+};

@@ -1,0 +1,33 @@
+import type { z } from 'zod';
+
+const article = (type: string): string => (/^[aeiou]/.test(type) ? `an ${type}` : `a ${type}`);
+
+/** Readable messages for zod's built-in issues; checks with their own message keep it. */
+export const readableError: z.core.$ZodErrorMap = (issue) => {
+  switch (issue.code) {
+    case 'invalid_type':
+      if (issue.input === undefined) return 'is required';
+      if (issue.input === null) return 'must not be null';
+      return `must be ${article(issue.expected)}`;
+    case 'unrecognized_keys':
+      return `unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `'${k}'`).join(', ')}`;
+    case 'invalid_value':
+      return `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
+    case 'too_small':
+      return issue.origin === 'string'
+        ? `must be at least ${String(issue.minimum)} characters`
+        : issue.origin === 'array'
+          ? `must have at least ${String(issue.minimum)} entries`
+          : `must be at least ${String(issue.minimum)}`;
+    case 'too_big':
+      return issue.origin === 'string'
+        ? `must be at most ${String(issue.maximum)} characters`
+        : issue.origin === 'array'
+          ? `must have at most ${String(issue.maximum)} entries`
+          : `must be at most ${String(issue.maximum)}`;
+    case 'invalid_format':
+      return `is not a valid ${issue.format}`;
+    default:
+      return undefined;
+  }
+};

@@ -1,0 +1,46 @@
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { createLogger, type Logger } from './logger.js';
+
+const SHUTDOWN_GRACE_MS = 30_000;
+
+/**
+ * Runs a process entry: config parsed once (a bad value stops the start naming the variable), then on
+ * SIGTERM or SIGINT the stop function finishes in-flight work and the process exits 0.
+ */
+export function runProcess(
+  name: string,
+  start: (config: Config, logger: Logger) => Promise<{ stop: () => Promise<void> }>,
+) {
+  let config: Config;
+  try {
+    config = loadConfig(process.env);
+  } catch (err) {
+    process.stderr.write(`${name}: ${err instanceof ConfigError ? err.message : String(err)}\n`);
+    process.exit(1);
+  }
+  const logger = createLogger(config, name);
+  start(config, logger).then(
+    ({ stop }) => {
+      let stopping = false;
+      const shutdown = (signal: string) => {
+        if (stopping) return;
+        stopping = true;
+        logger.info({ signal }, 'shutting down');
+        setTimeout(() => process.exit(1), SHUTDOWN_GRACE_MS).unref();
+        stop().then(
+          () => process.exit(0),
+          (err: unknown) => {
+            logger.error({ err }, 'unclean shutdown');
+            process.exit(1);
+          },
+        );
+      };
+      process.once('SIGTERM', () => shutdown('SIGTERM'));
+      process.once('SIGINT', () => shutdown('SIGINT'));
+    },
+    (err: unknown) => {
+      logger.fatal({ err }, 'failed to start');
+      process.exit(1);
+    },
+  );
+}

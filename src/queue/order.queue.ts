@@ -1,0 +1,40 @@
+import { Queue, type JobsOptions } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { z } from 'zod';
+
+export const ORDER_QUEUE = 'orders';
+
+/** The closed catalogue of this queue's jobs: each name has one payload schema. */
+export const OrderJobs = {
+  'process-order': z.strictObject({ orderId: z.number().int().positive() }),
+} as const;
+
+export type OrderJobName = keyof typeof OrderJobs;
+export type OrderJobData = z.infer<(typeof OrderJobs)['process-order']>;
+
+/** Deterministic, so a second enqueue of a waiting or active order is a no-op. */
+export const orderJobId = (orderId: number): string => `order-${orderId}`;
+
+export interface OrderQueue {
+  enqueue(orderId: number): Promise<void>;
+  close(): Promise<void>;
+  readonly queue: Queue;
+}
+
+export function createOrderQueue(connection: Redis, prefix: string, attempts: number): OrderQueue {
+  const queue = new Queue<OrderJobData, void, OrderJobName>(ORDER_QUEUE, { connection, prefix });
+  const options: JobsOptions = {
+    attempts,
+    backoff: { type: 'exponential', delay: 500 },
+    // Removed on completion so that reconciliation can enqueue the same id again if the order is still QUEUED.
+    removeOnComplete: true,
+    removeOnFail: { age: 7 * 24 * 3600, count: 10_000 },
+  };
+  return {
+    queue,
+    async enqueue(orderId) {
+      await queue.add('process-order', { orderId }, { ...options, jobId: orderJobId(orderId) });
+    },
+    close: () => queue.close(),
+  };
+}

@@ -1,0 +1,51 @@
+import { UnrecoverableError, Worker } from 'bullmq';
+import type { Config } from '../config.js';
+import { closeDeps, createDeps } from '../container.js';
+import type { Logger } from '../logger.js';
+import { failOrder, processOrder } from '../services/process-order.js';
+import { ORDER_QUEUE, OrderJobs, type OrderJobData } from './order.queue.js';
+import { createBlockingRedis } from './redis.js';
+
+/** Starts a BullMQ worker for the orders queue; resolves with a function that stops it cleanly. */
+export async function startOrderWorker(config: Config, logger: Logger) {
+  const deps = createDeps(config, logger);
+  const processDeps = { ...deps, maxAttempts: config.MAX_PROCESS_ATTEMPTS };
+  const connection = createBlockingRedis(config.REDIS_URL, `${config.QUEUE_PREFIX}-worker`);
+  const worker = new Worker<OrderJobData>(
+    ORDER_QUEUE,
+    async (job) => {
+      // A payload that can never succeed fails loudly instead of retrying.
+      const parsed = OrderJobs['process-order'].safeParse(job.data);
+      if (!parsed.success)
+        throw new UnrecoverableError(`bad payload for ${job.name}: ${parsed.error.message}`);
+      const outcome = await processOrder(
+        { ...processDeps, logger: logger.child({ jobId: job.id, orderId: parsed.data.orderId }) },
+        parsed.data.orderId,
+      );
+      if (outcome === 'missing') throw new UnrecoverableError(`order ${parsed.data.orderId} does not exist`);
+      return undefined;
+    },
+    { connection, prefix: config.QUEUE_PREFIX, concurrency: config.WORKER_CONCURRENCY },
+  );
+  worker.on('error', (err) => logger.error({ err }, 'worker error'));
+  worker.on('failed', (job, err) => {
+    logger.warn({ jobId: job?.id, attemptsMade: job?.attemptsMade, err: err.message }, 'job failed');
+    const orderId = (job?.data as OrderJobData | undefined)?.orderId;
+    if (job && orderId && job.attemptsMade >= (job.opts.attempts ?? 1)) {
+      void failOrder(processDeps, orderId).catch((e: unknown) =>
+        logger.error({ err: e, orderId }, 'could not fail order'),
+      );
+    }
+  });
+  await worker.waitUntilReady();
+  logger.info({ concurrency: config.WORKER_CONCURRENCY }, 'worker ready');
+  return {
+    worker,
+    async stop() {
+      // close() waits for the jobs in flight to finish; nothing is handed back half-done.
+      await worker.close();
+      connection.disconnect();
+      await closeDeps(deps);
+    },
+  };
+}
