@@ -1,0 +1,70 @@
+import { loadConfig, type Config } from '../config.js';
+import { openDb, type Db } from '../store/db.js';
+import { ADMIN_COMMANDS } from './admin.commands.js';
+import { CliError, EXIT_INVALID, EXIT_USAGE, type Command, type CommandContext } from './commands/command.js';
+
+const PROGRAM = 'npm run --silent admin --';
+
+/** Runs one operator command: its JSON on stdout, a readable error on stderr; returns the exit code. */
+async function main(argv: string[]): Promise<number> {
+  const [name, ...args] = argv;
+  if (name === 'help' || name === '--help' || name === '-h') return print(process.stdout, overview(), 0);
+  if (name === undefined) return print(process.stderr, overview(), EXIT_USAGE);
+  const command = ADMIN_COMMANDS[name];
+  if (!command) return print(process.stderr, `admin: unknown command '${name}'\n\n${overview()}`, EXIT_USAGE);
+  if (args.includes('--help')) return print(process.stdout, usageOf(name, command), 0);
+
+  let config: Config;
+  try {
+    config = loadConfig(process.env);
+  } catch (error) {
+    return print(process.stderr, `admin: ${(error as Error).message}`, EXIT_INVALID);
+  }
+  const ctx = lazyContext(config);
+  try {
+    const result = await command.run(args, ctx);
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+    return 0;
+  } catch (error) {
+    return reportFailure(name, command, error);
+  } finally {
+    ctx.close();
+  }
+}
+
+function lazyContext(config: Config): CommandContext & { close(): void } {
+  let db: Db | undefined;
+  return {
+    config,
+    get db() {
+      return (db ??= openDb(config.DB_PATH));
+    },
+    out: { note: (line) => process.stderr.write(`${line}\n`) },
+    close: () => db?.close(),
+  };
+}
+
+function reportFailure(name: string, command: Command, error: unknown): number {
+  if (error instanceof CliError) {
+    const hint = error.exitCode === EXIT_USAGE ? `\n${usageOf(name, command)}` : '';
+    return print(process.stderr, `admin ${name}: ${error.message}${hint}`, error.exitCode);
+  }
+  const detail = error instanceof Error ? (error.stack ?? error.message) : String(error);
+  return print(process.stderr, `admin ${name}: unexpected error: ${detail}`, EXIT_INVALID);
+}
+
+function usageOf(name: string, command: Command): string {
+  return `usage: ${PROGRAM} ${name} ${command.usage}\n  ${command.summary}`;
+}
+
+function overview(): string {
+  const lines = Object.entries(ADMIN_COMMANDS).map(([name, command]) => `  ${name} ${command.usage}`);
+  return `usage: ${PROGRAM} <command> [options]\n\ncommands:\n${lines.join('\n')}`;
+}
+
+function print(stream: NodeJS.WriteStream, text: string, exitCode: number): number {
+  stream.write(`${text}\n`);
+  return exitCode;
+}
+
+process.exitCode = await main(process.argv.slice(2));

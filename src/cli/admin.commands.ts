@@ -1,0 +1,12 @@
+import { catalogImport, vendorDeactivate } from './commands/catalog.commands.js';
+import { cardAdd, clientCreate, clientDisable } from './commands/client.commands.js';
+import type { Command } from './commands/command.js';
+
+/** Every operator command by name; a new command is one module under commands/ and one entry here. */
+export const ADMIN_COMMANDS: Record<string, Command> = {
+  'client:create': clientCreate,
+  'client:disable': clientDisable,
+  'card:add': cardAdd,
+  'catalog:import': catalogImport,
+  'vendor:deactivate': vendorDeactivate,
+};

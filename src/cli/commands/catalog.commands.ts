@@ -1,0 +1,57 @@
+import { readFile } from 'node:fs/promises';
+import { parseCatalog } from '../../domain/catalog.schema.js';
+import { createCatalogRepository } from '../../store/catalog.repository.js';
+import { CliError, parseCommandArgs, positiveIntOption, requiredOption, type Command } from './command.js';
+
+export const catalogImport: Command = {
+  usage: 'FILE',
+  summary: 'upsert vendors and listings from a catalog JSON file (- reads stdin); a bad file imports nothing',
+  async run(args, { db }) {
+    const { positionals } = parseCommandArgs(args, {}, ['FILE']);
+    const file = positionals[0]!;
+    const json = parseJson(await readText(file), file);
+    const catalog = createCatalogRepository(db);
+    const result = parseCatalog(json, (vendorId) => catalog.vendorExists(vendorId));
+    if (!result.ok) {
+      const count = result.problems.length === 1 ? '1 problem' : `${result.problems.length} problems`;
+      throw CliError.invalid(`${file}: ${count}, nothing imported\n  ${result.problems.join('\n  ')}`);
+    }
+    catalog.importCatalog(result.vendors, result.listings);
+    return { vendors: result.vendors.length, listings: result.listings.length };
+  },
+};
+
+export const vendorDeactivate: Command = {
+  usage: '--vendor ID',
+  summary: "deactivate a vendor: its listings' items become 54 (INACTIVE_SELLER)",
+  async run(args, { db }) {
+    const { values } = parseCommandArgs(args, { vendor: { type: 'string' } });
+    const vendorId = positiveIntOption(requiredOption(values.vendor, 'vendor'), 'vendor');
+    if (!createCatalogRepository(db).deactivateVendor(vendorId)) {
+      throw CliError.invalid(`no vendor ${vendorId}`);
+    }
+    return { vendorId, active: false };
+  },
+};
+
+async function readText(file: string): Promise<string> {
+  try {
+    return file === '-' ? await readStdin() : await readFile(file, 'utf8');
+  } catch (error) {
+    throw CliError.invalid(`cannot read ${file}: ${(error as Error).message}`);
+  }
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function parseJson(text: string, file: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw CliError.invalid(`${file} is not valid JSON: ${(error as Error).message}`);
+  }
+}
