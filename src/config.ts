@@ -34,6 +34,7 @@ const ConfigSchema = z.object({
   SHIP_DEADLINE_H: positiveInt.default(96),
   EXTRA_SHIPPING_TIMEOUT_H: positiveInt.default(48),
   RECONCILE_CRON: z.string().min(1).default('* * * * *'),
+  SANDBOX_PAYMENT_LATENCY_MS: nonNegativeInt.default(0),
   TRUST_PROXY: z
     .enum(['true', 'false', '1', '0', ''])
     .default('')

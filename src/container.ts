@@ -44,7 +44,7 @@ export function createDeps(config: Config, logger: Logger, options: ContainerOpt
     catalog,
     orders: createOrderRepository(db),
     processing: createOrderProcessingRepository(db, catalog),
-    payments: createSandboxGateway(db, clock),
+    payments: createSandboxGateway(db, clock, config.SANDBOX_PAYMENT_LATENCY_MS),
     usdPer,
     taxRules,
     authLockout: new Lockout(redis, config.QUEUE_PREFIX, AUTH_LOCKOUT, logger),

@@ -8,9 +8,9 @@ interface PaymentRow {
 
 /**
  * The sandbox processor behind `card:add` cards: it keeps its authorisations in the `payments` table and
- * declines every authorisation on a card added with `--decline`.
+ * declines every authorisation on a card added with `--decline`; `latencyMs` simulates a processor's delay.
  */
-export function createSandboxGateway(db: Db, clock: () => number = Date.now): PaymentGateway {
+export function createSandboxGateway(db: Db, clock: () => number = Date.now, latencyMs = 0): PaymentGateway {
   const declines = db.prepare<[number], { declines: number }>('SELECT declines FROM cards WHERE card_id = ?');
   const insert = db.prepare(
     `INSERT INTO payments (idempotency_key, card_id, currency, amount_cents, status, created_at, updated_at)
@@ -43,9 +43,11 @@ export function createSandboxGateway(db: Db, clock: () => number = Date.now): Pa
   });
 
   return {
-    authorize({ key, cardId, amountCents, currency }): Promise<AuthorizeResult> {
+    async authorize({ key, cardId, amountCents, currency }): Promise<AuthorizeResult> {
+      // A real processor answers in tens of milliseconds; the sandbox can be told to take as long.
+      if (latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, latencyMs));
       const row = authorize.immediate(key, cardId, amountCents, currency);
-      return Promise.resolve({ approved: row.status === 'authorized', amountCents: row.amount_cents });
+      return { approved: row.status === 'authorized', amountCents: row.amount_cents };
     },
     adjust(key, step, deltaCents) {
       adjust.immediate(key, step, deltaCents);

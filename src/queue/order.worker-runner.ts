@@ -25,7 +25,15 @@ export async function startOrderWorker(config: Config, logger: Logger) {
       if (outcome === 'missing') throw new UnrecoverableError(`order ${parsed.data.orderId} does not exist`);
       return undefined;
     },
-    { connection, prefix: config.QUEUE_PREFIX, concurrency: config.WORKER_CONCURRENCY },
+    {
+      connection,
+      prefix: config.QUEUE_PREFIX,
+      concurrency: config.WORKER_CONCURRENCY,
+      // Jobs take milliseconds; short locks let a surviving worker take over a dead one's jobs within seconds.
+      lockDuration: 10_000,
+      stalledInterval: 5_000,
+      maxStalledCount: 2,
+    },
   );
   worker.on('error', (err) => logger.error({ err }, 'worker error'));
   worker.on('failed', (job, err) => {

@@ -1,0 +1,123 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
+import { createTestService, signed, type Credentials, type TestService } from '../helpers/test-service.js';
+
+let service: TestService;
+let buyer: Credentials;
+
+const statuses = (body: { listings: { orderItems: { status: number }[] }[] }) =>
+  body.listings.flatMap((l) => l.orderItems.map((i) => i.status));
+
+const ledger = (orderId: number) =>
+  service.deps.db
+    .prepare('SELECT kind, amount_cents AS amount FROM ledger_entries WHERE order_id = ? ORDER BY entry_id')
+    .all(orderId);
+
+beforeAll(async () => {
+  service = await createTestService();
+  service.importCatalog(VENDORS, LISTINGS);
+  buyer = service.client('real buyer');
+  await service.startWorker();
+});
+afterAll(() => service.close());
+
+describe('POST /v1/orders for a real order', () => {
+  it('when a worker runs, then the order comes back ORDERED, stock is taken and one authorisation is recorded', async () => {
+    // Walden 10.00 ×2 + shipping 3.99 + 1.99 = 25.98; CA 7.25 % -> 1.88; total 27.86
+    const res = await signed(
+      service.app,
+      buyer,
+      'POST',
+      '/v1/orders',
+      orderBody(buyer.ccToken, { listings: [{ listingId: 2002, quantity: 2 }], referenceId: 'po-1' }),
+    );
+    expect(res.status).toBe(200);
+    expect(res.headers['svc-status']).toBe('2010');
+    expect(res.body.orderId).toBeGreaterThan(0);
+    expect(res.body).toMatchObject({
+      dryrun: false,
+      currency: 'USD',
+      tax: 1.88,
+      taxModel: 'SALES_TAX',
+      referenceId: 'po-1',
+    });
+    expect(statuses(res.body)).toEqual([5, 5]);
+    expect(res.body.listings[0].orderItems[0]).not.toHaveProperty('itemUpdateDate');
+    expect(
+      res.body.listings[0].orderItems
+        .map((i: { orderItemId: number }) => i.orderItemId)
+        .every((id: number) => id > 0),
+    ).toBe(true);
+    expect(service.stock(2002)).toBe(48);
+    expect(ledger(res.body.orderId)).toEqual([{ kind: 'authorize', amount: 2786 }]);
+  });
+
+  it('when the card declines, then every item is 19 and the stock is untouched', async () => {
+    const decliner = service.client('declined buyer', true);
+    const before = service.stock(2001);
+    const res = await signed(
+      service.app,
+      decliner,
+      'POST',
+      '/v1/orders',
+      orderBody(decliner.ccToken, { listings: [{ listingId: 2001, quantity: 2 }] }),
+    );
+    expect(res.headers['svc-status']).toBe('2010');
+    expect(statuses(res.body)).toEqual([19, 19]);
+    expect(res.body.listings[0].orderItems[0].shipcost).toBe(0);
+    expect(service.stock(2001)).toBe(before);
+    expect(ledger(res.body.orderId)).toEqual([{ kind: 'decline', amount: expect.any(Number) }]);
+  });
+
+  it('with Prefer: respond-async, then it answers at once with the order QUEUED', async () => {
+    const res = await signed(service.app, buyer, 'POST', '/v1/orders', orderBody(buyer.ccToken), {
+      headers: { Prefer: 'respond-async' },
+    });
+    expect(res.headers['svc-status']).toBe('2010');
+    expect(res.headers['preference-applied']).toBe('respond-async');
+    expect(statuses(res.body)).toEqual([1]);
+  });
+
+  it('when the same request is sent again, then it returns the same order; a different body is 4090', async () => {
+    const body = orderBody(buyer.ccToken, { listings: [{ listingId: 1002, quantity: 1 }] });
+    const requestId = crypto.randomUUID();
+    const first = await signed(service.app, buyer, 'POST', '/v1/orders', body, { requestId });
+    const again = await signed(service.app, buyer, 'POST', '/v1/orders', body, { requestId });
+    expect(again.status).toBe(200);
+    expect(again.headers['svc-status']).toBe('2010');
+    expect(again.body.orderId).toBe(first.body.orderId);
+    const other = await signed(
+      service.app,
+      buyer,
+      'POST',
+      '/v1/orders',
+      { ...body, referenceId: 'changed' },
+      { requestId },
+    );
+    expect(other.status).toBe(409);
+    expect(other.headers['svc-status']).toBe('4090');
+    expect(other.body.requestId).toBe(requestId);
+    const count = service.deps.db
+      .prepare('SELECT count(*) FROM orders WHERE request_id = ?')
+      .pluck()
+      .get(requestId);
+    expect(count).toBe(1);
+  });
+
+  it('when twenty identical requests arrive at once, then exactly one order is created', async () => {
+    const body = orderBody(buyer.ccToken, { listings: [{ listingId: 1002, quantity: 1 }] });
+    const requestId = crypto.randomUUID();
+    const before = service.stock(1002);
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () => signed(service.app, buyer, 'POST', '/v1/orders', body, { requestId })),
+    );
+    expect(new Set(answers.map((a) => a.status))).toEqual(new Set([200]));
+    expect(new Set(answers.map((a) => a.body.orderId)).size).toBe(1);
+    const codes = answers.map((a) => a.headers['svc-status']);
+    expect(codes.every((c) => c === '2010' || c === '2003')).toBe(true);
+    expect(
+      service.deps.db.prepare('SELECT count(*) FROM orders WHERE request_id = ?').pluck().get(requestId),
+    ).toBe(1);
+    expect(service.stock(1002)).toBe(before - 1);
+  });
+});
