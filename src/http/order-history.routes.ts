@@ -1,7 +1,46 @@
-// Placeholder until the order history routes land (owned by the search work).
-import express from 'express';
+import express, { type Request } from 'express';
 import type { Deps } from '../deps.js';
+import { getClientOrder, searchOrders, type SearchDeps } from '../services/search-orders.js';
+import { createOrderSearchRepository } from '../store/order-search.repository.js';
+import { ApiError } from './errors.js';
+import { parseOrderSearchQuery, unexpectedParams } from './order-search.schema.js';
+import { authOf, sendOk } from './respond.js';
+import { SvcStatus } from './status-codes.js';
 
-export function createOrderHistoryRouter(_deps: Deps): express.Router {
-  return express.Router();
+/** GET /v1/orders (search) and GET /v1/orders/{orderId}; mounted after the auth middleware. */
+export function createOrderHistoryRouter(deps: Deps): express.Router {
+  const router = express.Router();
+  const searchDeps: SearchDeps = { clock: deps.clock, orderSearch: createOrderSearchRepository(deps.db) };
+
+  router.get('/', async (req, res) => {
+    const { clientId } = authOf(res);
+    const query = parseOrderSearchQuery(rawQueryOf(req));
+    if (!query.success) throw new ApiError(SvcStatus.INVALID, query.messages);
+    const outcome = await searchOrders(searchDeps, clientId, query.data);
+    if (outcome.kind === 'bad-cursor') throw new ApiError(SvcStatus.INVALID, outcome.message);
+    sendOk(res, SvcStatus.RETRIEVED, outcome.body);
+  });
+
+  router.get('/:orderId', async (req, res) => {
+    const { clientId } = authOf(res);
+    const unexpected = unexpectedParams(rawQueryOf(req));
+    if (unexpected.length > 0) throw new ApiError(SvcStatus.INVALID, unexpected);
+    const text = req.params.orderId;
+    const orderId = /^\d+$/.test(text) ? Number(text) : 0;
+    // 0 is a dry run's id and never stored; other clients' orders are reported exactly like absent ones.
+    const order =
+      Number.isSafeInteger(orderId) && orderId > 0
+        ? await getClientOrder(deps.orders, clientId, orderId)
+        : null;
+    if (!order) throw new ApiError(SvcStatus.ORDER_NOT_FOUND, `orderId: no order ${text}`);
+    sendOk(res, SvcStatus.RETRIEVED, order);
+  });
+
+  return router;
+}
+
+/** The query string exactly as sent: repeated names and unknown ones survive, unlike req.query. */
+function rawQueryOf(req: Request): string {
+  const mark = req.originalUrl.indexOf('?');
+  return mark === -1 ? '' : req.originalUrl.slice(mark + 1);
 }

@@ -45,7 +45,8 @@ export interface SearchCursor {
 }
 
 /** The access path that leads a search; see chooseDriver. */
-export type Driver = 'order-ids' | 'item-ids' | 'reference' | 'updated-items' | 'vendor-items' | 'dated-items' | 'orders';
+export type Driver =
+  'order-ids' | 'item-ids' | 'reference' | 'updated-items' | 'vendor-items' | 'dated-items' | 'orders';
 
 export interface SearchPlan {
   driver: Driver;
@@ -105,7 +106,13 @@ export function createOrderSearchRepository(db: Db) {
       return (prepared(PROBE_SQL).pluck().get(params) as number) < NARROW_UPDATE_SCAN;
     });
     const s = shapeOf(driver, c);
-    return { driver, ...(probed ? { probeSql: PROBE_SQL } : {}), pageSql: pageSql(s), itemsSql: itemsSql(s), params };
+    return {
+      driver,
+      ...(probed ? { probeSql: PROBE_SQL } : {}),
+      pageSql: pageSql(s),
+      itemsSql: itemsSql(s),
+      params,
+    };
   }
 
   // One read transaction: the page and its items come from the same snapshot.

@@ -1,0 +1,93 @@
+import { describe, expect, it } from 'vitest';
+import { criteriaHash, resolveWindow, type OrderSearchRequest } from '../../src/services/search-orders.js';
+import { chooseDriver, type SearchCriteria } from '../../src/store/order-search.repository.js';
+
+const DAY = 86_400_000;
+const NOW = Date.parse('2026-11-21T10:00:00.000Z');
+const request = (extra: Partial<OrderSearchRequest> = {}): OrderSearchRequest => ({
+  sortOrder: 'ascending',
+  limit: 20,
+  ...extra,
+});
+
+describe('resolveWindow', () => {
+  it('without dates covers the last 90 days up to and including this millisecond', () => {
+    expect(resolveWindow(request(), NOW)).toEqual({ dateStart: NOW - 90 * DAY, dateEnd: NOW + 1 });
+  });
+
+  it('completes a lone bound to 90 days on its side', () => {
+    const start = Date.parse('2026-01-01T00:00:00Z');
+    expect(resolveWindow(request({ dateStart: start }), NOW)).toEqual({
+      dateStart: start,
+      dateEnd: start + 90 * DAY,
+    });
+    expect(resolveWindow(request({ dateEnd: start }), NOW)).toEqual({
+      dateStart: start - 90 * DAY,
+      dateEnd: start,
+    });
+  });
+
+  it('keeps both bounds when both are given', () => {
+    expect(resolveWindow(request({ dateStart: 5, dateEnd: 9 }), NOW)).toEqual({ dateStart: 5, dateEnd: 9 });
+  });
+});
+
+describe('criteriaHash', () => {
+  it('ignores limit and next, and the order and repetition of ids', () => {
+    const first = criteriaHash(request({ orderId: [3, 1, 2], vendorId: 7 }));
+    expect(criteriaHash(request({ orderId: [1, 2, 3, 3], vendorId: 7, limit: 5, next: 99 }))).toBe(first);
+  });
+
+  it('changes with any criterion, the sort order included', () => {
+    const base = criteriaHash(request());
+    const variants: Partial<OrderSearchRequest>[] = [
+      { sortOrder: 'descending' },
+      { dateStart: 0 },
+      { dateEnd: 0 },
+      { itemUpdateDateStart: 0 },
+      { itemUpdateDateEnd: 0 },
+      { vendorId: 1 },
+      { referenceId: 'a' },
+      { orderId: [1] },
+      { orderItemId: [1] },
+    ];
+    const hashes = variants.map((v) => criteriaHash(request(v)));
+    expect(new Set([base, ...hashes]).size).toBe(variants.length + 1);
+  });
+});
+
+describe('chooseDriver', () => {
+  const criteria = (extra: Partial<SearchCriteria> = {}): SearchCriteria => ({
+    dateStart: 0,
+    dateEnd: DAY,
+    sortOrder: 'ascending',
+    limit: 20,
+    ...extra,
+  });
+  const narrow = () => true;
+  const wide = () => false;
+
+  it('leads with given ids, then a reference, over everything else', () => {
+    const all = { vendorId: 1, referenceId: 'r', itemUpdateStart: 0, orderItemIds: [1], orderIds: [1] };
+    expect(chooseDriver(criteria(all), narrow)).toBe('order-ids');
+    expect(chooseDriver(criteria({ ...all, orderIds: undefined }), narrow)).toBe('item-ids');
+    expect(chooseDriver(criteria({ ...all, orderIds: undefined, orderItemIds: undefined }), narrow)).toBe(
+      'reference',
+    );
+  });
+
+  it('reads a narrow update range directly and scans a wide one in result order, behind a vendor', () => {
+    expect(chooseDriver(criteria({ itemUpdateStart: 0, vendorId: 1 }), narrow)).toBe('updated-items');
+    expect(chooseDriver(criteria({ itemUpdateEnd: 5, vendorId: 1 }), wide)).toBe('vendor-items');
+    expect(chooseDriver(criteria({ itemUpdateStart: 0 }), wide)).toBe('dated-items');
+    expect(chooseDriver(criteria({ vendorId: 1 }), narrow)).toBe('vendor-items');
+  });
+
+  it('asks about the update range only when one is given', () => {
+    const ask = () => {
+      throw new Error('asked');
+    };
+    expect(chooseDriver(criteria(), ask)).toBe('orders');
+    expect(chooseDriver(criteria({ vendorId: 2 }), ask)).toBe('vendor-items');
+  });
+});
