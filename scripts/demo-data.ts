@@ -1,0 +1,69 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseCatalog } from '../src/domain/catalog.schema.js';
+import { createCatalogRepository } from '../src/store/catalog.repository.js';
+import { createClientRepository } from '../src/store/client.repository.js';
+import type { Db } from '../src/store/db.js';
+
+export interface DemoClient {
+  baseUrl: string;
+  accessKey: string;
+  secretKey: string;
+  ccToken: string;
+}
+
+/** Imports the demo catalog (an upsert, so stock is topped up on every start) and makes the demo client once. */
+export function seedDemo(db: Db, profilePath: string, baseUrl: string): DemoClient {
+  const catalogFile = JSON.parse(
+    fs.readFileSync(path.join(import.meta.dirname, 'demo-catalog.json'), 'utf8'),
+  );
+  const catalog = createCatalogRepository(db);
+  const parsed = parseCatalog(catalogFile, (id) => catalog.vendorExists(id));
+  if (!parsed.ok) throw new Error(`demo catalog is invalid:\n  ${parsed.problems.join('\n  ')}`);
+  catalog.importCatalog(parsed.vendors, parsed.listings);
+
+  const clients = createClientRepository(db);
+  const existing = readProfile(profilePath);
+  if (existing && clients.findByAccessKey(existing.accessKey) && clients.findCard(existing.ccToken)) {
+    return { ...existing, baseUrl };
+  }
+  const client = clients.create('demo client');
+  const card = clients.addCard(client.clientId, false);
+  const demo = { baseUrl, accessKey: client.accessKey, secretKey: client.secretKey, ccToken: card.token };
+  fs.mkdirSync(path.dirname(profilePath), { recursive: true });
+  fs.writeFileSync(profilePath, `${JSON.stringify(demo, null, 2)}\n`, { mode: 0o600 });
+  return demo;
+}
+
+function readProfile(profilePath: string): DemoClient | null {
+  try {
+    return JSON.parse(fs.readFileSync(profilePath, 'utf8')) as DemoClient;
+  } catch {
+    return null;
+  }
+}
+
+/** A dry-run body for the demo, written next to the profile so the printed command works as is. */
+export function writeDemoOrder(dir: string, ccToken: string, listingId: number): string {
+  const address = {
+    name: 'Ada Reader',
+    address1: '1 Market St',
+    city: 'San Francisco',
+    provstate: 'CA',
+    country: 'USA',
+    zipcode: '94105',
+    phone: '+1 415 555 0100',
+  };
+  const body = {
+    shipAddr: address,
+    billAddr: address,
+    ccToken,
+    listings: [{ listingId, quantity: 2 }],
+    shippingMode: 'S',
+    domain: 'bookmarket.com',
+    dryrun: true,
+  };
+  const file = path.join(dir, 'demo-dryrun.json');
+  fs.writeFileSync(file, `${JSON.stringify(body, null, 2)}\n`);
+  return file;
+}

@@ -1,0 +1,103 @@
+// `npm start`: one command for the whole service on this machine: Redis (REDIS_URL or a private one),
+// the demo catalog and client, then the Procfile's web, worker and clock, restarted if they die and
+// stopped cleanly on Ctrl-C.
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { loadConfig } from '../src/config.js';
+import { openDb } from '../src/store/db.js';
+import { seedDemo, writeDemoOrder } from './demo-data.js';
+import { ensureRedis } from './redis.js';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const PROCESSES: Record<string, string> = {
+  web: 'src/server.ts',
+  worker: 'workers/order.worker.ts',
+  clock: 'jobs/clock.ts',
+};
+
+function say(line: string): void {
+  process.stderr.write(`[start] ${line}\n`);
+}
+
+async function main(): Promise<void> {
+  const redis = await ensureRedis();
+  const env: Record<string, string> = { ...(process.env as Record<string, string>), REDIS_URL: redis.url };
+  if (!process.env.LOG_PRETTY && process.stdout.isTTY) env.LOG_PRETTY = 'true';
+  const config = loadConfig(env);
+  say(
+    `redis ${redis.url}${process.env.REDIS_URL ? '' : ' (private, disk-less)'}; database ${config.DB_PATH}`,
+  );
+
+  const baseUrl = `http://127.0.0.1:${config.PORT}`;
+  const db = openDb(config.DB_PATH);
+  const profile = path.join(path.dirname(config.DB_PATH), 'demo-client.json');
+  const demo = seedDemo(db, profile, baseUrl);
+  db.close();
+  const orderFile = writeDemoOrder(path.dirname(profile), demo.ccToken, 1001);
+
+  const children = new Map<string, ChildProcess>();
+  let stopping = false;
+  const launch = (name: string) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, PROCESSES[name]!)], {
+      cwd: ROOT,
+      env,
+      stdio: 'inherit',
+    });
+    children.set(name, child);
+    child.once('exit', (code, signal) => {
+      children.delete(name);
+      if (stopping) return;
+      say(`${name} exited (${signal ?? code}); restarting in 1 s`);
+      setTimeout(() => !stopping && launch(name), 1000);
+    });
+  };
+  for (const name of Object.keys(PROCESSES)) launch(name);
+  await waitForHealth(`${baseUrl}/healthz`);
+
+  process.stdout.write(
+    [
+      '',
+      `Service ready at ${baseUrl}/v1 (OpenAPI: ${baseUrl}/v1/openapi.json)`,
+      `Demo client (saved in ${path.relative(ROOT, profile)}):`,
+      `  access key: ${demo.accessKey}`,
+      `  secret key: ${demo.secretKey}`,
+      `  card token: ${demo.ccToken}`,
+      'Send a signed dry run from another terminal:',
+      `  npm run --silent call -- POST /v1/orders ${path.relative(ROOT, orderFile)}`,
+      'Ctrl-C stops everything.',
+      '',
+    ].join('\n'),
+  );
+
+  const shutdown = async () => {
+    if (stopping) return;
+    stopping = true;
+    say('stopping web, worker and clock');
+    await Promise.all(
+      [...children.values()].map(
+        (child) => new Promise((resolve) => child.once('exit', resolve).kill('SIGTERM')),
+      ),
+    );
+    await redis.stop();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void shutdown());
+  process.on('SIGTERM', () => void shutdown());
+}
+
+async function waitForHealth(url: string): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`web did not answer ${url} within 30 s`);
+}
+
+main().catch((err: unknown) => {
+  say(err instanceof Error ? err.message : String(err));
+  process.exit(1);
+});
