@@ -79,8 +79,16 @@ export function chooseDriver(c: SearchCriteria, updateRangeIsNarrow: () => boole
 
 export type OrderSearchRepository = ReturnType<typeof createOrderSearchRepository>;
 
+export interface OrderSearchOptions {
+  /** Tests lower or raise it to force either path for an update range. */
+  narrowUpdateScan?: number;
+}
+
 /** Order history search (one query for the page, one for its items) and the paging cursors it issues. */
-export function createOrderSearchRepository(db: Db) {
+export function createOrderSearchRepository(
+  db: Db,
+  { narrowUpdateScan = NARROW_UPDATE_SCAN }: OrderSearchOptions = {},
+) {
   const statements = new Map<string, Statement>();
   const prepared = (sql: string): Statement => {
     let statement = statements.get(sql);
@@ -99,11 +107,11 @@ export function createOrderSearchRepository(db: Db) {
   );
 
   function plan(clientId: number, c: SearchCriteria): SearchPlan {
-    const params = bind(clientId, c);
+    const params = { ...bind(clientId, c), scanCap: narrowUpdateScan };
     let probed = false;
     const driver = chooseDriver(c, () => {
       probed = true;
-      return (prepared(PROBE_SQL).pluck().get(params) as number) < NARROW_UPDATE_SCAN;
+      return (prepared(PROBE_SQL).pluck().get(params) as number) < narrowUpdateScan;
     });
     const s = shapeOf(driver, c);
     return {
@@ -190,7 +198,7 @@ const toCursor = (r: CursorRow): SearchCursor => ({
 const PROBE_SQL = `SELECT count(*) FROM (
   SELECT 1 FROM order_items INDEXED BY order_items_search_updated
    WHERE client_id = @clientId AND updated_at >= @scanFrom AND updated_at < @scanTo
-   LIMIT ${NARROW_UPDATE_SCAN})`;
+   LIMIT @scanCap)`;
 
 interface Shape {
   driver: Driver;
