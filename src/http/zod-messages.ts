@@ -4,9 +4,10 @@ const article = (type: string): string => (/^[aeiou]/.test(type) ? `an ${type}` 
 
 /** Readable messages for zod's built-in issues; checks with their own message keep it. */
 export const readableError: z.core.$ZodErrorMap = (issue) => {
+  if (issue.input === undefined && (issue.code === 'invalid_type' || issue.code === 'invalid_value'))
+    return 'is required';
   switch (issue.code) {
     case 'invalid_type':
-      if (issue.input === undefined) return 'is required';
       if (issue.input === null) return 'must not be null';
       return `must be ${article(issue.expected)}`;
     case 'unrecognized_keys':
