@@ -4,6 +4,7 @@ import { loadUsdPer } from './domain/money.js';
 import { loadTaxRules } from './domain/tax.js';
 import { AUTH_LOCKOUT, CARD_LOCKOUT, Lockout } from './http/lockout.js';
 import type { Logger } from './logger.js';
+import { createMetricsRecorder } from './metrics/metrics.recorder.js';
 import { createSandboxGateway } from './payments/sandbox.gateway.js';
 import { createOrderOutcomes } from './queue/order-outcomes.js';
 import { createOrderQueue } from './queue/order.queue.js';
@@ -58,6 +59,7 @@ export function createDeps(config: Config, logger: Logger, options: ContainerOpt
           logger,
         )
       : { wait: () => Promise.resolve(), close: () => Promise.resolve() },
+    metrics: createMetricsRecorder(redis, config.QUEUE_PREFIX, logger),
   };
 }
 

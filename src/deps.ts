@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import type { Logger } from './logger.js';
+import type { MetricsRecorder } from './metrics/metrics.recorder.js';
 import type { UsdPer } from './domain/money.js';
 import type { TaxRules } from './domain/tax.js';
 import type { Lockout } from './http/lockout.js';
@@ -33,4 +34,6 @@ export interface Deps {
   intake: OrderIntake;
   queue: OrderQueue;
   outcomes: OrderOutcomes;
+  /** Adds to the deployment-wide metrics in Redis that web processes expose at /metrics. */
+  metrics: MetricsRecorder;
 }

@@ -1,7 +1,9 @@
 import { UnrecoverableError, Worker } from 'bullmq';
 import type { Config } from '../config.js';
 import { closeDeps, createDeps } from '../container.js';
+import type { Deps } from '../deps.js';
 import type { Logger } from '../logger.js';
+import type { JobRecord } from '../metrics/metrics.recorder.js';
 import { failOrder, processOrder } from '../services/process-order.js';
 import { ORDER_QUEUE, OrderJobs, type OrderJobData } from './order.queue.js';
 import { createBlockingRedis } from './redis.js';
@@ -14,16 +16,26 @@ export async function startOrderWorker(config: Config, logger: Logger) {
   const worker = new Worker<OrderJobData>(
     ORDER_QUEUE,
     async (job) => {
-      // A payload that can never succeed fails loudly instead of retrying.
-      const parsed = OrderJobs['process-order'].safeParse(job.data);
-      if (!parsed.success)
-        throw new UnrecoverableError(`bad payload for ${job.name}: ${parsed.error.message}`);
-      const outcome = await processOrder(
-        { ...processDeps, logger: logger.child({ jobId: job.id, orderId: parsed.data.orderId }) },
-        parsed.data.orderId,
-      );
-      if (outcome === 'missing') throw new UnrecoverableError(`order ${parsed.data.orderId} does not exist`);
-      return undefined;
+      const started = performance.now();
+      let result: JobRecord['result'] = 'failed';
+      try {
+        // A payload that can never succeed fails loudly instead of retrying.
+        const parsed = OrderJobs['process-order'].safeParse(job.data);
+        if (!parsed.success)
+          throw new UnrecoverableError(`bad payload for ${job.name}: ${parsed.error.message}`);
+        const outcome = await processOrder(
+          { ...processDeps, logger: logger.child({ jobId: job.id, orderId: parsed.data.orderId }) },
+          parsed.data.orderId,
+        );
+        if (outcome === 'missing')
+          throw new UnrecoverableError(`order ${parsed.data.orderId} does not exist`);
+        if (outcome === 'settled' || outcome === 'failed') await countOutcome(deps, parsed.data.orderId);
+        result = 'completed';
+        return undefined;
+      } finally {
+        const seconds = (performance.now() - started) / 1000;
+        await deps.metrics.recordJob({ queue: ORDER_QUEUE, name: job.name, seconds, result });
+      }
     },
     {
       connection,
@@ -40,9 +52,9 @@ export async function startOrderWorker(config: Config, logger: Logger) {
     logger.warn({ jobId: job?.id, attemptsMade: job?.attemptsMade, err: err.message }, 'job failed');
     const orderId = (job?.data as OrderJobData | undefined)?.orderId;
     if (job && orderId && job.attemptsMade >= (job.opts.attempts ?? 1)) {
-      void failOrder(processDeps, orderId).catch((e: unknown) =>
-        logger.error({ err: e, orderId }, 'could not fail order'),
-      );
+      void failOrder(processDeps, orderId)
+        .then(() => countOutcome(deps, orderId))
+        .catch((e: unknown) => logger.error({ err: e, orderId }, 'could not fail order'));
     }
   });
   await worker.waitUntilReady();
@@ -56,4 +68,10 @@ export async function startOrderWorker(config: Config, logger: Logger) {
       await closeDeps(deps);
     },
   };
+}
+
+/** Counts a settled order's outcome; only the attempt that settled it calls this, so each order counts once. */
+async function countOutcome(deps: Pick<Deps, 'orders' | 'metrics'>, orderId: number): Promise<void> {
+  const stored = await deps.orders.get(orderId);
+  if (stored) await deps.metrics.recordOrderSettled(stored.items.map((item) => item.status));
 }

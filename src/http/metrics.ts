@@ -1,0 +1,40 @@
+import type { RequestHandler } from 'express';
+import { Gauge, Registry } from 'prom-client';
+import type { Deps } from '../deps.js';
+import { sharedMetrics } from '../metrics/metrics.recorder.js';
+import { registerOrderStoreGauges } from '../metrics/order-store.metrics.js';
+import { ORDER_QUEUE } from '../queue/order.queue.js';
+
+const QUEUE_STATES = ['waiting', 'prioritized', 'active', 'delayed', 'failed'] as const;
+
+/**
+ * The deployment-wide series, the same whichever web process is scraped: what workers and the clock recorded
+ * in Redis, the queue's depth from BullMQ, and order counts from SQLite.
+ */
+export function createDeploymentRegistry(deps: Pick<Deps, 'redis' | 'config' | 'queue' | 'db'>): Registry {
+  const registry = new Registry();
+  for (const metric of Object.values(sharedMetrics(deps.redis, deps.config.QUEUE_PREFIX)))
+    metric.registerOn(registry);
+  new Gauge({
+    name: 'bookorders_queue_jobs',
+    help: 'Jobs in a BullMQ queue, by state',
+    labelNames: ['queue', 'state'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const counts = await deps.queue.queue.getJobCounts(...QUEUE_STATES).catch(() => null);
+      if (!counts) return;
+      for (const state of QUEUE_STATES) this.set({ queue: ORDER_QUEUE, state }, counts[state] ?? 0);
+    },
+  });
+  registerOrderStoreGauges(deps.db, registry);
+  return registry;
+}
+
+/** GET /metrics: this process's (or this cluster's) own series followed by the deployment-wide ones. */
+export function metricsRoute(processMetrics: () => Promise<string>, deployment: Registry): RequestHandler {
+  return async (_req, res) => {
+    const [own, shared] = await Promise.all([processMetrics(), deployment.metrics()]);
+    res.set('Content-Type', Registry.PROMETHEUS_CONTENT_TYPE).send(`${own.trimEnd()}\n\n${shared}`);
+  };
+}

@@ -1,0 +1,54 @@
+import crypto from 'node:crypto';
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { ExpressAdapter } from '@bull-board/express';
+import type { Queue } from 'bullmq';
+import type { Express, RequestHandler } from 'express';
+
+export const DASHBOARD_PATH = '/admin/queues';
+
+export interface DashboardOptions {
+  queues: Queue[];
+  user: string | undefined;
+  password: string | undefined;
+}
+
+const digest = (value: string) => crypto.createHash('sha256').update(value, 'utf8').digest();
+
+/** HTTP basic auth against one user; digests make the constant-time comparison independent of lengths. */
+export function basicAuth(user: string, password: string, realm: string): RequestHandler {
+  const expectedUser = digest(user);
+  const expectedPassword = digest(password);
+  return (req, res, next) => {
+    const [scheme, encoded = ''] = (req.get('authorization') ?? '').split(' ');
+    const decoded = Buffer.from(encoded, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    const userOk = crypto.timingSafeEqual(digest(decoded.slice(0, Math.max(colon, 0))), expectedUser);
+    const passwordOk = crypto.timingSafeEqual(digest(decoded.slice(colon + 1)), expectedPassword);
+    if (scheme?.toLowerCase() === 'basic' && colon >= 0 && userOk && passwordOk) return next();
+    res
+      .status(401)
+      .set('WWW-Authenticate', `Basic realm="${realm}", charset="UTF-8"`)
+      .type('text/plain')
+      .send('authentication required\n');
+  };
+}
+
+/**
+ * Mounts bull-board for operators under /admin/queues behind basic auth; nothing is mounted (the path stays
+ * 4042) unless ADMIN_USER and ADMIN_PASSWORD are both set. Operators can retry failed jobs there: every
+ * order job is safe to run twice, and a removed job's order is enqueued again by reconciliation.
+ */
+export function mountQueueDashboard(app: Express, { queues, user, password }: DashboardOptions): boolean {
+  if (!user || !password) return false;
+  const serverAdapter = new ExpressAdapter();
+  serverAdapter.setBasePath(DASHBOARD_PATH);
+  createBullBoard({
+    queues: queues.map((queue) => new BullMQAdapter(queue)),
+    // @bull-board/express 9.10.1 carries its own copy of @bull-board/api 9.10.1 (ours is 9.10.2): same shape.
+    serverAdapter: serverAdapter as unknown as Parameters<typeof createBullBoard>[0]['serverAdapter'],
+    options: { uiConfig: { boardTitle: 'Book orders' } },
+  });
+  app.use(DASHBOARD_PATH, basicAuth(user, password, 'queues'), serverAdapter.getRouter());
+  return true;
+}

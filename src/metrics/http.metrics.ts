@@ -1,0 +1,60 @@
+import type { RequestHandler } from 'express';
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+// Route templates, not paths, so that label values stay few whatever clients send.
+const ROUTES: [RegExp, string][] = [
+  [/^\/v1\/orders\/?$/, '/v1/orders'],
+  [/^\/v1\/orders\/[^/]+\/?$/, '/v1/orders/:orderId'],
+  [/^\/v1\/openapi\.json$/, '/v1/openapi.json'],
+  [/^\/(healthz|readyz|metrics)$/, '/$1'],
+  [/^\/admin\/queues(\/|$)/, '/admin/queues'],
+];
+const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
+export function routeOf(path: string): string {
+  for (const [pattern, route] of ROUTES) if (pattern.test(path)) return path.replace(pattern, route);
+  return 'unmatched';
+}
+
+export interface ProcessMetrics {
+  /** This process's own series: HTTP requests and prom-client's process_* and nodejs_* metrics. */
+  registry: Registry;
+  /** Counts and times every request; mount it before everything else. */
+  middleware: RequestHandler;
+}
+
+export function createProcessMetrics(): ProcessMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const requests = new Counter({
+    name: 'http_requests_total',
+    help: 'HTTP requests answered, by method, route template, HTTP status and Svc-Status codes',
+    labelNames: ['method', 'route', 'status_code', 'svc_status'] as const,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'Time from request to response sent, by method, route template and HTTP status',
+    labelNames: ['method', 'route', 'status_code'] as const,
+    // Real orders wait up to ORDER_WAIT_MS (10 s) for the worker, so the top buckets matter too.
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30],
+    registers: [registry],
+  });
+  const middleware: RequestHandler = (req, res, next) => {
+    const started = process.hrtime.bigint();
+    // Taken now: routers rewrite req.url (and so req.path) on the way down.
+    const route = routeOf(req.path);
+    res.once('finish', () => {
+      const labels = {
+        method: METHODS.has(req.method) ? req.method : 'other',
+        route,
+        status_code: String(res.statusCode),
+      };
+      const svcStatus = String(res.get('Svc-Status') ?? '').replace(/\s+/g, '');
+      requests.inc({ ...labels, svc_status: svcStatus });
+      duration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
+    });
+    next();
+  };
+  return { registry, middleware };
+}

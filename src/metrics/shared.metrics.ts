@@ -1,0 +1,137 @@
+import type { ChainableCommander, Redis } from 'ioredis';
+import type { Metric, Registry } from 'prom-client';
+
+// Cross-process metrics: workers and the clock run in processes that serve no HTTP, so what they count is
+// added to Redis hashes under `<QUEUE_PREFIX>:metrics:<name>` (HINCRBY, atomic across processes); any web
+// process reads them at scrape time through these objects, which prom-client's Registry renders like its
+// own metrics. The values are cluster-wide: every web process shows the same series, so scrape one.
+
+export type Labels = Record<string, string>;
+
+interface MetricValue {
+  value: number;
+  labels: Labels;
+  metricName?: string;
+}
+
+/** A label set as a stable hash field: keys sorted, so `{a,b}` and `{b,a}` are one series. */
+function encodeLabels(labels: Labels): string {
+  return JSON.stringify(
+    Object.keys(labels)
+      .sort()
+      .map((key) => [key, labels[key]]),
+  );
+}
+
+function decodeLabels(field: string): Labels {
+  return Object.fromEntries(JSON.parse(field) as [string, string][]);
+}
+
+abstract class SharedMetric {
+  abstract readonly type: 'counter' | 'histogram';
+  readonly aggregator = 'sum';
+  protected readonly key: string;
+
+  constructor(
+    protected readonly redis: Redis,
+    prefix: string,
+    readonly name: string,
+    readonly help: string,
+  ) {
+    this.key = `${prefix}:metrics:${name}`;
+  }
+
+  protected abstract values(hash: Record<string, string>): MetricValue[];
+
+  /** What prom-client's Registry asks of a metric at scrape time; no series while Redis is away (see /readyz). */
+  async get() {
+    const hash = await this.redis.hgetall(this.key).catch(() => ({}) as Record<string, string>);
+    return {
+      name: this.name,
+      help: this.help,
+      type: this.type,
+      aggregator: this.aggregator,
+      values: this.values(hash),
+    };
+  }
+
+  /** Nothing to reset in this process: the series live in Redis. */
+  reset(): void {}
+
+  /** Registers on a prom-client registry, which only needs `name` and `get()` of a metric. */
+  registerOn(registry: Registry): void {
+    registry.registerMetric(this as unknown as Metric);
+  }
+}
+
+/** A counter whose series are shared by every process of the deployment. */
+export class SharedCounter extends SharedMetric {
+  readonly type = 'counter';
+
+  /** Queues the increment on a pipeline, so one job's metrics reach Redis in one round trip. */
+  inc(pipeline: ChainableCommander, labels: Labels, amount = 1): void {
+    if (amount !== 0) pipeline.hincrby(this.key, encodeLabels(labels), amount);
+  }
+
+  protected values(hash: Record<string, string>): MetricValue[] {
+    return Object.entries(hash).map(([field, value]) => ({
+      labels: decodeLabels(field),
+      value: Number(value),
+    }));
+  }
+}
+
+/**
+ * A histogram whose observations are shared by every process. Each observation adds 1 to its own bucket
+ * only (`b|<le>|<labels>`), plus `s|` sum and `c|` count; buckets are made cumulative when read.
+ */
+export class SharedHistogram extends SharedMetric {
+  readonly type = 'histogram';
+
+  constructor(
+    redis: Redis,
+    prefix: string,
+    name: string,
+    help: string,
+    readonly buckets: readonly number[],
+  ) {
+    super(redis, prefix, name, help);
+  }
+
+  observe(pipeline: ChainableCommander, labels: Labels, value: number): void {
+    const field = encodeLabels(labels);
+    const bucket = this.buckets.find((le) => value <= le);
+    pipeline.hincrby(this.key, `b|${bucket ?? '+Inf'}|${field}`, 1);
+    pipeline.hincrbyfloat(this.key, `s|${field}`, value);
+    pipeline.hincrby(this.key, `c|${field}`, 1);
+  }
+
+  protected values(hash: Record<string, string>): MetricValue[] {
+    const series = new Map<string, { buckets: Map<string, number>; sum: number; count: number }>();
+    const seriesOf = (field: string) => {
+      let entry = series.get(field);
+      if (!entry) series.set(field, (entry = { buckets: new Map(), sum: 0, count: 0 }));
+      return entry;
+    };
+    for (const [key, raw] of Object.entries(hash)) {
+      const value = Number(raw);
+      if (key.startsWith('b|')) {
+        const at = key.indexOf('|', 2);
+        seriesOf(key.slice(at + 1)).buckets.set(key.slice(2, at), value);
+      } else if (key.startsWith('s|')) seriesOf(key.slice(2)).sum = value;
+      else if (key.startsWith('c|')) seriesOf(key.slice(2)).count = value;
+    }
+    const out: MetricValue[] = [];
+    for (const [field, { buckets, sum, count }] of series) {
+      const labels = decodeLabels(field);
+      let cumulative = 0;
+      for (const le of [...this.buckets.map(String), '+Inf']) {
+        cumulative += buckets.get(le) ?? 0;
+        out.push({ metricName: `${this.name}_bucket`, labels: { ...labels, le }, value: cumulative });
+      }
+      out.push({ metricName: `${this.name}_sum`, labels, value: sum });
+      out.push({ metricName: `${this.name}_count`, labels, value: count });
+    }
+    return out;
+  }
+}

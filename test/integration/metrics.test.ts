@@ -1,0 +1,135 @@
+import type express from 'express';
+import supertest from 'supertest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../scripts/redis.js';
+import { createWebApp } from '../../src/server.js';
+import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
+import { parseSamples, valueOf } from '../helpers/prometheus-text.js';
+import { createTestService, signed, stopChild, type TestService } from '../helpers/test-service.js';
+
+let service: TestService;
+let app: express.Express;
+
+const scrape = async () => {
+  const res = await supertest(app).get('/metrics');
+  expect(res.status).toBe(200);
+  return res.text;
+};
+
+beforeAll(async () => {
+  service = await createTestService();
+  service.importCatalog(VENDORS, LISTINGS);
+  app = createWebApp(service.deps);
+});
+afterAll(() => service.close());
+
+describe('GET /metrics after known traffic', () => {
+  it('when a client sends dry runs, bad requests and real orders processed by a worker process, then the counts, durations and outcomes add up', async () => {
+    const buyer = service.client('metrics buyer');
+    const decliner = service.client('metrics decliner', true);
+    const worker = await service.startWorker();
+    for (let i = 0; i < 3; i++)
+      await signed(app, buyer, 'POST', '/v1/orders', orderBody(buyer.ccToken, { dryrun: true }));
+    await signed(app, buyer, 'GET', '/v1/orders/999999');
+    await signed(app, buyer, 'GET', '/v1/orders/999998');
+    await supertest(app).get('/v1/orders'); // unsigned
+    await supertest(app).get('/healthz');
+    const ordered = await signed(
+      app,
+      buyer,
+      'POST',
+      '/v1/orders',
+      orderBody(buyer.ccToken, { listings: [{ listingId: 2002, quantity: 2 }] }),
+    );
+    const declined = await signed(app, decliner, 'POST', '/v1/orders', orderBody(decliner.ccToken));
+    expect(ordered.body.listings[0].orderItems.map((i: { status: number }) => i.status)).toEqual([5, 5]);
+    expect(declined.body.listings[0].orderItems[0].status).toBe(19);
+
+    // Real orders wait for the worker's outcome; its metrics are written before the job completes.
+    const text = await scrape();
+    const requests = (labels: Record<string, string>) => valueOf(text, 'http_requests_total', labels);
+    expect(requests({ method: 'POST', route: '/v1/orders', status_code: '200', svc_status: '2002' })).toBe(3);
+    expect(requests({ method: 'POST', route: '/v1/orders', status_code: '200', svc_status: '2010' })).toBe(2);
+    expect(requests({ method: 'GET', route: '/v1/orders/:orderId', status_code: '404' })).toBe(2);
+    expect(requests({ method: 'GET', route: '/v1/orders', status_code: '401' })).toBe(1);
+    expect(requests({ method: 'GET', route: '/healthz', status_code: '200' })).toBe(1);
+    const latency = { method: 'POST', route: '/v1/orders', status_code: '200' };
+    expect(valueOf(text, 'http_request_duration_seconds_count', latency)).toBe(5);
+    expect(valueOf(text, 'http_request_duration_seconds_bucket', { ...latency, le: '+Inf' })).toBe(5);
+
+    expect(valueOf(text, 'bookorders_orders_settled_total', { outcome: 'ordered' })).toBe(1);
+    expect(valueOf(text, 'bookorders_orders_settled_total', { outcome: 'declined' })).toBe(1);
+    expect(valueOf(text, 'bookorders_order_items_settled_total', { status: '5' })).toBe(2);
+    expect(valueOf(text, 'bookorders_order_items_settled_total', { status: '19' })).toBe(1);
+    const job = { queue: 'orders', job: 'process-order', result: 'completed' };
+    expect(valueOf(text, 'bookorders_job_duration_seconds_count', job)).toBe(2);
+    expect(valueOf(text, 'bookorders_job_duration_seconds_bucket', { ...job, le: '+Inf' })).toBe(2);
+    expect(valueOf(text, 'bookorders_job_duration_seconds_sum', job)).toBeGreaterThan(0);
+    expect(valueOf(text, 'bookorders_order_items', { status: '5', name: 'ORDERED' })).toBe(2);
+    expect(valueOf(text, 'bookorders_order_items', { status: '19', name: 'CREDIT_CARD_REJECTED' })).toBe(1);
+    expect(valueOf(text, 'process_resident_memory_bytes')).toBeGreaterThan(10_000_000);
+    expect(text).toContain('# TYPE nodejs_eventloop_lag_seconds gauge');
+
+    // With the worker gone, accepted orders wait in the queue and the store.
+    await stopChild(worker);
+    for (let i = 0; i < 2; i++)
+      await signed(app, buyer, 'POST', '/v1/orders', orderBody(buyer.ccToken), {
+        headers: { Prefer: 'respond-async' },
+      });
+    const later = await scrape();
+    expect(valueOf(later, 'bookorders_queue_jobs', { queue: 'orders', state: 'waiting' })).toBe(2);
+    expect(valueOf(later, 'bookorders_queue_jobs', { queue: 'orders', state: 'active' })).toBe(0);
+    expect(valueOf(later, 'bookorders_queue_jobs', { queue: 'orders', state: 'failed' })).toBe(0);
+    expect(valueOf(later, 'bookorders_queue_jobs', { queue: 'orders', state: 'delayed' })).toBe(0);
+    expect(valueOf(later, 'bookorders_orders_unsettled', { phase: 'queued' })).toBe(2);
+    expect(valueOf(later, 'bookorders_order_items', { status: '1', name: 'QUEUED' })).toBe(2);
+  });
+
+  it('when reconciliation reports its actions, then they are counted by kind with one pass each', async () => {
+    await service.deps.metrics.recordReconcileActions({
+      requeued: 2,
+      unshipped: 1,
+      extraShippingTimedOut: 0,
+    });
+    await service.deps.metrics.recordReconcileActions({ requeued: 1 });
+    const text = await scrape();
+    expect(valueOf(text, 'bookorders_reconcile_passes_total')).toBe(2);
+    expect(valueOf(text, 'bookorders_reconcile_actions_total', { kind: 'requeued' })).toBe(3);
+    expect(valueOf(text, 'bookorders_reconcile_actions_total', { kind: 'unshipped' })).toBe(1);
+    expect(
+      valueOf(text, 'bookorders_reconcile_actions_total', { kind: 'extraShippingTimedOut' }),
+    ).toBeUndefined();
+  });
+
+  it('serves the Prometheus text format, every line a valid sample', async () => {
+    const res = await supertest(app).get('/metrics');
+    expect(res.headers['content-type']).toBe('text/plain; version=0.0.4; charset=utf-8');
+    expect(parseSamples(res.text).length).toBeGreaterThan(50);
+    const types = [...res.text.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]);
+    expect(new Set(types).size).toBe(types.length);
+  });
+});
+
+describe('GET /metrics of a web cluster (WEB_CONCURRENCY=2)', () => {
+  it('when requests are spread over both web processes, then one scrape counts them all', async () => {
+    const port = await freePort();
+    await service.spawn(
+      'src/server.ts',
+      { PORT: String(port), WEB_CONCURRENCY: '2' },
+      'web cluster listening',
+    );
+    const base = `http://127.0.0.1:${port}`;
+    for (let i = 0; i < 12; i++) {
+      // A new connection each time, so the primary hands requests to both workers in turn.
+      const res = await fetch(`${base}/healthz`, { headers: { Connection: 'close' } });
+      expect(res.status).toBe(200);
+    }
+    for (let i = 0; i < 6; i++) {
+      const text = await (await fetch(`${base}/metrics`, { headers: { Connection: 'close' } })).text();
+      expect(valueOf(text, 'http_requests_total', { route: '/healthz' })).toBe(12);
+    }
+    const text = await (await fetch(`${base}/metrics`)).text();
+    expect(valueOf(text, 'nodejs_version_info')).toBe(1);
+    expect(valueOf(text, 'http_requests_total', { route: '/metrics' })).toBeGreaterThanOrEqual(6);
+  });
+});
