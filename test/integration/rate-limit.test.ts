@@ -1,0 +1,91 @@
+import type express from 'express';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../scripts/redis.js';
+import { createSigningClient } from '../../src/client/signing-client.js';
+import { createWebApp } from '../../src/server.js';
+import { createTestService, signed, type TestService } from '../helpers/test-service.js';
+
+let service: TestService;
+let app: express.Express;
+// The in-process app runs on a held clock, so buckets refill only when a test moves it (within the 300 s skew).
+let now = Date.now();
+
+beforeAll(async () => {
+  // One request per second, a burst of two: a handful of requests in a row is enough to see it.
+  service = await createTestService({ env: { RATE_LIMIT_PER_S: '1' }, clock: () => now });
+  app = createWebApp(service.deps);
+  // The limiter fails open while Redis is not connected yet; these tests are about a connected one.
+  const redis = service.deps.redis;
+  if (redis.status !== 'ready') await new Promise((resolve) => redis.once('ready', resolve));
+});
+afterAll(() => service.close());
+
+const statusOf = (res: { headers: Record<string, string> }) => res.headers['svc-status'];
+
+describe('rate limit per access key (RATE_LIMIT_PER_S)', () => {
+  it('when a key sends more than its burst at once, then the rest are 4291 with Retry-After, and other keys are served', async () => {
+    const busy = service.client('busy client');
+    const other = service.client('quiet client');
+    const answers = [];
+    for (let i = 0; i < 5; i++) answers.push(await signed(app, busy, 'GET', '/v1/orders/424242'));
+    expect(answers.map(statusOf)).toEqual(['4041', '4041', '4291', '4291', '4291']);
+    const refused = answers[2]!;
+    expect(refused.status).toBe(429);
+    expect(refused.headers['retry-after']).toBe('1');
+    expect(refused.body.requestId).toBe(refused.request.getHeader('Svc-RequestId'));
+    expect(refused.body.messages[0]).toMatch(/^Svc-Access-Key: more than 1 requests per second/);
+    expect(statusOf(await signed(app, other, 'GET', '/v1/orders/424242'))).toBe('4041');
+  });
+
+  it('when the key waits as long as Retry-After says, then it is served again', async () => {
+    const client = service.client('patient client');
+    await signed(app, client, 'GET', '/v1/orders/1');
+    await signed(app, client, 'GET', '/v1/orders/1');
+    const refused = await signed(app, client, 'GET', '/v1/orders/1');
+    expect(statusOf(refused)).toBe('4291');
+    now += 999;
+    expect(statusOf(await signed(app, client, 'GET', '/v1/orders/1'))).toBe('4291');
+    now += Number(refused.headers['retry-after']) * 1000 - 999;
+    expect(statusOf(await signed(app, client, 'GET', '/v1/orders/1'))).toBe('4041');
+  });
+
+  it('counts only authenticated requests: a bad signature does not spend the key owner’s budget', async () => {
+    const client = service.client('spoofed client');
+    for (let i = 0; i < 4; i++)
+      await signed(app, { ...client, secretKey: 'not the secret' }, 'GET', '/v1/orders/1');
+    expect(statusOf(await signed(app, client, 'GET', '/v1/orders/1'))).toBe('4041');
+  });
+});
+
+describe('rate limit across two web processes', () => {
+  it('when one key alternates between two web processes, then together they allow one burst, not one each', async () => {
+    const client = service.client('two-door client');
+    const env = { RATE_LIMIT_PER_S: '3' }; // burst 6
+    const ports = [await freePort(), await freePort()];
+    await Promise.all(
+      ports.map((port) => service.spawn('src/server.ts', { ...env, PORT: String(port) }, 'web listening')),
+    );
+    const doors = ports.map((port) =>
+      createSigningClient({ baseUrl: `http://127.0.0.1:${port}`, ...client }),
+    );
+    const warm = ports.map((port) =>
+      createSigningClient({ baseUrl: `http://127.0.0.1:${port}`, ...service.client('warm-up') }),
+    );
+    for (const door of warm) expect((await door.getOrder(1)).svcStatus).toEqual([4041]);
+    const seen: { door: number; codes: number[] }[] = [];
+    const started = Date.now();
+    for (let i = 0; i < 12; i++) {
+      const res = await doors[i % 2]!.getOrder(999_999);
+      seen.push({ door: i % 2, codes: res.svcStatus });
+    }
+    const allowed = seen.filter((s) => s.codes[0] === 4041);
+    const refused = seen.filter((s) => s.codes[0] === 4291);
+    // 6 from the burst, and one more for every third of a second the loop took.
+    const refill = Math.floor(((Date.now() - started) / 1000) * 3);
+    expect(allowed.length).toBeGreaterThanOrEqual(6);
+    expect(allowed.length).toBeLessThanOrEqual(6 + refill);
+    expect(allowed.length).toBeLessThan(12);
+    expect(allowed.length + refused.length).toBe(12);
+    expect(new Set(refused.map((s) => s.door))).toEqual(new Set([0, 1]));
+  });
+});
