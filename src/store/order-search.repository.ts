@@ -1,7 +1,6 @@
 import crypto from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
-import type { StoredOrder } from './order.repository.js';
 import type { OrderItemRow, OrderRow } from './order.rows.js';
 
 export type SortOrder = 'ascending' | 'descending';
@@ -28,9 +27,36 @@ export interface SearchCriteria {
   after?: OrderKey;
 }
 
+/** The columns of an order that its OrderResponse shows; a search reads no others. */
+export type OrderViewRow = Pick<
+  OrderRow,
+  'order_id' | 'created_at' | 'currency' | 'tax_cents' | 'tax_model' | 'reference_id'
+>;
+
+/** The columns of an item that its OrderResponse shows, and order_id to group by. */
+export type ItemViewRow = Pick<
+  OrderItemRow,
+  | 'order_item_id'
+  | 'order_id'
+  | 'line_no'
+  | 'listing_id'
+  | 'vendor_id'
+  | 'title'
+  | 'isbn'
+  | 'line_quantity'
+  | 'min_days'
+  | 'max_days'
+  | 'cost_cents'
+  | 'shipcost_cents'
+  | 'status'
+  | 'updated_at'
+  | 'shipping_company'
+  | 'tracking_id'
+>;
+
 export interface SearchPage {
   /** Each order with only the items matching the item criteria, sorted by orderItemId. */
-  orders: StoredOrder[];
+  orders: { order: OrderViewRow; items: ItemViewRow[] }[];
   more: boolean;
 }
 
@@ -123,16 +149,20 @@ export function createOrderSearchRepository(
     };
   }
 
-  // One read transaction: the page and its items come from the same snapshot.
+  // One read transaction: the page and its items come from the same snapshot. Raw rows mapped by hand
+  // cost half of what better-sqlite3's row objects do.
   const search = db.transaction((clientId: number, c: SearchCriteria): SearchPage => {
     const p = plan(clientId, c);
-    const rows = prepared(p.pageSql).all(p.params) as OrderRow[];
+    const rows = (prepared(p.pageSql).raw(true).all(p.params) as OrderTuple[]).map(toOrderView);
     const page = rows.slice(0, c.limit);
     if (page.length === 0) return { orders: [], more: false };
     const pageIds = JSON.stringify(page.map((o) => o.order_id));
-    const items = prepared(p.itemsSql).all({ ...p.params, pageIds }) as OrderItemRow[];
-    const byOrder = new Map<number, OrderItemRow[]>();
-    for (const item of items) {
+    const items = prepared(p.itemsSql)
+      .raw(true)
+      .all({ ...p.params, pageIds }) as ItemTuple[];
+    const byOrder = new Map<number, ItemViewRow[]>();
+    for (const tuple of items) {
+      const item = toItemView(tuple);
       const list = byOrder.get(item.order_id);
       if (list) list.push(item);
       else byOrder.set(item.order_id, [item]);
@@ -193,6 +223,43 @@ const toCursor = (r: CursorRow): SearchCursor => ({
   dateEnd: r.date_end,
   after: { createdAt: r.after_created_at, orderId: r.after_order_id },
   createdAt: r.created_at,
+});
+
+const ORDER_COLUMNS = 'o.order_id, o.created_at, o.currency, o.tax_cents, o.tax_model, o.reference_id';
+type OrderTuple = [number, number, string, number | null, string | null, string | null];
+const toOrderView = ([order_id, created_at, currency, tax_cents, tax_model, reference_id]: OrderTuple) => ({
+  order_id,
+  created_at,
+  currency,
+  tax_cents,
+  tax_model,
+  reference_id,
+});
+
+const ITEM_COLUMNS = `i.order_item_id, i.order_id, i.line_no, i.listing_id, i.vendor_id, i.title, i.isbn,
+  i.line_quantity, i.min_days, i.max_days, i.cost_cents, i.shipcost_cents, i.status, i.updated_at,
+  i.shipping_company, i.tracking_id`;
+type ItemTuple = [
+  ...[number, number, number, number, number, string, string, number],
+  ...[number | null, number | null, number, number, number, number, string | null, string | null],
+];
+const toItemView = (r: ItemTuple): ItemViewRow => ({
+  order_item_id: r[0],
+  order_id: r[1],
+  line_no: r[2],
+  listing_id: r[3],
+  vendor_id: r[4],
+  title: r[5],
+  isbn: r[6],
+  line_quantity: r[7],
+  min_days: r[8],
+  max_days: r[9],
+  cost_cents: r[10],
+  shipcost_cents: r[11],
+  status: r[12],
+  updated_at: r[13],
+  shipping_company: r[14],
+  tracking_id: r[15],
 });
 
 const PROBE_SQL = `SELECT count(*) FROM (
@@ -304,7 +371,7 @@ function pageSql(s: Shape): string {
       ...(s.reference ? ['o.reference_id = @referenceId'] : []),
       ...existsTerms('o.order_id', s),
     ];
-    return `SELECT o.* FROM ${source} WHERE ${where.join(' AND ')}
+    return `SELECT ${ORDER_COLUMNS} FROM ${source} WHERE ${where.join(' AND ')}
             ORDER BY o.created_at ${dir}, o.order_id ${dir} LIMIT @limit`;
   }
   const { index, terms } = ITEM_DRIVERS[s.driver]!;
@@ -315,7 +382,7 @@ function pageSql(s: Shape): string {
     ...existsTerms('d.order_id', s),
   ];
   // Keys first, from the index alone; the orders table is read for the page only.
-  return `SELECT o.* FROM (
+  return `SELECT ${ORDER_COLUMNS} FROM (
             SELECT d.order_created_at AS at, d.order_id AS id FROM order_items d INDEXED BY ${index}
              WHERE ${where.join(' AND ')}
              GROUP BY d.order_created_at, d.order_id ORDER BY at ${dir}, id ${dir} LIMIT @limit) k
@@ -325,5 +392,5 @@ function pageSql(s: Shape): string {
 
 function itemsSql(s: Shape): string {
   const where = ['i.order_id IN (SELECT value FROM json_each(@pageIds))', ...itemTerms('i', s)];
-  return `SELECT i.* FROM order_items i WHERE ${where.join(' AND ')} ORDER BY i.order_id, i.order_item_id`;
+  return `SELECT ${ITEM_COLUMNS} FROM order_items i WHERE ${where.join(' AND ')} ORDER BY i.order_id, i.order_item_id`;
 }
