@@ -1,0 +1,117 @@
+import type { ChildProcess } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../scripts/redis.js';
+import { createSigningClient, type OrderResponse } from '../../src/client/signing-client.js';
+import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
+import { createTestService, signed, stopChild, type TestService } from '../helpers/test-service.js';
+
+let service: TestService;
+
+beforeAll(async () => {
+  service = await createTestService();
+  service.importCatalog(VENDORS, LISTINGS);
+});
+afterAll(() => service.close());
+
+const count = (sql: string, ...params: unknown[]) =>
+  service.deps.db
+    .prepare(sql)
+    .pluck()
+    .get(...params) as number;
+
+async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const exited = (child: ChildProcess) =>
+  new Promise<number | null>((resolve) =>
+    child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', (code) => resolve(code)),
+  );
+
+/** Every item of every order given a final or later status: none QUEUED, no order half-way through paying. */
+const unsettled = () => count("SELECT count(*) FROM orders WHERE phase <> 'settled'");
+
+describe.each([
+  { web: 'one web process', env: {}, ready: 'web listening' },
+  { web: 'a web cluster of two', env: { WEB_CONCURRENCY: '2' }, ready: 'web cluster listening' },
+])('SIGTERM to $web with orders in flight', ({ env, ready }) => {
+  it('then every request in flight gets its answer, the process exits 0, and a worker later settles every order', async () => {
+    const port = await freePort();
+    // No worker yet: each real order waits ORDER_WAIT_MS for an outcome, so it is in flight when SIGTERM comes.
+    const web = await service.spawn(
+      'src/server.ts',
+      { ...env, PORT: String(port), ORDER_WAIT_MS: '2000' },
+      ready,
+    );
+    const buyer = service.client('shutdown buyer');
+    const client = createSigningClient({ baseUrl: `http://127.0.0.1:${port}`, ...buyer });
+    const before = count('SELECT count(*) FROM orders');
+    const answers = Array.from({ length: 6 }, () => client.placeOrder(orderBody(buyer.ccToken)));
+    await until(() => count('SELECT count(*) FROM orders') === before + 6, 'six accepted orders');
+
+    web.kill('SIGTERM');
+    const responses = await Promise.all(answers);
+    expect(await exited(web)).toBe(0);
+    expect(responses.map((r) => r.status)).toEqual(Array(6).fill(200));
+    expect(responses.map((r) => r.svcStatus)).toEqual(Array(6).fill([2010]));
+    const orders = responses.map((r) => r.body as OrderResponse);
+    expect(orders.every((o) => o.listings[0]!.orderItems[0]!.status === 1)).toBe(true);
+    await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
+
+    const worker = await service.startWorker();
+    await until(() => unsettled() === 0, 'the worker to settle every order');
+    await stopChild(worker);
+    const ids = orders.map((o) => o.orderId);
+    const statuses = service.deps.db
+      .prepare(`SELECT DISTINCT status FROM order_items WHERE order_id IN (${ids.join(',')})`)
+      .pluck()
+      .all();
+    expect(statuses).toEqual([5]);
+  });
+});
+
+describe('SIGTERM to a worker with jobs in flight', () => {
+  it('then it finishes the jobs it holds, exits 0, leaves the rest waiting, and nothing is lost or charged twice', async () => {
+    const buyer = service.client('worker shutdown buyer');
+    const placed = [];
+    for (let i = 0; i < 12; i++) {
+      const res = await signed(service.app, buyer, 'POST', '/v1/orders', orderBody(buyer.ccToken), {
+        headers: { Prefer: 'respond-async' },
+      });
+      placed.push(res.body.orderId as number);
+    }
+    // A slow payment processor keeps four jobs in the worker's hands for a second and a half.
+    const worker = await service.startWorker({ WORKER_CONCURRENCY: '4', SANDBOX_PAYMENT_LATENCY_MS: '1500' });
+    const queue = service.deps.queue.queue;
+    await until(async () => (await queue.getActiveCount()) === 4, 'four active jobs');
+
+    const stopping = Date.now();
+    worker.kill('SIGTERM');
+    expect(await exited(worker)).toBe(0);
+    expect(Date.now() - stopping).toBeLessThan(10_000);
+    const settledNow = count(
+      `SELECT count(*) FROM orders WHERE phase = 'settled' AND order_id IN (${placed.join(',')})`,
+    );
+    expect(count("SELECT count(*) FROM orders WHERE phase = 'reserved'")).toBe(0);
+    expect(settledNow).toBeGreaterThanOrEqual(4);
+    expect(await queue.getActiveCount()).toBe(0);
+    expect(await queue.getWaitingCount()).toBe(12 - settledNow);
+
+    const next = await service.startWorker();
+    await until(() => unsettled() === 0, 'a new worker to settle the rest');
+    await stopChild(next);
+    const rows = service.deps.db
+      .prepare(
+        `SELECT o.order_id AS id, i.status, (SELECT count(*) FROM ledger_entries l
+           WHERE l.order_id = o.order_id AND l.kind = 'authorize') AS authorizations
+         FROM orders o JOIN order_items i USING (order_id) WHERE o.order_id IN (${placed.join(',')})`,
+      )
+      .all() as { id: number; status: number; authorizations: number }[];
+    expect(rows).toHaveLength(12);
+    expect(rows.every((r) => r.status === 5 && r.authorizations === 1)).toBe(true);
+  });
+});
