@@ -157,6 +157,20 @@ export const OrderSearchQueryParams = z.object({
     .describe('metadata.next of the previous page; repeat the same criteria.'),
 });
 
+/** The OpenAPI parameter objects of GET /v1/orders, repeated names as exploded form arrays (the default). */
+export function orderSearchParameters() {
+  const { properties = {} } = z.toJSONSchema(OrderSearchQueryParams, { io: 'input' }) as {
+    properties?: Record<string, { description?: string }>;
+  };
+  return Object.entries(properties).map(([name, { description, ...schema }]) => ({
+    name,
+    in: 'query',
+    required: false,
+    description,
+    schema,
+  }));
+}
+
 /** Every name of a raw query string with all its values, decoded as application/x-www-form-urlencoded. */
 export function queryValues(rawQuery: string): Record<string, string[]> {
   const values = new Map<string, string[]>();

@@ -79,19 +79,13 @@ export async function searchOrders(
 ): Promise<SearchOutcome> {
   const now = deps.clock();
   const hash = criteriaHash(q);
-  let window = resolveWindow(q, now);
-  let after: OrderKey | undefined;
-  if (q.next !== undefined) {
-    const cursor = await deps.orderSearch.findCursor(q.next, clientId, now - CURSOR_TTL_MS);
-    if (!cursor)
-      return badCursor('not a cursor issued to this client in the last 24 hours; search again without it');
-    if (cursor.criteriaHash !== hash)
-      return badCursor('issued for other criteria; repeat those of the first page');
-    window = { dateStart: cursor.dateStart, dateEnd: cursor.dateEnd };
-    after = cursor.after;
-  }
+  const start: Start | { message: string } =
+    q.next === undefined
+      ? { window: resolveWindow(q, now) }
+      : await resume(deps, clientId, q.next, hash, now);
+  if ('message' in start) return { kind: 'bad-cursor', message: start.message };
   const page = await deps.orderSearch.search(clientId, {
-    ...window,
+    ...start.window,
     itemUpdateStart: q.itemUpdateDateStart,
     itemUpdateEnd: q.itemUpdateDateEnd,
     vendorId: q.vendorId,
@@ -100,7 +94,7 @@ export async function searchOrders(
     orderItemIds: q.orderItemId && uniqueSorted(q.orderItemId),
     sortOrder: q.sortOrder,
     limit: q.limit,
-    after,
+    after: start.after,
   });
   // The view reads only the columns of OrderViewRow and ItemViewRow, all a search fetches.
   const orders = page.orders.map(({ order, items }) =>
@@ -113,7 +107,7 @@ export async function searchOrders(
           {
             clientId,
             criteriaHash: hash,
-            ...window,
+            ...start.window,
             after: { createdAt: last.created_at, orderId: last.order_id },
             createdAt: now,
           },
@@ -124,7 +118,28 @@ export async function searchOrders(
   return { kind: 'found', body: { orders, metadata } };
 }
 
-const badCursor = (reason: string): SearchOutcome => ({ kind: 'bad-cursor', message: `next: ${reason}` });
+interface Start {
+  window: { dateStart: number; dateEnd: number };
+  after?: OrderKey;
+}
+
+/** Where the page behind a `next` starts: the cursor's window and key, when this client was given it. */
+async function resume(
+  deps: SearchDeps,
+  clientId: number,
+  cursorId: number,
+  hash: string,
+  now: number,
+): Promise<Start | { message: string }> {
+  const cursor = await deps.orderSearch.findCursor(cursorId, clientId, now - CURSOR_TTL_MS);
+  if (!cursor)
+    return {
+      message: 'next: not a cursor issued to this client in the last 24 hours; search again without it',
+    };
+  if (cursor.criteriaHash !== hash)
+    return { message: 'next: issued for other criteria; repeat those of the first page' };
+  return { window: { dateStart: cursor.dateStart, dateEnd: cursor.dateEnd }, after: cursor.after };
+}
 
 /** The client's order with every item and its itemUpdateDate; null when absent or another client's. */
 export async function getClientOrder(

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { parseInstant, parseOrderSearchQuery, unexpectedParams } from '../../src/http/order-search.schema.js';
+import {
+  OrderSearchQueryParams,
+  OrderSearchQuerySchema,
+  orderSearchParameters,
+  parseInstant,
+  parseOrderSearchQuery,
+  unexpectedParams,
+} from '../../src/http/order-search.schema.js';
 
 const ms = (iso: string) => Date.parse(iso);
 
@@ -160,5 +167,24 @@ describe('unexpectedParams', () => {
       'a: unknown query parameter',
       'b: unknown query parameter',
     ]);
+  });
+});
+
+describe('the documented parameters', () => {
+  it('are exactly those the validator accepts', () => {
+    expect(Object.keys(OrderSearchQueryParams.shape)).toEqual(Object.keys(OrderSearchQuerySchema.shape));
+  });
+
+  it('become OpenAPI query parameters, ids as repeated arrays', () => {
+    const parameters = orderSearchParameters();
+    expect(parameters.map((p) => p.name)).toEqual(Object.keys(OrderSearchQueryParams.shape));
+    expect(parameters.find((p) => p.name === 'orderId')).toMatchObject({
+      in: 'query',
+      required: false,
+      schema: { type: 'array', items: { type: 'string' } },
+    });
+    expect(parameters.find((p) => p.name === 'limit')).toMatchObject({
+      schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
+    });
   });
 });
