@@ -1,6 +1,8 @@
 import { catalogImport, vendorDeactivate } from './commands/catalog.commands.js';
 import { cardAdd, clientCreate, clientDisable } from './commands/client.commands.js';
 import type { Command } from './commands/command.js';
+import { itemUpdate } from './commands/item.commands.js';
+import { reconcile } from './commands/reconcile.commands.js';
 
 /** Every operator command by name; a new command is one module under commands/ and one entry here. */
 export const ADMIN_COMMANDS: Record<string, Command> = {
@@ -9,4 +11,6 @@ export const ADMIN_COMMANDS: Record<string, Command> = {
   'card:add': cardAdd,
   'catalog:import': catalogImport,
   'vendor:deactivate': vendorDeactivate,
+  'item:update': itemUpdate,
+  reconcile,
 };

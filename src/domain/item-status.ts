@@ -69,3 +69,31 @@ export function isFinal(code: ItemStatusCode): boolean {
 export function statusName(code: ItemStatusCode): string {
   return Object.entries(ItemStatus).find(([, value]) => value === code)![0];
 }
+
+/**
+ * The moves an item update (operator, seller, buyer, reconciliation) may make: the table's, except out of
+ * QUEUED, which only the order worker makes because it prices and pays for the whole order at once.
+ */
+export function updateMoves(from: ItemStatusCode): readonly ItemStatusCode[] {
+  return from === S.QUEUED ? [] : TRANSITIONS[from];
+}
+
+/** The money movement of a move, written to the ledger with it. */
+export type LedgerKind = 'void' | 'extra_shipping' | 'refund';
+
+/**
+ * Leaving the bought path voids the item's share (and returns its stock), 35 → 24 refunds it, 93 → 4 adds
+ * the extra shipping; null for a move that moves no money or that the table does not allow.
+ */
+export function ledgerKindOf(from: ItemStatusCode, to: ItemStatusCode): LedgerKind | null {
+  if (!canMove(from, to)) return null;
+  if (to === S.REFUNDED) return 'refund';
+  if (from === S.EXTRA_SHIPPING_REQUESTED && to === S.EXTRA_SHIPPING_ACCEPTED) return 'extra_shipping';
+  if (BOUGHT_STATUSES.includes(from) && !BOUGHT_STATUSES.includes(to)) return 'void';
+  return null;
+}
+
+/** `SHIPPED (35)`: how an operator reads a code. */
+export function describeStatus(code: ItemStatusCode): string {
+  return `${statusName(code)} (${code})`;
+}

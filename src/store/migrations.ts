@@ -1,3 +1,4 @@
+import { LIFECYCLE_MIGRATION } from './lifecycle.migration.js';
 import { SEARCH_MIGRATION } from './search.migration.js';
 
 /** Versioned schema migrations, applied in order, each once, each in its own transaction. */
@@ -147,4 +148,5 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
     `,
   },
   SEARCH_MIGRATION,
+  LIFECYCLE_MIGRATION,
 ];

@@ -1,0 +1,19 @@
+import cron from 'node-cron';
+import { closeDeps, createDeps } from '../src/container.js';
+import { runProcess } from '../src/process.js';
+import { reconcileDepsOf } from '../src/services/reconcile.js';
+import { scheduleReconcile } from './reconcile.job.js';
+
+runProcess('clock', async (config, logger) => {
+  if (!cron.validate(config.RECONCILE_CRON))
+    throw new Error(`RECONCILE_CRON: '${config.RECONCILE_CRON}' is not a cron expression`);
+  const deps = createDeps(config, logger);
+  const reconcile = scheduleReconcile(reconcileDepsOf(deps), config.RECONCILE_CRON, logger);
+  logger.info({ schedule: config.RECONCILE_CRON }, 'clock ready');
+  return {
+    async stop() {
+      await reconcile.stop();
+      await closeDeps(deps);
+    },
+  };
+});

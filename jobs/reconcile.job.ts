@@ -1,0 +1,35 @@
+import cron from 'node-cron';
+import type { Logger } from '../src/logger.js';
+import { runReconcilePass, type ReconcileDeps } from '../src/services/reconcile.js';
+
+export interface ScheduledReconcile {
+  /** Stops the schedule and waits for a pass that is running. */
+  stop(): Promise<void>;
+}
+
+/** Runs one reconciliation pass on every tick of `expression`; a tick that finds a pass running is skipped. */
+export function scheduleReconcile(
+  deps: ReconcileDeps,
+  expression: string,
+  logger: Logger,
+): ScheduledReconcile {
+  let running: Promise<unknown> = Promise.resolve();
+  const task = cron.createTask(
+    expression,
+    () => {
+      running = runReconcilePass(deps).catch((err: unknown) =>
+        logger.error({ err }, 'reconcile pass failed; the next tick tries again'),
+      );
+      return running;
+    },
+    { name: 'reconcile', noOverlap: true },
+  );
+  void task.start();
+  return {
+    async stop() {
+      await task.stop();
+      await running;
+      await task.destroy();
+    },
+  };
+}

@@ -1,0 +1,206 @@
+import type { Redis } from 'ioredis';
+import type { Config } from '../config.js';
+import type { Deps } from '../deps.js';
+import { ItemStatus, type ItemStatusCode } from '../domain/item-status.js';
+import { orderJobId, type OrderQueue } from '../queue/order.queue.js';
+import { withLock } from '../queue/redis-lock.js';
+import { createItemRepository } from '../store/item.repository.js';
+import type { OrderProcessingRepository } from '../store/order-processing.repository.js';
+import {
+  createReconcileRepository,
+  type ItemKey,
+  type OrderKey,
+  type ReconcileRepository,
+  type StaleOrder,
+} from '../store/reconcile.repository.js';
+import { applyAdjustment, moveItem, type ItemLifecycleDeps } from './item-lifecycle.js';
+import { failOrder } from './process-order.js';
+
+export interface ReconcileDeps extends ItemLifecycleDeps {
+  reconcile: ReconcileRepository;
+  processing: OrderProcessingRepository;
+  queue: OrderQueue;
+  redis: Redis;
+  config: Pick<
+    Config,
+    | 'QUEUED_STALE_AFTER_S'
+    | 'SHIP_DEADLINE_H'
+    | 'EXTRA_SHIPPING_TIMEOUT_H'
+    | 'MAX_PROCESS_ATTEMPTS'
+    | 'QUEUE_PREFIX'
+  >;
+}
+
+/** What one pass changed: orders enqueued again or FAILED, items moved by a deadline, adjustments caught up. */
+export interface ReconcileCounts {
+  requeued: number;
+  failed: number;
+  unshipped: number;
+  extraShippingTimedOut: number;
+  adjustmentsApplied: number;
+}
+
+const BATCH = 200;
+const HOUR_MS = 3_600_000;
+const LOCK_TTL_MS = 30_000;
+// States in which the order's job will still run: enqueueing again would be a no-op anyway.
+const IN_QUEUE = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children']);
+
+export function reconcileDepsOf(deps: Deps): ReconcileDeps {
+  return { ...deps, items: createItemRepository(deps.db), reconcile: createReconcileRepository(deps.db) };
+}
+
+/**
+ * One pass under the cluster-wide lock; null when another process holds it for longer than `waitMs`.
+ * `now` (default: the clock) is the time every deadline is measured against and every change is stamped with.
+ */
+export async function runReconcilePass(
+  deps: ReconcileDeps,
+  options: { now?: number; waitMs?: number } = {},
+): Promise<ReconcileCounts | null> {
+  const key = `${deps.config.QUEUE_PREFIX}:reconcile:lock`;
+  const result = await withLock(deps.redis, key, { ttlMs: LOCK_TTL_MS, waitMs: options.waitMs }, (lost) =>
+    reconcileOnce(deps, options.now ?? deps.clock(), lost),
+  );
+  if (result.acquired) return result.value;
+  deps.logger.info('reconcile pass skipped: another pass holds the lock');
+  return null;
+}
+
+/**
+ * One reconciliation pass. Every step is a guarded, idempotent change in its own transaction, so a pass may
+ * run again, or stop anywhere (`lost` is checked between batches), without moving anything twice.
+ */
+export async function reconcileOnce(
+  deps: ReconcileDeps,
+  now: number,
+  lost: AbortSignal = new AbortController().signal,
+): Promise<ReconcileCounts> {
+  const startedAt = Date.now();
+  const { config } = deps;
+  const counts: ReconcileCounts = {
+    adjustmentsApplied: await applyPendingAdjustments(deps, now, lost),
+    unshipped:
+      (await expire(deps, ItemStatus.ORDERED, now - config.SHIP_DEADLINE_H * HOUR_MS, now, lost)) +
+      (await expire(
+        deps,
+        ItemStatus.EXTRA_SHIPPING_ACCEPTED,
+        now - config.SHIP_DEADLINE_H * HOUR_MS,
+        now,
+        lost,
+      )),
+    extraShippingTimedOut: await expire(
+      deps,
+      ItemStatus.EXTRA_SHIPPING_REQUESTED,
+      now - config.EXTRA_SHIPPING_TIMEOUT_H * HOUR_MS,
+      now,
+      lost,
+    ),
+    requeued: 0,
+    failed: 0,
+  };
+  await forEachBatch(
+    (after?: OrderKey) => deps.reconcile.staleOrders(now - config.QUEUED_STALE_AFTER_S * 1000, BATCH, after),
+    (order) => ({ createdAt: order.createdAt, orderId: order.orderId }),
+    lost,
+    async (order) => {
+      const outcome = await requeueOrFail(deps, order, now);
+      if (outcome !== 'in-queue') counts[outcome] += 1;
+    },
+  );
+  const finishedAt = Date.now();
+  deps.logger.info(
+    { ...counts, now: new Date(now).toISOString(), startedAt, finishedAt },
+    'reconcile pass done',
+  );
+  return counts;
+}
+
+/** Items in `from` since before `changedBefore` become 14 (ship deadline) or 90 (extra shipping unanswered). */
+async function expire(
+  deps: ReconcileDeps,
+  from: ItemStatusCode,
+  changedBefore: number,
+  now: number,
+  lost: AbortSignal,
+): Promise<number> {
+  const to =
+    from === ItemStatus.EXTRA_SHIPPING_REQUESTED
+      ? ItemStatus.EXTRA_SHIPPING_REJECTED
+      : ItemStatus.ITEM_UNAVAILABLE;
+  let moved = 0;
+  await forEachBatch(
+    (after?: ItemKey) => deps.reconcile.staleItems(from, changedBefore, BATCH, after),
+    (item) => ({ statusChangedAt: item.statusChangedAt, orderItemId: item.orderItemId }),
+    lost,
+    async (item) => {
+      // The guard skips an item that the seller or buyer moved since the batch was read.
+      const outcome = await moveItem(deps, {
+        orderItemId: item.orderItemId,
+        to,
+        now,
+        expect: { from, changedBefore },
+      });
+      if (outcome.kind === 'moved') moved += 1;
+    },
+  );
+  return moved;
+}
+
+/**
+ * A stale order whose job is gone (Redis lost it, or it failed for good while the order was left unsettled)
+ * is enqueued again, or FAILED when its attempts are used up. One whose job will still run is left alone.
+ */
+async function requeueOrFail(deps: ReconcileDeps, order: StaleOrder, now: number) {
+  const job = await deps.queue.queue.getJob(orderJobId(order.orderId));
+  const state = job ? await job.getState() : 'missing';
+  if (IN_QUEUE.has(state)) return 'in-queue';
+  if (order.attempts >= deps.config.MAX_PROCESS_ATTEMPTS) {
+    await failOrder({ ...deps, clock: () => now }, order.orderId);
+    return 'failed';
+  }
+  // A finished job keeps its id, and an add with that id would be ignored.
+  if (job) await job.remove();
+  await deps.queue.enqueue(order.orderId);
+  deps.logger.info(
+    { orderId: order.orderId, attempts: order.attempts, jobState: state },
+    'order enqueued again',
+  );
+  return 'requeued';
+}
+
+/** Gateway adjustments whose ledger entries were committed but not applied (a crash or a gateway error). */
+async function applyPendingAdjustments(deps: ReconcileDeps, now: number, lost: AbortSignal): Promise<number> {
+  let applied = 0;
+  await forEachBatch(
+    (after?: number) => deps.reconcile.pendingAdjustments(BATCH, after),
+    (entry) => entry.entryId,
+    lost,
+    async (entry) => {
+      try {
+        await applyAdjustment(deps, entry, now);
+        applied += 1;
+      } catch (err) {
+        deps.logger.warn({ err, entryKey: entry.entryKey }, 'payment adjustment still pending');
+      }
+    },
+  );
+  return applied;
+}
+
+/** Keyset-paged batches, so rows that stay put are read once; stops between batches once `lost` aborts. */
+async function forEachBatch<T, K>(
+  fetch: (after: K | undefined) => T[],
+  keyOf: (row: T) => K,
+  lost: AbortSignal,
+  handle: (row: T) => Promise<void>,
+): Promise<void> {
+  let after: K | undefined;
+  for (;;) {
+    const batch = fetch(after);
+    for (const row of batch) await handle(row);
+    const last = batch.at(-1);
+    if (batch.length < BATCH || last === undefined || lost.aborted) return;
+    after = keyOf(last);
+  }
+}
