@@ -289,10 +289,16 @@ const shapeOf = (driver: Driver, c: SearchCriteria): Shape => ({
   itemIds: c.orderItemIds !== undefined,
 });
 
+/**
+ * An item is updated after its order is created, give or take the clocks of the processes that wrote them:
+ * the bounds derived from that (scanFrom, createdTo) keep this margin, the exact criteria are checked apart.
+ */
+const CLOCK_MARGIN_MS = 3_600_000;
+
 function bind(clientId: number, c: SearchCriteria): Bindings {
   // An item updated before itemUpdateEnd belongs to an order created before it too.
-  const createdTo = Math.min(c.dateEnd, c.itemUpdateEnd ?? c.dateEnd);
-  const lowest = c.after && c.sortOrder === 'ascending' ? c.after.createdAt : c.dateStart;
+  const createdTo = Math.min(c.dateEnd, (c.itemUpdateEnd ?? c.dateEnd) + CLOCK_MARGIN_MS);
+  const lowest = (c.after && c.sortOrder === 'ascending' ? c.after.createdAt : c.dateStart) - CLOCK_MARGIN_MS;
   return {
     clientId,
     createdFrom: c.dateStart,
@@ -301,8 +307,9 @@ function bind(clientId: number, c: SearchCriteria): Bindings {
     afterId: c.after?.orderId ?? null,
     referenceId: c.referenceId ?? null,
     vendorId: c.vendorId ?? null,
-    orderIds: c.orderIds ? JSON.stringify(c.orderIds) : null,
-    orderItemIds: c.orderItemIds ? JSON.stringify(c.orderItemIds) : null,
+    // Each id once: the order-ids path joins the list as given.
+    orderIds: c.orderIds ? JSON.stringify([...new Set(c.orderIds)]) : null,
+    orderItemIds: c.orderItemIds ? JSON.stringify([...new Set(c.orderItemIds)]) : null,
     itemFrom: c.itemUpdateStart ?? null,
     itemTo: c.itemUpdateEnd ?? null,
     // An item is updated no earlier than its order was created, so the scan of update times starts there.
