@@ -1,0 +1,164 @@
+// Dry runs per second through the whole signed front (auth, validation, catalog reads, pricing) against a bare
+// Express handler that only parses the same body, both in their own process on this machine, one after the
+// other, measured by autocannon from this process. Writes the "Dry run" section of BENCHMARKS.md.
+//   node --import tsx scripts/bench-dry-run.ts [seconds]
+import { spawn, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import { sign } from '../src/auth/signature.js';
+import { openDb } from '../src/store/db.js';
+import { seedDemo, writeDemoOrder } from './demo-data.js';
+import { ensureRedis, freePort } from './redis.js';
+import { replaceSection } from './benchmarks-file.js';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const seconds = Number(process.argv[2] ?? 10);
+const CONNECTIONS = 32;
+
+/** Starts a server entry in its own process and resolves once `readyUrl` answers. */
+async function startProcess(
+  entry: string,
+  env: Record<string, string>,
+  readyUrl: string,
+  nodeArgs: string[] = [],
+) {
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [...nodeArgs, '--import', 'tsx', path.join(ROOT, entry)],
+    {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
+  for (let i = 0; i < 300; i++) {
+    if (child.exitCode !== null) throw new Error(`${entry} exited ${child.exitCode}`);
+    const up = await fetch(readyUrl, { method: 'POST' }).then(
+      () => true,
+      () => false,
+    );
+    if (up) return child;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${entry} did not answer ${readyUrl}`);
+}
+
+async function measure(url: string, headers: Record<string, string>, body: string) {
+  const result = await autocannon({
+    url,
+    method: 'POST',
+    headers,
+    body,
+    connections: CONNECTIONS,
+    duration: seconds,
+  });
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors,
+  };
+}
+
+async function main() {
+  const redis = await ensureRedis();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-dry-'));
+  const dbPath = path.join(dir, 'orders.db');
+  const db = openDb(dbPath);
+  const demo = seedDemo(db, path.join(dir, 'client.json'), '');
+  db.close();
+  const body = fs.readFileSync(writeDemoOrder(dir, demo.ccToken, 1001), 'utf8');
+  const date = new Date().toISOString();
+  const requestId = crypto.randomUUID();
+  const signature = sign(demo.secretKey, {
+    method: 'POST',
+    path: '/v1/orders',
+    rawQuery: '',
+    date,
+    requestId,
+    body,
+  });
+  const headers = {
+    'content-type': 'application/json',
+    'svc-requestid': requestId,
+    'svc-access-key': demo.accessKey,
+    'svc-date': date,
+    'svc-signature': signature,
+  };
+
+  const [webPort, barePort] = [await freePort(), await freePort()];
+  const env = {
+    REDIS_URL: redis.url,
+    DB_PATH: dbPath,
+    QUEUE_PREFIX: `bench${process.pid}`,
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_PER_S: '0',
+  };
+  const webUrl = `http://127.0.0.1:${webPort}/v1/orders`;
+  const bareUrl = `http://127.0.0.1:${barePort}/v1/orders`;
+  // BENCH_PROFILE=DIR writes a CPU profile of the service's web process there.
+  const profile = process.env.BENCH_PROFILE
+    ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`]
+    : [];
+  const logLevel = process.env.BENCH_LOG_LEVEL ?? 'info';
+  const web = await startProcess(
+    'src/server.ts',
+    { ...env, PORT: String(webPort), LOG_LEVEL: logLevel },
+    webUrl,
+    profile,
+  );
+  const bare = await startProcess('scripts/bench-servers.ts', { PORT: String(barePort) }, bareUrl);
+  // Warm both up so JIT and caches are comparable, then measure one at a time.
+  await autocannon({
+    url: `http://127.0.0.1:${webPort}/v1/orders`,
+    method: 'POST',
+    headers,
+    body,
+    connections: 8,
+    duration: 2,
+  });
+  await autocannon({
+    url: `http://127.0.0.1:${barePort}/v1/orders`,
+    method: 'POST',
+    headers,
+    body,
+    connections: 8,
+    duration: 2,
+  });
+  const ours = await measure(`http://127.0.0.1:${webPort}/v1/orders`, headers, body);
+  const baseline = await measure(`http://127.0.0.1:${barePort}/v1/orders`, headers, body);
+  await Promise.all(
+    [web, bare].map((child) => new Promise((resolve) => child.once('exit', resolve).kill('SIGTERM'))),
+  );
+  await redis.stop();
+  fs.rmSync(dir, { recursive: true, force: true });
+
+  const ratio = ours.rps / baseline.rps;
+  const row = (name: string, r: typeof ours) =>
+    `| ${name} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.non2xx + r.errors} |`;
+  const section = [
+    `Command: \`node --import tsx scripts/bench-dry-run.ts ${seconds}\` (${os.cpus().length} cores, ${CONNECTIONS} connections, ${seconds} s each, ${new Date().toISOString().slice(0, 10)})`,
+    '',
+    'A signed dry run of two copies of one listing (auth, HMAC over the body, zod validation, catalog and card reads,',
+    'lockout checks in Redis, pricing with conversion and tax) against a bare Express handler that parses the same body.',
+    'Rate limiting is off for this run (one key at thousands of requests per second would be refused, as it should).',
+    '',
+    '| server | requests/s | p50 ms | p99 ms | errors or non-2xx |',
+    '|---|---|---|---|---|',
+    row('service dry run', ours),
+    row('bare Express + JSON parse', baseline),
+    '',
+    `Ratio: **${ratio.toFixed(2)}** of the bare handler's rate (aim: at least 0.5).`,
+  ].join('\n');
+  replaceSection(path.join(ROOT, 'BENCHMARKS.md'), 'Dry run', section);
+  process.stdout.write(`${section}\n`);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});
