@@ -4,6 +4,7 @@
 // next to the bare SQL it needs (the same statements, raw rows, nothing built). Clients are drawn in
 // proportion to their orders, so large clients weigh as much as they would in production. --write puts
 // the tables into the "## Search" section of BENCHMARKS.md.
+import fs from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import type { Statement } from 'better-sqlite3';
@@ -234,12 +235,19 @@ const drawn = await run(drawClients(500));
 process.stderr.write(`largest client (${largest.orders} orders)\n`);
 const biggest = await run([largest.clientId]);
 
+const generated = fs.existsSync(`${values.db}.json`)
+  ? (JSON.parse(fs.readFileSync(`${values.db}.json`, 'utf8')) as {
+      seconds: number;
+      bytes: number;
+      seed: number;
+    })
+  : undefined;
 const sqliteVersion = db.prepare('SELECT sqlite_version()').pluck().get() as string;
 const section = `## Search
 
 Command: \`npx tsx scripts/generate-orders.ts --db data/bench.db && npx tsx scripts/bench-search.ts --db data/bench.db --iterations ${ITERATIONS} --write\`
 
-Store: ${stats.orders.toLocaleString('en')} orders, ${stats.items.toLocaleString('en')} items, ${stats.clients.toLocaleString('en')} clients, ${stats.vendors.toLocaleString('en')} vendors over one year; the largest client has ${largest.orders.toLocaleString('en')} orders.
+Store: ${stats.orders.toLocaleString('en')} orders, ${stats.items.toLocaleString('en')} items, ${stats.clients.toLocaleString('en')} clients, ${stats.vendors.toLocaleString('en')} vendors over one year; the largest client has ${largest.orders.toLocaleString('en')} orders.${generated ? ` Generated in ${generated.seconds} s (seed ${generated.seed}, ${Math.round(generated.bytes / 1e6)} MB).` : ''}
 Machine: ${os.cpus()[0]?.model ?? 'unknown CPU'} (${os.cpus().length} cores), Node ${process.version}, SQLite ${sqliteVersion}, one connection as \`openDb\` opens it (default page cache), file in the OS cache.
 
 Milliseconds per search, ${ITERATIONS} samples per row after one untimed run per client. "p50…p99" is the service path in process

@@ -2,7 +2,8 @@
 //   npx tsx scripts/generate-orders.ts [--db data/bench.db] [--orders 1000000] [--clients 2000]
 //     [--vendors 1000] [--listings 50000] [--seed 1]
 // Orders and clients are skewed as on a real marketplace (a few large clients, a long tail), items follow
-// the status lifecycle of CONTRACT.md section 8, ids grow with creation time. Prints a JSON summary.
+// the status lifecycle of CONTRACT.md section 8, ids grow with creation time. Prints a JSON summary and
+// keeps it in <db>.json.
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import { openDb, type Db } from '../src/store/db.js';
@@ -206,6 +207,7 @@ const now = Date.now();
 fs.rmSync(values.db, { force: true });
 fs.rmSync(`${values.db}-wal`, { force: true });
 fs.rmSync(`${values.db}-shm`, { force: true });
+fs.rmSync(`${values.db}.json`, { force: true });
 const db = openDb(values.db);
 // A throwaway fill: no fsync, rows already consistent, index pages kept in memory.
 db.pragma('synchronous = OFF');
@@ -220,19 +222,21 @@ const largest = db
     'SELECT client_id AS clientId, count(*) AS orders FROM orders GROUP BY client_id ORDER BY 2 DESC LIMIT 1',
   )
   .get();
-console.log(
-  JSON.stringify({
-    db: values.db,
-    orders: count('SELECT count(*) FROM orders'),
-    items: count('SELECT count(*) FROM order_items'),
-    clients: CLIENTS,
-    vendors: VENDORS,
-    listings: LISTINGS,
-    largestClient: largest,
-    from: new Date(now - 365 * DAY).toISOString(),
-    to: new Date(now).toISOString(),
-    seconds: Math.round((Date.now() - began) / 1000),
-    bytes: fs.statSync(values.db).size,
-  }),
-);
+const summary = JSON.stringify({
+  db: values.db,
+  orders: count('SELECT count(*) FROM orders'),
+  items: count('SELECT count(*) FROM order_items'),
+  clients: CLIENTS,
+  vendors: VENDORS,
+  listings: LISTINGS,
+  largestClient: largest,
+  from: new Date(now - 365 * DAY).toISOString(),
+  to: new Date(now).toISOString(),
+  seconds: Math.round((Date.now() - began) / 1000),
+  bytes: fs.statSync(values.db).size,
+  seed: Number(values.seed),
+});
+// Kept beside the store so the benchmark can say how it was made.
+fs.writeFileSync(`${values.db}.json`, `${summary}\n`);
+console.log(summary);
 db.close();
