@@ -8,6 +8,8 @@ runProcess('clock', async (config, logger) => {
   if (!cron.validate(config.RECONCILE_CRON))
     throw new Error(`RECONCILE_CRON: '${config.RECONCILE_CRON}' is not a cron expression`);
   const deps = createDeps(config, logger);
+  // The command connection already warns of an outage; BullMQ would print each reconnect's stack as well.
+  deps.queue.queue.on('error', () => undefined);
   const reconcile = scheduleReconcile(reconcileDepsOf(deps), config.RECONCILE_CRON, logger);
   logger.info({ schedule: config.RECONCILE_CRON }, 'clock ready');
   return {

@@ -50,21 +50,33 @@ export function reconcileDepsOf(deps: Deps): ReconcileDeps {
   return { ...deps, items: createItemRepository(deps.db), reconcile: createReconcileRepository(deps.db) };
 }
 
+export type PassResult =
+  | { ran: true; counts: ReconcileCounts }
+  | { ran: false; reason: 'redis unavailable' | 'another pass holds the lock' };
+
 /**
- * One pass under the cluster-wide lock; null when another process holds it for longer than `waitMs`.
+ * One pass under the cluster-wide lock, waiting up to `waitMs` for another holder to finish.
  * `now` (default: the clock) is the time every deadline is measured against and every change is stamped with.
  */
 export async function runReconcilePass(
   deps: ReconcileDeps,
   options: { now?: number; waitMs?: number } = {},
-): Promise<ReconcileCounts | null> {
+): Promise<PassResult> {
+  // The lock and the queue both need Redis; deadlines measured in hours can wait for the next tick.
+  if (deps.redis.status !== 'ready') return skipped(deps, 'redis unavailable');
   const key = `${deps.config.QUEUE_PREFIX}:reconcile:lock`;
   const result = await withLock(deps.redis, key, { ttlMs: LOCK_TTL_MS, waitMs: options.waitMs }, (lost) =>
     reconcileOnce(deps, options.now ?? deps.clock(), lost),
   );
-  if (result.acquired) return result.value;
-  deps.logger.info('reconcile pass skipped: another pass holds the lock');
-  return null;
+  return result.acquired ? { ran: true, counts: result.value } : skipped(deps, 'another pass holds the lock');
+}
+
+function skipped(
+  deps: ReconcileDeps,
+  reason: 'redis unavailable' | 'another pass holds the lock',
+): PassResult {
+  deps.logger.info({ reason }, `reconcile pass skipped: ${reason}`);
+  return { ran: false, reason };
 }
 
 /**

@@ -24,9 +24,9 @@ export const reconcile: Command = {
       await whenReady(deps.redis, REDIS_WAIT_MS).catch((err: Error) => {
         throw CliError.invalid(`redis at ${config.REDIS_URL} is unavailable: ${err.message}`);
       });
-      const counts = await runReconcilePass(reconcileDepsOf(deps), { now, waitMs: LOCK_WAIT_MS });
-      if (!counts) throw CliError.invalid('another reconciliation pass is still running; try again later');
-      return counts;
+      const pass = await runReconcilePass(reconcileDepsOf(deps), { now, waitMs: LOCK_WAIT_MS });
+      if (!pass.ran) throw CliError.invalid(`no pass ran: ${pass.reason}; try again later`);
+      return pass.counts;
     } finally {
       await closeDeps(deps);
       // closeDeps leaves the queue's connection open (long-lived processes exit anyway); a CLI must end it.
