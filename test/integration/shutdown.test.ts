@@ -1,7 +1,9 @@
 import type { ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../scripts/redis.js';
 import { createSigningClient, type OrderResponse } from '../../src/client/signing-client.js';
+import { placeOrder } from '../../src/services/place-order.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
 import { createTestService, signed, stopChild, type TestService } from '../helpers/test-service.js';
 
@@ -35,7 +37,7 @@ const exited = (child: ChildProcess) =>
 /** Every item of every order given a final or later status: none QUEUED, no order half-way through paying. */
 const unsettled = () => count("SELECT count(*) FROM orders WHERE phase <> 'settled'");
 
-describe.each([
+describe.each<{ web: string; env: Record<string, string>; ready: string }>([
   { web: 'one web process', env: {}, ready: 'web listening' },
   { web: 'a web cluster of two', env: { WEB_CONCURRENCY: '2' }, ready: 'web cluster listening' },
 ])('SIGTERM to $web with orders in flight', ({ env, ready }) => {
@@ -50,7 +52,9 @@ describe.each([
     const buyer = service.client('shutdown buyer');
     const client = createSigningClient({ baseUrl: `http://127.0.0.1:${port}`, ...buyer });
     const before = count('SELECT count(*) FROM orders');
-    const answers = Array.from({ length: 6 }, () => client.placeOrder(orderBody(buyer.ccToken)));
+    const answers = Array.from({ length: 6 }, () =>
+      client.request('POST', '/v1/orders', orderBody(buyer.ccToken)),
+    );
     await until(() => count('SELECT count(*) FROM orders') === before + 6, 'six accepted orders');
 
     web.kill('SIGTERM');
@@ -113,5 +117,58 @@ describe('SIGTERM to a worker with jobs in flight', () => {
       .all() as { id: number; status: number; authorizations: number }[];
     expect(rows).toHaveLength(12);
     expect(rows.every((r) => r.status === 5 && r.authorizations === 1)).toBe(true);
+  });
+});
+
+describe('SIGTERM to the clock while a reconciliation pass is requeueing orders', () => {
+  let stale: TestService;
+  const past = Date.now() - 10 * 60_000;
+  beforeAll(async () => {
+    // Accepted ten minutes ago, their jobs since lost by Redis: what a pass enqueues again, one by one.
+    stale = await createTestService({ clock: () => past });
+    stale.importCatalog(VENDORS, LISTINGS);
+  });
+  afterAll(() => stale.close());
+
+  it('then the pass finishes, the clock exits 0 and frees its lock, and every order is settled afterwards', async () => {
+    const buyer = stale.client('stale buyer');
+    for (let i = 0; i < 1000; i++) {
+      const requestId = crypto.randomUUID();
+      await placeOrder(
+        { ...stale.deps, orderWaitMs: 0 },
+        {
+          auth: { clientId: buyer.clientId, accessKey: buyer.accessKey, requestId },
+          body: orderBody(buyer.ccToken),
+          requestHash: requestId,
+          respondAsync: true,
+          log: stale.deps.logger,
+        },
+      );
+    }
+    const queue = stale.deps.queue.queue;
+    await queue.drain(true);
+    expect(await queue.getWaitingCount()).toBe(0);
+
+    const clock = await stale.spawn('jobs/clock.ts', { RECONCILE_CRON: '* * * * * *' }, 'clock ready');
+    await until(async () => (await queue.getWaitingCount()) > 0, 'the pass to requeue a first order');
+    clock.kill('SIGTERM');
+    expect(await exited(clock)).toBe(0);
+    expect(await stale.deps.redis.exists(`${stale.prefix}:reconcile:lock`)).toBe(0);
+    const requeued = await queue.getWaitingCount();
+    expect(requeued).toBeGreaterThan(0);
+
+    await stale.startWorker({ WORKER_CONCURRENCY: '32' });
+    await stale.spawn('jobs/clock.ts', { RECONCILE_CRON: '* * * * * *' }, 'clock ready');
+    const left = () =>
+      stale.deps.db.prepare("SELECT count(*) FROM orders WHERE phase <> 'settled'").pluck().get() as number;
+    await until(() => left() === 0, 'every order to be settled', 40_000);
+    // Walden has 50 copies: the first 50 orders settled get one, the rest find it sold out.
+    const byStatus = stale.deps.db
+      .prepare('SELECT status, count(*) AS n FROM order_items GROUP BY status ORDER BY status')
+      .all();
+    expect(byStatus).toEqual([
+      { status: 5, n: 50 },
+      { status: 14, n: 950 },
+    ]);
   });
 });
