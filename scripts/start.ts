@@ -9,6 +9,8 @@ import { seedDemo, writeDemoOrder } from './demo-data.js';
 import { ensureRedis } from './redis.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
+// Each process gives itself 30 s to finish its work (src/process.ts).
+const STOP_TIMEOUT_MS = 35_000;
 const PROCESSES: Record<string, string> = {
   web: 'src/server.ts',
   worker: 'workers/order.worker.ts',
@@ -58,6 +60,8 @@ async function main(): Promise<void> {
     [
       '',
       `Service ready at ${baseUrl}/v1 (OpenAPI: ${baseUrl}/v1/openapi.json)`,
+      `Metrics: ${baseUrl}/metrics; readiness: ${baseUrl}/readyz` +
+        (config.ADMIN_USER ? `; queue dashboard: ${baseUrl}/admin/queues (ADMIN_USER)` : ''),
       `Demo client (saved in ${path.relative(ROOT, profile)}):`,
       `  access key: ${demo.accessKey}`,
       `  secret key: ${demo.secretKey}`,
@@ -73,16 +77,28 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     say('stopping web, worker and clock');
-    await Promise.all(
-      [...children.values()].map(
-        (child) => new Promise((resolve) => child.once('exit', resolve).kill('SIGTERM')),
-      ),
-    );
+    await Promise.all([...children].map(([name, child]) => stopChild(name, child)));
     await redis.stop();
     process.exit(0);
   };
   process.on('SIGINT', () => void shutdown());
   process.on('SIGTERM', () => void shutdown());
+}
+
+/** SIGTERM, then SIGKILL if the process has not finished its work a little after its own grace period. */
+function stopChild(name: string, child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    const kill = setTimeout(() => {
+      say(`${name} still running after ${STOP_TIMEOUT_MS / 1000} s; killing it`);
+      child.kill('SIGKILL');
+    }, STOP_TIMEOUT_MS);
+    child.once('exit', (code, signal) => {
+      clearTimeout(kill);
+      if (code !== 0) say(`${name} exited with ${signal ?? code}`);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
 }
 
 async function waitForHealth(url: string): Promise<void> {
