@@ -3,7 +3,7 @@ import type { Logger } from '../src/logger.js';
 import { runReconcilePass, type ReconcileDeps } from '../src/services/reconcile.js';
 
 export interface ScheduledReconcile {
-  /** Stops the schedule and waits for a pass that is running. */
+  /** Stops the schedule and waits for a running pass to reach its next safe point. */
   stop(): Promise<void>;
 }
 
@@ -14,10 +14,11 @@ export function scheduleReconcile(
   logger: Logger,
 ): ScheduledReconcile {
   let running: Promise<unknown> = Promise.resolve();
+  const stopping = new AbortController();
   const task = cron.createTask(
     expression,
     () => {
-      running = runReconcilePass(deps).catch((err: unknown) =>
+      running = runReconcilePass(deps, { signal: stopping.signal }).catch((err: unknown) =>
         logger.error({ err }, 'reconcile pass failed; the next tick tries again'),
       );
       return running;
@@ -28,6 +29,8 @@ export function scheduleReconcile(
   return {
     async stop() {
       await task.stop();
+      // A pass stops at its next batch; whatever it left is the next pass's, in this or another process.
+      stopping.abort();
       await running;
       await task.destroy();
     },

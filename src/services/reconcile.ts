@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
 import type { Deps } from '../deps.js';
-import { ItemStatus, type ItemStatusCode } from '../domain/item-status.js';
+import { ItemStatus as S, type ItemStatusCode } from '../domain/item-status.js';
 import { orderJobId, type OrderQueue } from '../queue/order.queue.js';
 import { withLock } from '../queue/redis-lock.js';
 import { createItemRepository } from '../store/item.repository.js';
@@ -46,38 +46,68 @@ const LOCK_TTL_MS = 30_000;
 // States in which the order's job will still run: enqueueing again would be a no-op anyway.
 const IN_QUEUE = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children']);
 
+/** The repositories a pass needs beside a process's deps, on the same SQLite connection. */
 export function reconcileDepsOf(deps: Deps): ReconcileDeps {
   return { ...deps, items: createItemRepository(deps.db), reconcile: createReconcileRepository(deps.db) };
 }
 
+/** A pass that did not run says why; the next tick (or the operator) tries again. */
 export type PassResult =
   | { ran: true; counts: ReconcileCounts }
   | { ran: false; reason: 'redis unavailable' | 'another pass holds the lock' };
 
 /**
  * One pass under the cluster-wide lock, waiting up to `waitMs` for another holder to finish.
- * `now` (default: the clock) is the time every deadline is measured against and every change is stamped with.
+ * `now` (default: the clock) is the time every deadline is measured against and every change is stamped with;
+ * `signal` (a shutdown) ends the pass at its next batch, as losing the lock does.
  */
 export async function runReconcilePass(
   deps: ReconcileDeps,
-  options: { now?: number; waitMs?: number } = {},
+  options: { now?: number; waitMs?: number; signal?: AbortSignal } = {},
 ): Promise<PassResult> {
   // The lock and the queue both need Redis; deadlines measured in hours can wait for the next tick.
   if (deps.redis.status !== 'ready') return skipped(deps, 'redis unavailable');
   const key = `${deps.config.QUEUE_PREFIX}:reconcile:lock`;
   const result = await withLock(deps.redis, key, { ttlMs: LOCK_TTL_MS, waitMs: options.waitMs }, (lost) =>
-    reconcileOnce(deps, options.now ?? deps.clock(), lost),
+    reconcileOnce(
+      deps,
+      options.now ?? deps.clock(),
+      options.signal ? AbortSignal.any([lost, options.signal]) : lost,
+    ),
   );
   return result.acquired ? { ran: true, counts: result.value } : skipped(deps, 'another pass holds the lock');
 }
 
-function skipped(
-  deps: ReconcileDeps,
-  reason: 'redis unavailable' | 'another pass holds the lock',
-): PassResult {
+type SkipReason = Extract<PassResult, { ran: false }>['reason'];
+
+function skipped(deps: ReconcileDeps, reason: SkipReason): PassResult {
   deps.logger.info({ reason }, `reconcile pass skipped: ${reason}`);
   return { ran: false, reason };
 }
+
+interface Deadline {
+  from: ItemStatusCode;
+  to: ItemStatusCode;
+  hours: (config: ReconcileDeps['config']) => number;
+  count: 'unshipped' | 'extraShippingTimedOut';
+}
+
+/** CONTRACT.md section 8: what a stale status becomes, after how long in it. */
+const DEADLINES: readonly Deadline[] = [
+  { from: S.ORDERED, to: S.ITEM_UNAVAILABLE, hours: (c) => c.SHIP_DEADLINE_H, count: 'unshipped' },
+  {
+    from: S.EXTRA_SHIPPING_ACCEPTED,
+    to: S.ITEM_UNAVAILABLE,
+    hours: (c) => c.SHIP_DEADLINE_H,
+    count: 'unshipped',
+  },
+  {
+    from: S.EXTRA_SHIPPING_REQUESTED,
+    to: S.EXTRA_SHIPPING_REJECTED,
+    hours: (c) => c.EXTRA_SHIPPING_TIMEOUT_H,
+    count: 'extraShippingTimedOut',
+  },
+];
 
 /**
  * One reconciliation pass. Every step is a guarded, idempotent change in its own transaction, so a pass may
@@ -89,30 +119,12 @@ export async function reconcileOnce(
   lost: AbortSignal = new AbortController().signal,
 ): Promise<ReconcileCounts> {
   const startedAt = Date.now();
-  const { config } = deps;
-  const counts: ReconcileCounts = {
-    adjustmentsApplied: await applyPendingAdjustments(deps, now, lost),
-    unshipped:
-      (await expire(deps, ItemStatus.ORDERED, now - config.SHIP_DEADLINE_H * HOUR_MS, now, lost)) +
-      (await expire(
-        deps,
-        ItemStatus.EXTRA_SHIPPING_ACCEPTED,
-        now - config.SHIP_DEADLINE_H * HOUR_MS,
-        now,
-        lost,
-      )),
-    extraShippingTimedOut: await expire(
-      deps,
-      ItemStatus.EXTRA_SHIPPING_REQUESTED,
-      now - config.EXTRA_SHIPPING_TIMEOUT_H * HOUR_MS,
-      now,
-      lost,
-    ),
-    requeued: 0,
-    failed: 0,
-  };
+  const counts = { requeued: 0, failed: 0, unshipped: 0, extraShippingTimedOut: 0, adjustmentsApplied: 0 };
+  counts.adjustmentsApplied = await applyPendingAdjustments(deps, now, lost);
+  for (const deadline of DEADLINES) counts[deadline.count] += await expire(deps, deadline, now, lost);
   await forEachBatch(
-    (after?: OrderKey) => deps.reconcile.staleOrders(now - config.QUEUED_STALE_AFTER_S * 1000, BATCH, after),
+    (after?: OrderKey) =>
+      deps.reconcile.staleOrders(now - deps.config.QUEUED_STALE_AFTER_S * 1000, BATCH, after),
     (order) => ({ createdAt: order.createdAt, orderId: order.orderId }),
     lost,
     async (order) => {
@@ -121,38 +133,23 @@ export async function reconcileOnce(
     },
   );
   const finishedAt = Date.now();
-  deps.logger.info(
-    { ...counts, now: new Date(now).toISOString(), startedAt, finishedAt },
-    'reconcile pass done',
-  );
+  const at = new Date(now).toISOString();
+  deps.logger.info({ ...counts, now: at, startedAt, finishedAt }, 'reconcile pass done');
   return counts;
 }
 
-/** Items in `from` since before `changedBefore` become 14 (ship deadline) or 90 (extra shipping unanswered). */
-async function expire(
-  deps: ReconcileDeps,
-  from: ItemStatusCode,
-  changedBefore: number,
-  now: number,
-  lost: AbortSignal,
-): Promise<number> {
-  const to =
-    from === ItemStatus.EXTRA_SHIPPING_REQUESTED
-      ? ItemStatus.EXTRA_SHIPPING_REJECTED
-      : ItemStatus.ITEM_UNAVAILABLE;
+/** Items in the deadline's status for longer than it allows move on; returns how many did. */
+async function expire(deps: ReconcileDeps, deadline: Deadline, now: number, lost: AbortSignal) {
+  const { from, to } = deadline;
+  const changedBefore = now - deadline.hours(deps.config) * HOUR_MS;
   let moved = 0;
   await forEachBatch(
     (after?: ItemKey) => deps.reconcile.staleItems(from, changedBefore, BATCH, after),
     (item) => ({ statusChangedAt: item.statusChangedAt, orderItemId: item.orderItemId }),
     lost,
-    async (item) => {
+    async ({ orderItemId }) => {
       // The guard skips an item that the seller or buyer moved since the batch was read.
-      const outcome = await moveItem(deps, {
-        orderItemId: item.orderItemId,
-        to,
-        now,
-        expect: { from, changedBefore },
-      });
+      const outcome = await moveItem(deps, { orderItemId, to, now, expect: { from, changedBefore } });
       if (outcome.kind === 'moved') moved += 1;
     },
   );

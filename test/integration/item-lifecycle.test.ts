@@ -166,16 +166,14 @@ describe('item:update makes every move the table allows', () => {
       const { orderId, items } = await placeOrder({ listings: [{ listingId: WALDEN, quantity: 2 }] });
       const item = items[0]!;
       expect(item.status).toBe(5);
+      let extra = 0; // cents the seller asked for with 93, which 4 adds
       for (const step of steps) {
+        if (step.to === 93) extra = Math.round(Number(step.args![1]) * 100);
         const before = {
           row: row(item.orderItemId),
           stock: service.stock(WALDEN),
           entries: ledgerOf(item.orderItemId).length,
         };
-        const extra = service.deps.db
-          .prepare('SELECT extra_shipping_cents FROM order_items WHERE order_item_id = ?')
-          .pluck()
-          .get(item.orderItemId) as number;
         const startedAt = Date.now();
         const { item: moved, error } = await move(item.orderItemId, step.to, ...(step.args ?? []));
         expect(error).toBeUndefined();

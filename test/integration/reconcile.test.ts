@@ -240,6 +240,37 @@ describe('reconciliation with a fixed clock', () => {
   });
 });
 
+describe('an interrupted pass', () => {
+  it('when a pass stops after its first batch, then the next pass moves the rest and nothing twice', async () => {
+    await start();
+    service.importCatalog(
+      [],
+      [{ ...LISTINGS[3]!, listingId: 2099, title: 'Walden, school edition', quantity: 300 }],
+    );
+    const res = await signed(
+      service.app,
+      buyer,
+      'POST',
+      '/v1/orders',
+      orderBody(buyer.ccToken, { listings: [{ listingId: 2099, quantity: 201 }] }),
+      { ...at(), headers: { Prefer: 'respond-async' } },
+    );
+    const orderId = res.body.orderId as number;
+    await processOrder({ ...service.deps, maxAttempts: 5 }, orderId);
+    now = T0 + 97 * HOUR;
+    const stop = new AbortController();
+    stop.abort(); // as a shutdown does: the pass ends after the batch in hand
+    const first = await runReconcilePass(lifecycle(), { signal: stop.signal });
+    expect(first).toEqual({ ran: true, counts: { ...NOTHING, unshipped: 200 } });
+    expect(await pass(now)).toEqual({ ...NOTHING, unshipped: 1 });
+    expect(count(`SELECT count(*) FROM ledger_entries WHERE order_id = ? AND kind = 'void'`, orderId)).toBe(
+      201,
+    );
+    expect(service.stock(2099)).toBe(300);
+    expectBalanced(orderId);
+  });
+});
+
 interface Run {
   code: number | null;
   stdout: string;
