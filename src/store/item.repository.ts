@@ -98,7 +98,7 @@ export function createItemRepository(db: Db) {
     const allowed = isItemStatus(from) ? updateMoves(from) : [];
     if (!allowed.includes(m.to)) return { kind: 'refused', item, allowed };
     const ledgerKind = ledgerKindOf(from, m.to);
-    updateItem.run({
+    const updated = updateItem.run({
       id: item.order_item_id,
       from,
       to: m.to,
@@ -108,6 +108,8 @@ export function createItemRepository(db: Db) {
       company: m.shippingCompany ?? null,
       tracking: m.trackingId ?? null,
     });
+    // Cannot miss inside an immediate transaction; the guard is there should this ever run without one.
+    if (updated.changes !== 1) return { kind: 'unexpected', item };
     if (ledgerKind === 'void') returnStock.run(item.listing_id);
     // Recorded from the row as it was before the move, so a void gives back what the item had cost.
     const adjustment = ledgerKind ? record(item, ledgerKind, m.now) : null;
