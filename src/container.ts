@@ -34,7 +34,6 @@ export function createDeps(config: Config, logger: Logger, options: ContainerOpt
   const taxRules = loadTaxRules();
   const cardLockout = new Lockout(redis, config.QUEUE_PREFIX, CARD_LOCKOUT, logger);
   const queueConnection = createRedis(config.REDIS_URL, `${config.QUEUE_PREFIX}-queue`);
-  queueConnection.on('error', () => undefined);
   return {
     config,
     logger,
@@ -51,7 +50,7 @@ export function createDeps(config: Config, logger: Logger, options: ContainerOpt
     authLockout: new Lockout(redis, config.QUEUE_PREFIX, AUTH_LOCKOUT, logger),
     cardLockout,
     intake: createOrderIntake({ config, clients, catalog, usdPer, taxRules, clock, cardLockout }),
-    queue: createOrderQueue(queueConnection, config.QUEUE_PREFIX, config.MAX_PROCESS_ATTEMPTS),
+    queue: createOrderQueue(queueConnection, config.QUEUE_PREFIX, config.MAX_PROCESS_ATTEMPTS, logger),
     outcomes: options.withOutcomes
       ? createOrderOutcomes(
           createBlockingRedis(config.REDIS_URL, `${config.QUEUE_PREFIX}-events`),

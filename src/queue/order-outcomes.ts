@@ -13,7 +13,7 @@ const POLL_MS = 250;
 
 /**
  * Waits for workers' outcomes through BullMQ's queue events, with a slow poll of the store as a safety net
- * for events missed while Redis was away.
+ * for events missed while Redis was away. It owns `connection` and closes it.
  */
 export function createOrderOutcomes(connection: Redis, prefix: string, logger: Logger): OrderOutcomes {
   const events = new QueueEvents(ORDER_QUEUE, { connection, prefix });
@@ -23,7 +23,8 @@ export function createOrderOutcomes(connection: Redis, prefix: string, logger: L
   };
   events.on('completed', wake);
   events.on('failed', wake);
-  events.on('error', (err) => logger.warn({ err }, 'queue events connection error'));
+  events.on('error', (err) => logger.warn({ err: err.message }, 'queue events connection error'));
+  connection.on('error', () => undefined);
 
   return {
     wait(orderId, timeoutMs, isDone) {
@@ -45,6 +46,9 @@ export function createOrderOutcomes(connection: Redis, prefix: string, logger: L
         if (isDone()) finish();
       });
     },
-    close: () => events.close(),
+    async close() {
+      await events.close();
+      connection.disconnect();
+    },
   };
 }

@@ -1,6 +1,7 @@
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
+import type { Logger } from '../logger.js';
 
 export const ORDER_QUEUE = 'orders';
 
@@ -21,8 +22,16 @@ export interface OrderQueue {
   readonly queue: Queue;
 }
 
-export function createOrderQueue(connection: Redis, prefix: string, attempts: number): OrderQueue {
+/** The producer side; it owns `connection` and closes it with the queue. */
+export function createOrderQueue(
+  connection: Redis,
+  prefix: string,
+  attempts: number,
+  logger: Logger,
+): OrderQueue {
   const queue = new Queue<OrderJobData, void, OrderJobName>(ORDER_QUEUE, { connection, prefix });
+  // Without a listener an outage prints unhandled-error stacks; enqueue failures are handled by the caller.
+  queue.on('error', (err) => logger.debug({ err: err.message }, 'order queue connection error'));
   const options: JobsOptions = {
     attempts,
     backoff: { type: 'exponential', delay: 500 },
@@ -35,6 +44,9 @@ export function createOrderQueue(connection: Redis, prefix: string, attempts: nu
     async enqueue(orderId) {
       await queue.add('process-order', { orderId }, { ...options, jobId: orderJobId(orderId) });
     },
-    close: () => queue.close(),
+    async close() {
+      await queue.close();
+      connection.disconnect();
+    },
   };
 }

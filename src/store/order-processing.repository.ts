@@ -1,4 +1,4 @@
-import { ItemStatus } from '../domain/item-status.js';
+import { canMove, ItemStatus, type ItemStatusCode } from '../domain/item-status.js';
 import type { PricingResult } from '../domain/pricing.js';
 import type { CatalogRepository, PricingCatalog } from './catalog.repository.js';
 import type { Db } from './db.js';
@@ -51,6 +51,12 @@ export function createOrderProcessingRepository(db: Db, catalog: CatalogReposito
      VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (entry_key) DO NOTHING`,
   );
 
+  // The worker's moves out of QUEUED ask the same table as every other path.
+  const moveOutOfQueued = (to: ItemStatusCode): ItemStatusCode => {
+    if (!canMove(ItemStatus.QUEUED, to)) throw new Error(`QUEUED cannot move to ${to}`);
+    return to;
+  };
+
   function reserve(order: OrderRow, now: number, price: PriceStoredOrder): AttemptStep {
     const items = itemsOf.all(order.order_id);
     const listingIds = [...new Set(items.map((i) => i.listing_id))];
@@ -67,7 +73,8 @@ export function createOrderProcessingRepository(db: Db, catalog: CatalogReposito
           line.maxDays,
           item.order_item_id,
         );
-        if (line.status !== ItemStatus.ORDERED) moveQueued.run(line.status, now, now, item.order_item_id);
+        if (line.status !== ItemStatus.ORDERED)
+          moveQueued.run(moveOutOfQueued(line.status), now, now, item.order_item_id);
       }
       if (line.status === ItemStatus.ORDERED) takeStock.run(line.quantity, line.listingId, line.quantity);
     }
@@ -108,11 +115,11 @@ export function createOrderProcessingRepository(db: Db, catalog: CatalogReposito
     const key = `order-${orderId}`;
     if (approved) {
       for (const item of itemsOf.all(orderId))
-        moveQueued.run(ItemStatus.ORDERED, now, now, item.order_item_id);
+        moveQueued.run(moveOutOfQueued(ItemStatus.ORDERED), now, now, item.order_item_id);
       ledger.run(`authorize:${key}`, orderId, null, 'authorize', order.total_cents, order.currency, now);
     } else {
       releaseQueuedStock(orderId);
-      declineQueued.run(ItemStatus.CREDIT_CARD_REJECTED, now, now, orderId);
+      declineQueued.run(moveOutOfQueued(ItemStatus.CREDIT_CARD_REJECTED), now, now, orderId);
       zeroTax.run(orderId);
       ledger.run(`decline:${key}`, orderId, null, 'decline', order.total_cents, order.currency, now);
     }
@@ -134,7 +141,7 @@ export function createOrderProcessingRepository(db: Db, catalog: CatalogReposito
     const order = orderById.get(orderId);
     if (!order || order.phase === 'settled') return false;
     if (order.phase === 'reserved') releaseQueuedStock(orderId);
-    declineQueued.run(ItemStatus.FAILED, now, now, orderId);
+    declineQueued.run(moveOutOfQueued(ItemStatus.FAILED), now, now, orderId);
     zeroTax.run(orderId);
     settle.run(orderId);
     return true;
