@@ -15,6 +15,7 @@ import { createLogger } from '../src/logger.js';
 import { placeOrder } from '../src/services/place-order.js';
 import { LOAD_LISTINGS, LOAD_VENDOR, orderJson } from './load-mix.js';
 import { formatReport, runLoad, type LoadReport } from './load-test.js';
+import { processStats } from './process-stats.js';
 import { freePort, startPrivateRedis } from './redis.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -28,6 +29,8 @@ interface Drain {
   orders: number;
   seconds: number;
   perSecond: number;
+  /** CPU seconds of the service's processes and Redis per second of the drain: how many cores were busy. */
+  coresBusy: number;
 }
 
 interface Setup {
@@ -105,6 +108,8 @@ async function drainBacklog(env: Record<string, string>, startWorkers: () => Pro
       );
     }
     await startWorkers();
+    const cpu = () => [...running].reduce((n, child) => n + (processStats(child.pid!)?.cpuSeconds ?? 0), 0);
+    const cpuBefore = cpu();
     const resumed = Date.now();
     await deps.queue.queue.resume();
     const unsettled = deps.db.prepare("SELECT count(*) FROM orders WHERE phase <> 'settled'").pluck();
@@ -114,14 +119,19 @@ async function drainBacklog(env: Record<string, string>, startWorkers: () => Pro
       .pluck()
       .get(client.clientId) as number;
     const seconds = (last - resumed) / 1000;
-    return { orders: BACKLOG, seconds, perSecond: Math.round(BACKLOG / seconds) };
+    const coresBusy = Math.round(((cpu() - cpuBefore) / ((Date.now() - resumed) / 1000)) * 10) / 10;
+    return { orders: BACKLOG, seconds, perSecond: Math.round(BACKLOG / seconds), coresBusy };
   } finally {
     await closeDeps(deps);
   }
 }
 
-async function benchOnce(redisUrl: string, redisPid: number, setup: Setup, durationS: number): Promise<Run> {
+async function benchOnce(setup: Setup, durationS: number): Promise<Run> {
   const { workers, latencyMs, web } = setup;
+  const redis = await startPrivateRedis();
+  const redisUrl = redis.url;
+  const redisPid = redis.process!.pid!;
+  running.add(redis.process!);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bookorders-load-'));
   const port = await freePort();
   const logFile = path.join(dir, 'service.log');
@@ -165,6 +175,7 @@ async function benchOnce(redisUrl: string, redisPid: number, setup: Setup, durat
     return { ...setup, drain, report, exitCodes };
   } finally {
     await Promise.all(Object.values(children).map(stop));
+    await redis.stop();
     fs.rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -183,14 +194,14 @@ function summary(runs: Run[]): string {
       ? 'yes'
       : JSON.stringify(run.exitCodes);
     return (
-      `| ${run.latencyMs} | ${run.web} | ${run.workers} | ${run.drain.perSecond}${scale} | ${Math.round(all / run.report.durationS)} | ` +
+      `| ${run.latencyMs} | ${run.web} | ${run.workers} | ${run.drain.perSecond}${scale} | ${run.drain.coresBusy} | ${Math.round(all / run.report.durationS)} | ` +
       `${Math.round(orders.accepted / run.report.durationS)} | ${orders.peakBacklog} | ` +
       `${p99('dry-run')} / ${p99('order-async')} / ${p99('get')} / ${p99('search')} | ${refused} | ${unexpected} | ${clean} |`
     );
   });
   return [
-    '| payment latency ms | web | workers | backlog drain, orders/s | mixed load, requests/s | orders accepted/s | peak backlog | p99 ms dry run / order / get / search | 4291 (deliberate) | unexpected answers | all exited 0 on SIGTERM |',
-    '|---|---|---|---|---|---|---|---|---|---|---|',
+    '| payment latency ms | web | workers | backlog drain, orders/s | cores busy in drain | mixed load, requests/s | orders accepted/s | peak backlog | p99 ms dry run / order / get / search | 4291 (deliberate) | unexpected answers | all exited 0 on SIGTERM |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
   ].join('\n');
 }
@@ -224,17 +235,12 @@ async function main() {
   const webCheck = Number(values['web-check']);
   if (webCheck > 1) setups.push({ latencyMs: 0, workers: 2, web: webCheck });
   const durationS = Number(values.duration);
-  const redis = await startPrivateRedis();
   process.once('SIGINT', () => {
     for (const child of running) child.kill('SIGTERM');
-    void redis.stop().then(() => process.exit(130));
+    process.exit(130);
   });
   const runs: Run[] = [];
-  try {
-    for (const setup of setups) runs.push(await benchOnce(redis.url, redis.process!.pid!, setup, durationS));
-  } finally {
-    await redis.stop();
-  }
+  for (const setup of setups) runs.push(await benchOnce(setup, durationS));
   const command =
     `node --import tsx scripts/bench-load.ts --duration ${durationS} --workers ${values.workers} ` +
     `--latency-ms ${values['latency-ms']} --web-check ${values['web-check']}`;
