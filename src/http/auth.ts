@@ -73,7 +73,7 @@ export function authenticate(deps: AuthDeps): RequestHandler {
     if (!client) throw authError(SvcStatus.KEY_UNKNOWN, 'Svc-Access-Key: unknown access key');
     if (client.disabled)
       throw authError(SvcStatus.KEY_DISABLED, 'Svc-Access-Key: this access key is disabled');
-    const lockedMs = await deps.authLockout.lockedForMs(accessKey);
+    const lockedMs = await deps.authLockout.lockedForMs(accessKey, now);
     if (lockedMs > 0) throw lockedError(lockedMs);
 
     const [path = '', rawQuery = ''] = splitOnce(req.originalUrl, '?');

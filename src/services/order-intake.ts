@@ -32,7 +32,7 @@ export function createOrderIntake(deps: IntakeDeps) {
 
   /** Validates shape, listings and card all at once (one message per problem), then prices the order. */
   async function check(auth: AuthContext, body: Record<string, unknown>): Promise<CheckedOrder> {
-    const lockedMs = await deps.cardLockout.lockedForMs(String(auth.clientId));
+    const lockedMs = await deps.cardLockout.lockedForMs(String(auth.clientId), deps.clock());
     if (lockedMs > 0) {
       throw new ApiError(
         SvcStatus.CARD_TESTING_LOCKED,
