@@ -11,6 +11,7 @@ import { rateLimit } from './http/rate-limit.js';
 import type { Logger } from './logger.js';
 import { processMetricsSource, serveClusterMetrics } from './metrics/cluster.metrics.js';
 import { createProcessMetrics, type ProcessMetrics } from './metrics/http.metrics.js';
+import { startProcessHeartbeat } from './metrics/process-heartbeat.js';
 import { runProcess } from './process.js';
 
 const RESTART_DELAY_MS = 1000;
@@ -58,6 +59,7 @@ export async function startWeb(
   const server = createWebApp(deps).listen(config.PORT);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   const address = server.address();
+  const stopHeartbeat = startProcessHeartbeat(deps.redis, config.QUEUE_PREFIX, 'web');
   logger.info({ port: typeof address === 'object' ? address?.port : config.PORT }, 'web listening');
   return {
     server,
@@ -67,6 +69,7 @@ export async function startWeb(
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       const idle = setInterval(() => server.closeIdleConnections(), 100);
       await closed.finally(() => clearInterval(idle));
+      await stopHeartbeat();
       await closeDeps(deps);
     },
   };

@@ -3,13 +3,14 @@ import { Gauge, Registry } from 'prom-client';
 import type { Deps } from '../deps.js';
 import { sharedMetrics } from '../metrics/metrics.recorder.js';
 import { registerOrderStoreGauges } from '../metrics/order-store.metrics.js';
+import { registerProcessHeartbeats } from '../metrics/process-heartbeat.js';
 import { ORDER_QUEUE } from '../queue/order.queue.js';
 
 const QUEUE_STATES = ['waiting', 'prioritized', 'active', 'delayed', 'failed'] as const;
 
 /**
  * The deployment-wide series, the same whichever web process is scraped: what workers and the clock recorded
- * in Redis, the queue's depth from BullMQ, and order counts from SQLite.
+ * in Redis, the queue's depth from BullMQ, order counts from SQLite, and every process's heartbeat.
  */
 export function createDeploymentRegistry(deps: Pick<Deps, 'redis' | 'config' | 'queue' | 'db'>): Registry {
   const registry = new Registry();
@@ -28,6 +29,7 @@ export function createDeploymentRegistry(deps: Pick<Deps, 'redis' | 'config' | '
     },
   });
   registerOrderStoreGauges(deps.db, registry);
+  registerProcessHeartbeats(deps.redis, deps.config.QUEUE_PREFIX, registry);
   return registry;
 }
 

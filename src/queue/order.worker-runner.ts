@@ -4,6 +4,7 @@ import { closeDeps, createDeps } from '../container.js';
 import type { Deps } from '../deps.js';
 import type { Logger } from '../logger.js';
 import type { JobRecord } from '../metrics/metrics.recorder.js';
+import { startProcessHeartbeat } from '../metrics/process-heartbeat.js';
 import { failOrder, processOrder } from '../services/process-order.js';
 import { ORDER_QUEUE, OrderJobs, type OrderJobData } from './order.queue.js';
 import { createBlockingRedis } from './redis.js';
@@ -58,12 +59,14 @@ export async function startOrderWorker(config: Config, logger: Logger) {
     }
   });
   await worker.waitUntilReady();
+  const stopHeartbeat = startProcessHeartbeat(deps.redis, config.QUEUE_PREFIX, 'worker');
   logger.info({ concurrency: config.WORKER_CONCURRENCY }, 'worker ready');
   return {
     worker,
     async stop() {
       // close() waits for the jobs in flight to finish; nothing is handed back half-done.
       await worker.close();
+      await stopHeartbeat();
       connection.disconnect();
       await closeDeps(deps);
     },

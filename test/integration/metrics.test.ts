@@ -69,6 +69,13 @@ describe('GET /metrics after known traffic', () => {
     expect(valueOf(text, 'bookorders_order_items', { status: '19', name: 'CREDIT_CARD_REJECTED' })).toBe(1);
     expect(valueOf(text, 'process_resident_memory_bytes')).toBeGreaterThan(10_000_000);
     expect(text).toContain('# TYPE nodejs_eventloop_lag_seconds gauge');
+    // The worker process's own heartbeat.
+    const workerProcess = { role: 'worker', pid: String(worker.pid) };
+    expect(valueOf(text, 'bookorders_processes', { role: 'worker' })).toBe(1);
+    expect(valueOf(text, 'bookorders_process_resident_memory_bytes', workerProcess)).toBeGreaterThan(
+      10_000_000,
+    );
+    expect(valueOf(text, 'bookorders_process_cpu_seconds_total', workerProcess)).toBeGreaterThan(0);
 
     // With the worker gone, accepted orders wait in the queue and the store.
     await stopChild(worker);
@@ -83,6 +90,7 @@ describe('GET /metrics after known traffic', () => {
     expect(valueOf(later, 'bookorders_queue_jobs', { queue: 'orders', state: 'delayed' })).toBe(0);
     expect(valueOf(later, 'bookorders_orders_unsettled', { phase: 'queued' })).toBe(2);
     expect(valueOf(later, 'bookorders_order_items', { status: '1', name: 'QUEUED' })).toBe(2);
+    expect(valueOf(later, 'bookorders_processes', { role: 'worker' })).toBeUndefined();
   });
 
   it('when reconciliation reports its actions, then they are counted by kind with one pass each', async () => {
@@ -130,6 +138,7 @@ describe('GET /metrics of a web cluster (WEB_CONCURRENCY=2)', () => {
     }
     const text = await (await fetch(`${base}/metrics`)).text();
     expect(valueOf(text, 'nodejs_version_info')).toBe(1);
+    expect(valueOf(text, 'bookorders_processes', { role: 'web' })).toBe(2);
     expect(valueOf(text, 'http_requests_total', { route: '/metrics' })).toBeGreaterThanOrEqual(6);
   });
 });

@@ -1,0 +1,108 @@
+import type { Redis } from 'ioredis';
+import { Counter, Gauge, type Registry } from 'prom-client';
+
+// Workers and the clock serve no HTTP, so each process of the deployment writes a small snapshot of itself
+// (memory, CPU) into one Redis hash every few seconds; web processes expose them with role and pid labels.
+// A process that stopped writing (killed, host gone) drops out after three missed beats.
+const BEAT_MS = 5000;
+const STALE_AFTER_MS = 3 * BEAT_MS;
+
+interface Beat {
+  rss: number;
+  heapUsed: number;
+  cpuSeconds: number;
+  startedAt: number;
+  at: number;
+}
+
+const keyOf = (prefix: string) => `${prefix}:metrics:processes`;
+
+function beat(): Beat {
+  const { user, system } = process.cpuUsage();
+  const memory = process.memoryUsage();
+  return {
+    rss: memory.rss,
+    heapUsed: memory.heapUsed,
+    cpuSeconds: (user + system) / 1e6,
+    startedAt: Math.round(Date.now() - process.uptime() * 1000),
+    at: Date.now(),
+  };
+}
+
+/** Publishes this process's snapshot now and every few seconds; the returned function stops and removes it. */
+export function startProcessHeartbeat(redis: Redis, prefix: string, role: string): () => Promise<void> {
+  const field = `${role}:${process.pid}`;
+  const publish = () => void redis.hset(keyOf(prefix), field, JSON.stringify(beat())).catch(() => undefined);
+  // Commands fail fast while the connection is still opening; the first beat waits for it.
+  if (redis.status === 'ready') publish();
+  else redis.once('ready', publish);
+  const timer = setInterval(publish, BEAT_MS).unref();
+  return async () => {
+    clearInterval(timer);
+    await redis.hdel(keyOf(prefix), field).catch(() => undefined);
+  };
+}
+
+/** Gauges of every live process of the deployment, read from the heartbeats at scrape time. */
+export function registerProcessHeartbeats(redis: Redis, prefix: string, registry: Registry): void {
+  let beats: { role: string; pid: string; beat: Beat }[] = [];
+  const read = async () => {
+    const hash = await redis.hgetall(keyOf(prefix)).catch(() => ({}) as Record<string, string>);
+    const now = Date.now();
+    const stale = Object.entries(hash).filter(
+      ([, raw]) => now - (JSON.parse(raw) as Beat).at > STALE_AFTER_MS,
+    );
+    if (stale.length)
+      await redis.hdel(keyOf(prefix), ...stale.map(([field]) => field)).catch(() => undefined);
+    beats = Object.entries(hash)
+      .filter(([, raw]) => now - (JSON.parse(raw) as Beat).at <= STALE_AFTER_MS)
+      .map(([field, raw]) => {
+        const at = field.lastIndexOf(':');
+        return { role: field.slice(0, at), pid: field.slice(at + 1), beat: JSON.parse(raw) as Beat };
+      });
+  };
+  // One read of Redis per scrape: the registry asks every metric at once, in registration order, so the first
+  // gauge starts the read and the others wait for the same one.
+  let reading: Promise<void> = Promise.resolve();
+  const labelNames = ['role', 'pid'] as const;
+  new Gauge({
+    name: 'bookorders_processes',
+    help: 'Live processes of the deployment by role (web, worker, clock), from their heartbeats',
+    labelNames: ['role'] as const,
+    registers: [registry],
+    async collect() {
+      reading = read();
+      await reading;
+      this.reset();
+      for (const { role } of beats) this.inc({ role });
+    },
+  });
+  const perProcess = (name: string, help: string, value: (b: Beat) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames,
+      registers: [registry],
+      async collect() {
+        await reading;
+        this.reset();
+        for (const { role, pid, beat } of beats) this.set({ role, pid }, value(beat));
+      },
+    });
+  perProcess('bookorders_process_resident_memory_bytes', 'Resident memory of each process', (b) => b.rss);
+  perProcess('bookorders_process_heap_used_bytes', 'V8 heap in use in each process', (b) => b.heapUsed);
+  perProcess('bookorders_process_start_time_seconds', 'Start time of each process, Unix seconds', (b) =>
+    Math.round(b.startedAt / 1000),
+  );
+  new Counter({
+    name: 'bookorders_process_cpu_seconds_total',
+    help: 'User and system CPU time of each process',
+    labelNames,
+    registers: [registry],
+    async collect() {
+      await reading;
+      this.reset();
+      for (const { role, pid, beat } of beats) this.inc({ role, pid }, beat.cpuSeconds);
+    },
+  });
+}
