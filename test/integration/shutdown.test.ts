@@ -1,6 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { childPids, processStats } from '../../scripts/process-stats.js';
 import { freePort } from '../../scripts/redis.js';
 import { createSigningClient, type OrderResponse } from '../../src/client/signing-client.js';
 import { placeOrder } from '../../src/services/place-order.js';
@@ -170,5 +171,31 @@ describe('SIGTERM to the clock while a reconciliation pass is requeueing orders'
       { status: 5, n: 50 },
       { status: 14, n: 950 },
     ]);
+  });
+});
+
+describe('a web cluster (WEB_CONCURRENCY=2) when one of its web processes dies', () => {
+  it('then the primary starts another on the same port, and SIGTERM still stops them all with exit 0', async () => {
+    const port = await freePort();
+    const primary = await service.spawn(
+      'src/server.ts',
+      { PORT: String(port), WEB_CONCURRENCY: '2' },
+      'web cluster listening',
+    );
+    const [first, second] = childPids(primary.pid!);
+    expect(second).toBeDefined();
+    process.kill(first!, 'SIGKILL');
+    await until(() => {
+      const now = childPids(primary.pid!);
+      return now.length === 2 && !now.includes(first!);
+    }, 'a replacement web process');
+    await until(
+      async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => null))?.ok === true,
+      'web',
+    );
+    const workers = childPids(primary.pid!);
+    primary.kill('SIGTERM');
+    expect(await exited(primary)).toBe(0);
+    expect(workers.filter((pid) => processStats(pid) !== null)).toEqual([]);
   });
 });
