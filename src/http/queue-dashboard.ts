@@ -45,8 +45,7 @@ export function mountQueueDashboard(app: Express, { queues, user, password }: Da
   serverAdapter.setBasePath(DASHBOARD_PATH);
   createBullBoard({
     queues: queues.map((queue) => new BullMQAdapter(queue)),
-    // @bull-board/express 9.10.1 carries its own copy of @bull-board/api 9.10.1 (ours is 9.10.2): same shape.
-    serverAdapter: serverAdapter as unknown as Parameters<typeof createBullBoard>[0]['serverAdapter'],
+    serverAdapter,
     options: { uiConfig: { boardTitle: 'Book orders' } },
   });
   app.use(DASHBOARD_PATH, basicAuth(user, password, 'queues'), serverAdapter.getRouter());

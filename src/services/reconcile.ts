@@ -15,9 +15,11 @@ import {
 } from '../store/reconcile.repository.js';
 import { applyAdjustment, moveItem, type ItemLifecycleDeps } from './item-lifecycle.js';
 import { failOrder } from './process-order.js';
+import type { MetricsRecorder } from '../metrics/metrics.recorder.js';
 
 export interface ReconcileDeps extends ItemLifecycleDeps {
   reconcile: ReconcileRepository;
+  metrics: Pick<MetricsRecorder, 'recordReconcileActions'>;
   processing: OrderProcessingRepository;
   queue: OrderQueue;
   redis: Redis;
@@ -75,7 +77,9 @@ export async function runReconcilePass(
       options.signal ? AbortSignal.any([lost, options.signal]) : lost,
     ),
   );
-  return result.acquired ? { ran: true, counts: result.value } : skipped(deps, 'another pass holds the lock');
+  if (!result.acquired) return skipped(deps, 'another pass holds the lock');
+  await deps.metrics.recordReconcileActions({ ...result.value });
+  return { ran: true, counts: result.value };
 }
 
 type SkipReason = Extract<PassResult, { ran: false }>['reason'];
