@@ -1,5 +1,3 @@
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { itemUpdate } from '../../src/cli/commands/item.commands.js';
 import { CliError } from '../../src/cli/commands/command.js';
@@ -7,8 +5,8 @@ import { TRANSITIONS, type ItemStatusCode } from '../../src/domain/item-status.j
 import { failOrder, processOrder } from '../../src/services/process-order.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
 import { createTestService, signed, type Credentials, type TestService } from '../helpers/test-service.js';
+import { runAdmin } from '../helpers/wait.js';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const WALDEN = 2002;
 const CODES = Object.keys(TRANSITIONS).map(Number) as ItemStatusCode[];
 const ALLOWED_BY_UPDATE = CODES.filter((c) => c !== 1).reduce((n, c) => n + TRANSITIONS[c].length, 0);
@@ -304,27 +302,7 @@ describe('item:update checks its options before the table', () => {
   });
 });
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** The operator CLI as an operator runs it, on this service's database and queue. */
-function admin(args: string[]): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/admin.cli.ts', ...args], {
-      cwd: ROOT,
-      env: { ...process.env, ...service.env },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const admin = (args: string[]) => runAdmin(service.env, args);
 
 describe('the admin CLI process', () => {
   it('when the buyer and the seller cancel the same item at once, then one move wins and the stock comes back once', async () => {

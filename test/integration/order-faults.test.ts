@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { orderBody, US_ADDRESS } from '../helpers/fixtures.js';
 import { createTestService, signed, stopChild, type TestService } from '../helpers/test-service.js';
+import { until } from '../helpers/wait.js';
 
 let service: TestService;
 afterEach(() => service?.close());
@@ -24,14 +25,6 @@ function settledCount(): number {
     .prepare(`SELECT count(*) FROM orders WHERE phase = 'settled'`)
     .pluck()
     .get() as number;
-}
-
-async function until(condition: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 describe('concurrent orders', () => {

@@ -1,5 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startPrivateRedis, type RunningRedis } from '../../scripts/redis.js';
@@ -17,8 +16,8 @@ import {
   type Credentials,
   type TestService,
 } from '../helpers/test-service.js';
+import { runAdmin, sleep, until } from '../helpers/wait.js';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const WALDEN = 2002;
 const HOUR = 3_600_000;
 const T0 = Date.parse('2026-03-02T09:00:00.000Z');
@@ -271,26 +270,7 @@ describe('an interrupted pass', () => {
   });
 });
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function admin(args: string[]): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/admin.cli.ts', ...args], {
-      cwd: ROOT,
-      env: { ...process.env, ...service.env },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const admin = (args: string[]) => runAdmin(service.env, args);
 
 describe('admin reconcile --now', () => {
   it('when an operator runs a pass at a given time, then it prints what it changed and a second run changes nothing', async () => {
@@ -320,16 +300,6 @@ describe('admin reconcile --now', () => {
     });
   });
 });
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function until(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`${what}: not reached in ${timeoutMs} ms`);
-    await sleep(100);
-  }
-}
 
 const count = (sql: string, ...params: unknown[]) =>
   service.deps.db

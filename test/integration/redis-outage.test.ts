@@ -6,6 +6,7 @@ import { priceStoredOrder, processOrder } from '../../src/services/process-order
 import { reconcileDepsOf, runReconcilePass, type PassResult } from '../../src/services/reconcile.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
 import { createTestService, signed, type Credentials, type TestService } from '../helpers/test-service.js';
+import { sleep, until } from '../helpers/wait.js';
 
 const WALDEN = 2002;
 
@@ -29,16 +30,6 @@ async function start(env: Record<string, string> = {}) {
 async function restartRedis(): Promise<void> {
   await redis.stop();
   redis = await startPrivateRedis(Number(new URL(redis.url).port));
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function until(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`${what}: not reached in ${timeoutMs} ms`);
-    await sleep(100);
-  }
 }
 
 const count = (sql: string, ...params: unknown[]) =>
