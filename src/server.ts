@@ -1,6 +1,5 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Server } from 'node:http';
-import express from 'express';
 import type { Config } from './config.js';
 import { closeDeps, createDeps } from './container.js';
 import type { Deps } from './deps.js';
@@ -18,7 +17,7 @@ const RESTART_DELAY_MS = 1000;
 
 /**
  * The web process's HTTP front: the API of createApp with the per-key rate limit after authentication,
- * GET /metrics and the operators' queue dashboard; an outer app counts and times every request.
+ * GET /metrics and the operators' queue dashboard; the request metrics see every request first.
  */
 export function createWebApp(deps: Deps, processMetrics: ProcessMetrics = createProcessMetrics()) {
   const { config } = deps;
@@ -35,7 +34,8 @@ export function createWebApp(deps: Deps, processMetrics: ProcessMetrics = create
         ]
       : [];
   const metrics = metricsRoute(processMetricsSource(processMetrics.registry), createDeploymentRegistry(deps));
-  const api = createApp(deps, {
+  return createApp(deps, {
+    first: [processMetrics.middleware],
     afterAuth,
     extend(app) {
       app.get('/metrics', metrics);
@@ -43,11 +43,6 @@ export function createWebApp(deps: Deps, processMetrics: ProcessMetrics = create
       mountQueueDashboard(app, { queues: [deps.queue.queue], user, password });
     },
   });
-  const outer = express();
-  outer.disable('x-powered-by');
-  outer.use(processMetrics.middleware);
-  outer.use(api);
-  return outer;
 }
 
 /** Starts one web process; resolves with a function that stops it cleanly. */

@@ -10,6 +10,8 @@ import { requestContext } from './request-context.js';
 import { SvcStatus } from './status-codes.js';
 
 export interface AppOptions {
+  /** Middlewares that see every request first (request metrics). */
+  first?: RequestHandler[];
   /** Middlewares that run after authentication (rate limits). */
   afterAuth?: RequestHandler[];
   /** Extra routes outside /v1 (metrics, dashboard). */
@@ -48,6 +50,7 @@ export function createApp(deps: Deps, options: AppOptions = {}): express.Express
   app.disable('x-powered-by');
   app.disable('etag');
   app.set('trust proxy', deps.config.TRUST_PROXY);
+  for (const middleware of options.first ?? []) app.use(middleware);
   app.use(requestContext(deps.logger));
 
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));

@@ -1,12 +1,15 @@
 import type { RequestHandler } from 'express';
 import { sign, signatureMatches } from '../auth/signature.js';
 import type { ClientRepository } from '../store/client.repository.js';
+import { cachedFor } from '../store/read-cache.js';
 import { ApiError, authError } from './errors.js';
 import type { Lockout } from './lockout.js';
 import type { AuthContext } from './respond.js';
 import { SvcStatus, type SvcStatusCode } from './status-codes.js';
 
 export const MAX_REQUEST_ID_LENGTH = 36;
+// A disabled key is refused within a second in every web process.
+const KEY_CACHE_MS = 1000;
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]00:?00)$/;
 
 export interface AuthDeps {
@@ -57,6 +60,7 @@ function toApiError(problems: [SvcStatusCode, string][]): ApiError {
  * (so `express.raw` must run first). Sets `res.locals.auth`.
  */
 export function authenticate(deps: AuthDeps): RequestHandler {
+  const findClient = cachedFor(KEY_CACHE_MS, (accessKey: string) => deps.clients.findByAccessKey(accessKey));
   return async (req, res, next) => {
     const presented: Partial<Presented> = {
       requestId: req.get('svc-requestid'),
@@ -69,7 +73,7 @@ export function authenticate(deps: AuthDeps): RequestHandler {
     if (problems.length > 0) throw toApiError(problems);
     const { requestId, accessKey, date, signature } = presented as Presented;
 
-    const client = deps.clients.findByAccessKey(accessKey);
+    const client = findClient(accessKey, now);
     if (!client) throw authError(SvcStatus.KEY_UNKNOWN, 'Svc-Access-Key: unknown access key');
     if (client.disabled)
       throw authError(SvcStatus.KEY_DISABLED, 'Svc-Access-Key: this access key is disabled');

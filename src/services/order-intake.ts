@@ -12,6 +12,7 @@ import { SvcStatus, type SvcStatusCode } from '../http/status-codes.js';
 import type { AuthContext } from '../http/respond.js';
 import type { Card } from '../store/client.repository.js';
 import type { PricingCatalog } from '../store/catalog.repository.js';
+import { cachedFor } from '../store/read-cache.js';
 
 export type IntakeDeps = Pick<Deps, 'config' | 'clients' | 'catalog' | 'usdPer' | 'taxRules' | 'clock'> & {
   cardLockout: Lockout;
@@ -29,6 +30,8 @@ export interface CheckedOrder {
 export function createOrderIntake(deps: IntakeDeps) {
   const domains = marketplaceDomains(deps.config.marketplaceNames);
   const schema = orderRequestSchema([...domains.keys()]);
+  // Cards change rarely; a second of memory spares a query per order.
+  const findCard = cachedFor(1000, (token: string) => deps.clients.findCard(token));
 
   /** Validates shape, listings and card all at once (one message per problem), then prices the order. */
   async function check(auth: AuthContext, body: Record<string, unknown>): Promise<CheckedOrder> {
@@ -50,7 +53,7 @@ export function createOrderIntake(deps: IntakeDeps) {
       if (!catalog.listings.has(id))
         problems.push([SvcStatus.INVALID, `listings[${i}].listingId: listing ${id} does not exist`]);
     }
-    const card = typeof body.ccToken === 'string' ? deps.clients.findCard(body.ccToken) : null;
+    const card = typeof body.ccToken === 'string' ? findCard(body.ccToken, deps.clock()) : null;
     const badCard =
       typeof body.ccToken === 'string' && (!card || card.clientId !== auth.clientId || !card.active);
     if (badCard) {
