@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { orderRequestSchema } from './order-request.schema.js';
+import { orderSearchParameters } from './order-search.schema.js';
 import {
   ErrorResponseSchema,
   OrderResponseSchema,
@@ -58,7 +59,7 @@ export function openApiDocument(domains: readonly string[]) {
         },
         get: {
           summary: "Search the client's orders",
-          parameters: signedHeaders,
+          parameters: [...signedHeaders, ...orderSearchParameters()],
           responses: {
             200: { description: '2000 retrieved', content: json('OrderSearchResponse') },
             '4XX': failure,

@@ -1,6 +1,6 @@
 import { fromCents } from '../domain/money.js';
 import type { PricingResult } from '../domain/pricing.js';
-import type { OrderItemRow, OrderRow } from '../store/order.rows.js';
+import type { ItemViewRow, OrderViewRow } from '../store/order.rows.js';
 
 export interface OrderItemSummary {
   orderItemId: number;
@@ -42,11 +42,11 @@ export const isoMs = (epochMs: number): string => new Date(epochMs).toISOString(
  * On creation (`withItemDates` false) items carry no itemUpdateDate, as SPEC.md says.
  */
 export function toOrderResponse(
-  order: OrderRow,
-  items: readonly OrderItemRow[],
+  order: OrderViewRow,
+  items: readonly ItemViewRow[],
   withItemDates = true,
 ): OrderResponse {
-  const lines = new Map<number, OrderItemRow[]>();
+  const lines = new Map<number, ItemViewRow[]>();
   for (const item of items) {
     const line = lines.get(item.line_no);
     if (line) line.push(item);
@@ -67,7 +67,7 @@ export function toOrderResponse(
   };
 }
 
-function toListingSummary(rows: OrderItemRow[], withItemDates: boolean): ListingSummary {
+function toListingSummary(rows: ItemViewRow[], withItemDates: boolean): ListingSummary {
   const first = rows[0]!;
   const company = rows.find((r) => r.shipping_company !== null)?.shipping_company;
   const tracking = rows.find((r) => r.tracking_id !== null)?.tracking_id;

@@ -1,6 +1,5 @@
 import crypto from 'node:crypto';
 import type { OrderRepository } from '../store/order.repository.js';
-import type { OrderItemRow, OrderRow } from '../store/order.rows.js';
 import type { OrderKey, OrderSearchRepository, SortOrder } from '../store/order-search.repository.js';
 import { toOrderResponse, type OrderResponse } from './order-view.js';
 
@@ -96,10 +95,7 @@ export async function searchOrders(
     limit: q.limit,
     after: start.after,
   });
-  // The view reads only the columns of OrderViewRow and ItemViewRow, all a search fetches.
-  const orders = page.orders.map(({ order, items }) =>
-    toOrderResponse(order as OrderRow, items as OrderItemRow[]),
-  );
+  const orders = page.orders.map(({ order, items }) => toOrderResponse(order, items));
   const last = page.orders.at(-1)?.order;
   const next =
     page.more && last

@@ -1,7 +1,9 @@
 import crypto from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
-import type { OrderItemRow, OrderRow } from './order.rows.js';
+import type { ItemViewRow, OrderViewRow } from './order.rows.js';
+
+export type { ItemViewRow, OrderViewRow };
 
 export type SortOrder = 'ascending' | 'descending';
 
@@ -26,33 +28,6 @@ export interface SearchCriteria {
   /** Continue strictly after this key (keyset paging). */
   after?: OrderKey;
 }
-
-/** The columns of an order that its OrderResponse shows; a search reads no others. */
-export type OrderViewRow = Pick<
-  OrderRow,
-  'order_id' | 'created_at' | 'currency' | 'tax_cents' | 'tax_model' | 'reference_id'
->;
-
-/** The columns of an item that its OrderResponse shows, and order_id to group by. */
-export type ItemViewRow = Pick<
-  OrderItemRow,
-  | 'order_item_id'
-  | 'order_id'
-  | 'line_no'
-  | 'listing_id'
-  | 'vendor_id'
-  | 'title'
-  | 'isbn'
-  | 'line_quantity'
-  | 'min_days'
-  | 'max_days'
-  | 'cost_cents'
-  | 'shipcost_cents'
-  | 'status'
-  | 'updated_at'
-  | 'shipping_company'
-  | 'tracking_id'
->;
 
 export interface SearchPage {
   /** Each order with only the items matching the item criteria, sorted by orderItemId. */

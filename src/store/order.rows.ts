@@ -44,3 +44,30 @@ export interface OrderItemRow {
   tracking_id: string | null;
   extra_shipping_cents: number | null;
 }
+
+/** The columns of an order that its OrderResponse shows; a search reads no others. */
+export type OrderViewRow = Pick<
+  OrderRow,
+  'order_id' | 'created_at' | 'currency' | 'tax_cents' | 'tax_model' | 'reference_id'
+>;
+
+/** The columns of an item that its OrderResponse shows, and order_id to group by. */
+export type ItemViewRow = Pick<
+  OrderItemRow,
+  | 'order_item_id'
+  | 'order_id'
+  | 'line_no'
+  | 'listing_id'
+  | 'vendor_id'
+  | 'title'
+  | 'isbn'
+  | 'line_quantity'
+  | 'min_days'
+  | 'max_days'
+  | 'cost_cents'
+  | 'shipcost_cents'
+  | 'status'
+  | 'updated_at'
+  | 'shipping_company'
+  | 'tracking_id'
+>;

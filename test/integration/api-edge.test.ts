@@ -125,6 +125,10 @@ describe('routing and transport', () => {
       expect.arrayContaining(['shipAddr', 'billAddr', 'ccToken', 'listings', 'shippingMode', 'domain']),
     );
     expect(doc.body.components.schemas.OrderRequest.properties.domain.enum).toHaveLength(7);
+    const searchParams = doc.body.paths['/orders'].get.parameters.map((p: { name: string }) => p.name);
+    expect(searchParams).toEqual(
+      expect.arrayContaining(['dateStart', 'orderId', 'orderItemId', 'limit', 'next']),
+    );
   });
 });
 
