@@ -51,7 +51,7 @@ export function createApp(deps: Deps, options: AppOptions = {}): express.Express
   app.disable('etag');
   app.set('trust proxy', deps.config.TRUST_PROXY);
   for (const middleware of options.first ?? []) app.use(middleware);
-  app.use(requestContext(deps.logger));
+  app.use(requestContext(deps.logger, app.request));
 
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
   app.get('/readyz', readiness(deps));

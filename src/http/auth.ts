@@ -4,6 +4,7 @@ import type { ClientRepository } from '../store/client.repository.js';
 import { cachedFor } from '../store/read-cache.js';
 import { ApiError, authError } from './errors.js';
 import type { Lockout } from './lockout.js';
+import { bindLogContext } from './request-context.js';
 import type { AuthContext } from './respond.js';
 import { SvcStatus, type SvcStatusCode } from './status-codes.js';
 
@@ -85,12 +86,12 @@ export function authenticate(deps: AuthDeps): RequestHandler {
     const expected = sign(client.secretKey, { method: req.method, path, rawQuery, date, requestId, body });
     if (!signatureMatches(expected, signature)) {
       const locked = await deps.authLockout.recordFailure(accessKey, now);
-      req.log?.info({ accessKey, locked }, 'signature mismatch');
+      req.log.info({ accessKey, locked }, 'signature mismatch');
       throw authError(SvcStatus.SIGNATURE_MISMATCH, 'Svc-Signature: does not match the request');
     }
     const auth: AuthContext = { clientId: client.clientId, accessKey, requestId };
     res.locals.auth = auth;
-    req.log = req.log?.child({ clientId: client.clientId, accessKey });
+    bindLogContext(req, { clientId: client.clientId, accessKey });
     next();
   };
 }

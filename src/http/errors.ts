@@ -53,8 +53,8 @@ export interface ErrorBody {
 /** Writes every error response: ErrorResponse body, Svc-Status, Svc-RequestId echoed; unknown errors are 5000. */
 export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
   const apiError = toApiError(err);
-  if (apiError.codes.includes(SvcStatus.INTERNAL)) req.log?.error({ err }, 'internal error');
-  else req.log?.info({ svcStatus: apiError.codes, messages: apiError.messages }, 'request refused');
+  if (apiError.codes.includes(SvcStatus.INTERNAL)) req.log.error({ err }, 'internal error');
+  else req.log.info({ svcStatus: apiError.codes, messages: apiError.messages }, 'request refused');
   const requestId = req.get('svc-requestid') ?? '';
   res.status(apiError.httpStatus);
   res.set('Svc-Status', svcStatusHeader(apiError.codes));

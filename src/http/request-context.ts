@@ -1,25 +1,59 @@
 import crypto from 'node:crypto';
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler } from 'express';
 import type { Logger } from '../logger.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
-    log: Logger;
+    /** A logger bound to this request's context (request id, then client); made on first use. */
+    readonly log: Logger;
   }
 }
 
-/** A child logger bound to the request id on every request, and one line when the response is sent. */
-export function requestContext(logger: Logger): RequestHandler {
+interface LogContext {
+  root: Logger;
+  bindings: Record<string, unknown>;
+  child?: Logger;
+}
+
+const contexts = new WeakMap<Request, LogContext>();
+
+/** Adds fields (e.g. the authenticated client) to every later log line of the request. */
+export function bindLogContext(req: Request, fields: Record<string, unknown>): void {
+  const context = contexts.get(req);
+  if (!context) return;
+  context.bindings = { ...context.bindings, ...fields };
+  context.child = undefined;
+}
+
+/**
+ * Gives every request a log context bound to its request id and writes one line when the response is sent.
+ * The child logger is made only when something logs during the request: most requests log only that line.
+ */
+export function requestContext(logger: Logger, request: Request): RequestHandler {
+  Object.defineProperty(request, 'log', {
+    configurable: true,
+    get(this: Request): Logger {
+      const context = contexts.get(this);
+      if (!context) return logger;
+      context.child ??= context.root.child(context.bindings);
+      return context.child;
+    },
+  });
   return (req, res, next) => {
     const started = process.hrtime.bigint();
     const requestId = req.get('svc-requestid')?.slice(0, 64) || `srv-${crypto.randomUUID()}`;
-    req.log = logger.child({ requestId });
+    const context: LogContext = { root: logger, bindings: { requestId } };
+    contexts.set(req, context);
     res.on('finish', () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      req.log.info(
-        { method: req.method, path: req.path, status: res.statusCode, svcStatus: res.get('Svc-Status'), ms },
-        'request',
-      );
+      const line = {
+        method: req.method,
+        path: req.path,
+        status: res.statusCode,
+        svcStatus: res.get('Svc-Status'),
+        ms,
+      };
+      logger.info({ ...context.bindings, ...line }, 'request');
     });
     next();
   };

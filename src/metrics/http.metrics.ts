@@ -40,19 +40,30 @@ export function createProcessMetrics(): ProcessMetrics {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30],
     registers: [registry],
   });
+  // prom-client hashes label objects on every call; the few label combinations are bound once and reused.
+  const bound = new Map<string, { count: () => void; time: (seconds: number) => void }>();
+  const seriesOf = (method: string, route: string, statusCode: string, svcStatus: string) => {
+    const key = `${method} ${route} ${statusCode} ${svcStatus}`;
+    let series = bound.get(key);
+    if (!series) {
+      const labels = { method, route, status_code: statusCode };
+      const counter = requests.labels({ ...labels, svc_status: svcStatus });
+      const histogram = duration.labels(labels);
+      series = { count: () => counter.inc(), time: (seconds) => histogram.observe(seconds) };
+      bound.set(key, series);
+    }
+    return series;
+  };
   const middleware: RequestHandler = (req, res, next) => {
     const started = process.hrtime.bigint();
     // Taken now: routers rewrite req.url (and so req.path) on the way down.
     const route = routeOf(req.path);
     res.once('finish', () => {
-      const labels = {
-        method: METHODS.has(req.method) ? req.method : 'other',
-        route,
-        status_code: String(res.statusCode),
-      };
+      const method = METHODS.has(req.method) ? req.method : 'other';
       const svcStatus = String(res.get('Svc-Status') ?? '').replace(/\s+/g, '');
-      requests.inc({ ...labels, svc_status: svcStatus });
-      duration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
+      const series = seriesOf(method, route, String(res.statusCode), svcStatus);
+      series.count();
+      series.time(Number(process.hrtime.bigint() - started) / 1e9);
     });
     next();
   };
