@@ -1,4 +1,4 @@
-import express, { type RequestHandler } from 'express';
+import express, { type Request, type RequestHandler } from 'express';
 import type { Deps } from '../deps.js';
 import { marketplaceDomains } from '../domain/marketplace.js';
 import { authenticate } from './auth.js';
@@ -23,6 +23,13 @@ const KNOWN_PATHS: [RegExp, string[]][] = [
   [/^\/orders\/?$/, ['GET', 'HEAD', 'POST']],
   [/^\/orders\/[^/]+\/?$/, ['GET', 'HEAD']],
 ];
+
+/** Content negotiation, with the common cases (no Accept, JSON, anything) answered without parsing. */
+function acceptsJson(req: Request): boolean {
+  const accept = req.headers.accept;
+  if (!accept || accept === '*/*' || accept === 'application/json') return true;
+  return Boolean(req.accepts('application/json'));
+}
 
 /** Unknown paths are 4042 and wrong methods 4050 before anyone is asked to authenticate. */
 const routeGuard: RequestHandler = (req, res, next) => {
