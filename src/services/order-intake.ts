@@ -32,8 +32,6 @@ export function createOrderIntake(deps: IntakeDeps) {
   const schema = orderRequestSchema([...domains.keys()]);
   // Cards change rarely; a second of memory spares a query per order.
   const findCard = cachedFor(1000, (token: string) => deps.clients.findCard(token));
-  // Vendors' rates and active flag, likewise; stock is always read fresh (and the worker re-prices anyway).
-  const vendors = deps.catalog.vendorCache(1000, deps.clock);
 
   /** Validates shape, listings and card all at once (one message per problem), then prices the order. */
   async function check(auth: AuthContext, body: Record<string, unknown>): Promise<CheckedOrder> {
@@ -50,10 +48,7 @@ export function createOrderIntake(deps: IntakeDeps) {
     const parsed = schema.safeParse(body, { error: readableError });
     const problems: [SvcStatusCode, string][] = parsed.success ? [] : parsed.error.issues.map(classify);
     const listingIds = listingIdsOf(body);
-    const catalog = deps.catalog.loadForPricing(
-      listingIds.map(([, id]) => id),
-      vendors,
-    );
+    const catalog = deps.catalog.loadForPricing(listingIds.map(([, id]) => id));
     for (const [i, id] of listingIds) {
       if (!catalog.listings.has(id))
         problems.push([SvcStatus.INVALID, `listings[${i}].listingId: listing ${id} does not exist`]);

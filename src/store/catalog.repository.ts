@@ -1,7 +1,6 @@
 import type { Currency } from '../domain/money.js';
 import type { PricingListing, PricingVendor, ShippingMode, ShippingRate, Zone } from '../domain/pricing.js';
 import type { Db } from './db.js';
-import { cachedFor } from './read-cache.js';
 
 export interface CatalogVendor {
   vendorId: number;
@@ -48,7 +47,6 @@ export interface PricingCatalog {
 }
 
 export type CatalogRepository = ReturnType<typeof createCatalogRepository>;
-export type VendorCache = (vendorId: number) => PricingVendor | null;
 
 /** Vendors, their shipping rates and listings with stock. */
 export function createCatalogRepository(db: Db) {
@@ -106,11 +104,8 @@ export function createCatalogRepository(db: Db) {
   }
 
   return {
-    /**
-     * The listings asked for (those that exist, with their stock as it is now) and their vendors, as pricing
-     * reads them. `vendorCache` lets a caller outside a transaction reuse a vendor's rates read that recently.
-     */
-    loadForPricing(listingIds: readonly number[], vendorCache?: VendorCache): PricingCatalog {
+    /** The listings asked for (those that exist) and their vendors, as pricing reads them. */
+    loadForPricing(listingIds: readonly number[]): PricingCatalog {
       const listings = new Map<number, PricingListing>();
       const vendors = new Map<number, PricingVendor>();
       for (const id of listingIds) {
@@ -125,7 +120,7 @@ export function createCatalogRepository(db: Db) {
           stock: row.stock,
         });
         if (!vendors.has(row.vendor_id)) {
-          const vendor = vendorCache ? vendorCache(row.vendor_id) : loadVendor(row.vendor_id);
+          const vendor = loadVendor(row.vendor_id);
           if (vendor) vendors.set(row.vendor_id, vendor);
         }
       }
@@ -151,11 +146,6 @@ export function createCatalogRepository(db: Db) {
         }
         for (const l of listings) upsertListing.run(l);
       }).immediate();
-    },
-    /** Vendor lookups remembered for `ttlMs`: for dry runs and acceptance, never for the worker's reservation. */
-    vendorCache(ttlMs: number, clock: () => number): VendorCache {
-      const cached = cachedFor(ttlMs, loadVendor);
-      return (vendorId) => cached(vendorId, clock());
     },
     vendorExists(vendorId: number): boolean {
       return vendorExists.get(vendorId) !== undefined;
