@@ -63,6 +63,7 @@ async function orderRate(
   dbPath: string,
   creds: { accessKey: string; secretKey: string; ccToken: string },
   n: number,
+  untilFinal: boolean,
 ) {
   const address = {
     name: 'Bench',
@@ -117,10 +118,24 @@ async function orderRate(
     }),
   );
   const accepted = performance.now();
-  while ((unsettled.get() as number) > 0) await sleep(20);
+  while (untilFinal && (unsettled.get() as number) > 0) await sleep(20);
   const finished = performance.now();
   db.close();
   return { acceptRate: n / ((accepted - started) / 1000), rate: n / ((finished - started) / 1000) };
+}
+
+/** Workers alone: `n` orders already accepted, then the workers start; rate from the first settled order to the last. */
+async function drainRate(dbPath: string, n: number, startWorkers: () => ChildProcess[]) {
+  const db = openDb(dbPath);
+  const settled = db.prepare(`SELECT count(*) FROM orders WHERE phase = 'settled'`).pluck();
+  const before = settled.get() as number;
+  const workers = startWorkers();
+  while ((settled.get() as number) === before) await sleep(5);
+  const first = performance.now();
+  while ((settled.get() as number) < before + n) await sleep(5);
+  const rate = (n - 1) / ((performance.now() - first) / 1000);
+  db.close();
+  return { rate, workers };
 }
 
 async function run(workers: number, redisUrl: string) {
@@ -140,10 +155,7 @@ async function run(workers: number, redisUrl: string) {
     PORT: String(port),
     WORKER_CONCURRENCY: String(CONCURRENCY),
   };
-  const children = [
-    start('src/server.ts', env),
-    ...Array.from({ length: workers }, () => start('workers/order.worker.ts', env)),
-  ];
+  const web = start('src/server.ts', env);
   const baseUrl = `http://127.0.0.1:${port}`;
   while (
     !(await fetch(`${baseUrl}/healthz`).then(
@@ -152,11 +164,16 @@ async function run(workers: number, redisUrl: string) {
     ))
   )
     await sleep(100);
-  await sleep(1500); // let the workers connect
-  const result = await orderRate(baseUrl, dbPath, demo, ORDERS);
-  await Promise.all(children.map(stop));
+  // First a backlog: orders accepted while no worker runs, drained by the workers alone.
+  await orderRate(baseUrl, dbPath, demo, ORDERS, false);
+  const drain = await drainRate(dbPath, ORDERS, () =>
+    Array.from({ length: workers }, () => start('workers/order.worker.ts', env)),
+  );
+  // Then the whole path at once: accepted over HTTP while the workers run.
+  const result = await orderRate(baseUrl, dbPath, demo, ORDERS, true);
+  await Promise.all([web, ...drain.workers].map(stop));
   fs.rmSync(dir, { recursive: true, force: true });
-  return result;
+  return { ...result, drainRate: drain.rate };
 }
 
 async function main() {
@@ -169,16 +186,18 @@ async function main() {
     `Command: \`node --import tsx scripts/bench-orders.ts ${ORDERS}\` (${os.cpus().length} cores, ${new Date().toISOString().slice(0, 10)})`,
     '',
     `${ORDERS} real orders of one copy each, posted by ${IN_FLIGHT} concurrent signed clients with \`Prefer: respond-async\` to one web`,
-    `process, timed from the first post until every order is settled in SQLite; workers run ${CONCURRENCY} jobs at once.`,
+    `process; end to end is timed from the first post until every order is settled in SQLite. Workers run ${CONCURRENCY} jobs at once.`,
     `BullMQ's own rate: ${ORDERS * 5} no-op jobs added in bulk, one worker of the same concurrency, same Redis, same run.`,
     '',
-    '| run | orders/s accepted | orders/s accepted to final | share of BullMQ no-op rate |',
+    '| run | backlog drained by the workers alone, orders/s (share of no-op) | accepted over HTTP while workers run, orders/s | accepted to final, orders/s (share of no-op) |',
     '|---|---|---|---|',
-    `| 1 worker | ${one.acceptRate.toFixed(0)} | ${one.rate.toFixed(0)} | ${(one.rate / noop).toFixed(2)} |`,
-    `| 2 workers | ${two.acceptRate.toFixed(0)} | ${two.rate.toFixed(0)} | ${(two.rate / noop).toFixed(2)} |`,
-    `| BullMQ no-op jobs | | ${noop.toFixed(0)} jobs/s | 1.00 |`,
+    `| 1 worker | ${one.drainRate.toFixed(0)} (${(one.drainRate / noop).toFixed(2)}) | ${one.acceptRate.toFixed(0)} | ${one.rate.toFixed(0)} (${(one.rate / noop).toFixed(2)}) |`,
+    `| 2 workers | ${two.drainRate.toFixed(0)} (${(two.drainRate / noop).toFixed(2)}) | ${two.acceptRate.toFixed(0)} | ${two.rate.toFixed(0)} (${(two.rate / noop).toFixed(2)}) |`,
+    `| BullMQ no-op jobs | ${noop.toFixed(0)} jobs/s (1.00) | | |`,
     '',
-    `Two workers against one: **${(two.rate / one.rate).toFixed(2)}×**.`,
+    `Two workers against one: **${(two.drainRate / one.drainRate).toFixed(2)}×** draining a backlog, **${(two.rate / one.rate).toFixed(2)}×** end to end.`,
+    'End to end, the single web process, the workers, Redis and the load generator share two cores, so acceptance',
+    'bounds the rate; the backlog drain shows what the workers themselves do (SQLite serialises their writes).',
   ].join('\n');
   replaceSection(path.join(ROOT, 'BENCHMARKS.md'), 'Orders end to end', section);
   process.stdout.write(`${section}\n`);
