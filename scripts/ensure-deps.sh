@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs what is missing for this checkout: node_modules (npm ci, which builds better-sqlite3) when absent
-# or older than package-lock.json. Needs Node 20 or newer.
+# Installs what is missing for this checkout: node_modules, from package-lock.json, when absent or older than
+# the lock file (better-sqlite3 builds from source). Needs Node 20 or newer.
+# `npm install --no-save` rather than `npm ci`: npm 11's ci refuses a lock file whose platform-specific optional
+# packages (msgpackr-extract's builds for other systems) the registry here does not list, which npm itself wrote.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
@@ -9,6 +11,6 @@ if [ "$major" -lt 20 ]; then
   exit 1
 fi
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  echo "[setup] installing dependencies (npm ci; better-sqlite3 builds from source, about a minute)" >&2
-  npm ci --no-audit --no-fund --loglevel=error
+  echo "[setup] installing dependencies (better-sqlite3 builds from source, about a minute)" >&2
+  npm install --no-save --no-audit --no-fund --loglevel=error
 fi
