@@ -46,8 +46,7 @@ const routeGuard: RequestHandler = (req, res, next) => {
       `${req.method}: not supported on ${req.path}; use ${known[1].join(', ')}`,
     );
   }
-  if (!req.accepts('application/json'))
-    throw new ApiError(SvcStatus.NOT_ACCEPTABLE, 'Accept: must allow application/json');
+  if (!acceptsJson(req)) throw new ApiError(SvcStatus.NOT_ACCEPTABLE, 'Accept: must allow application/json');
   next();
 };
 
