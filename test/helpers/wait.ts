@@ -1,5 +1,5 @@
 // Small helpers the process-level tests share: run the operator CLI, wait for a condition.
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -35,4 +35,16 @@ export async function until(condition: () => boolean, timeoutMs: number, what = 
     if (Date.now() > deadline) throw new Error(`${what}: not reached in ${timeoutMs} ms`);
     await sleep(100);
   }
+}
+
+/** Every JSON log line a spawned process writes from now on, parsed, in order. */
+export function logLines(child: ChildProcess): { msg: string; [field: string]: unknown }[] {
+  const lines: { msg: string }[] = [];
+  let rest = '';
+  child.stdout!.on('data', (chunk: Buffer) => {
+    const parts = (rest + chunk.toString()).split('\n');
+    rest = parts.pop()!;
+    for (const part of parts) if (part.startsWith('{')) lines.push(JSON.parse(part));
+  });
+  return lines;
 }

@@ -1,4 +1,3 @@
-import type { ChildProcess } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startPrivateRedis, type RunningRedis } from '../../scripts/redis.js';
@@ -16,7 +15,7 @@ import {
   type Credentials,
   type TestService,
 } from '../helpers/test-service.js';
-import { runAdmin, sleep, until } from '../helpers/wait.js';
+import { runAdmin, sleep, until, logLines } from '../helpers/wait.js';
 
 const WALDEN = 2002;
 const HOUR = 3_600_000;
@@ -348,18 +347,6 @@ describe('the reconciliation lock', () => {
     }
   });
 });
-
-/** Every JSON log line a process writes from now on. */
-function logLines(child: ChildProcess): { msg: string; [field: string]: unknown }[] {
-  const lines: { msg: string }[] = [];
-  let rest = '';
-  child.stdout!.on('data', (chunk: Buffer) => {
-    const parts = (rest + chunk.toString()).split('\n');
-    rest = parts.pop()!;
-    for (const part of parts) if (part.startsWith('{')) lines.push(JSON.parse(part));
-  });
-  return lines;
-}
 
 describe('two clock processes', () => {
   it('when two clocks tick every second over stale items, then each item is moved exactly once and passes never overlap', async () => {

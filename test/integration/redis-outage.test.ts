@@ -1,4 +1,3 @@
-import type { ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startPrivateRedis, type RunningRedis } from '../../scripts/redis.js';
 import { paymentKey } from '../../src/payments/payment-gateway.js';
@@ -6,7 +5,7 @@ import { priceStoredOrder, processOrder } from '../../src/services/process-order
 import { reconcileDepsOf, runReconcilePass, type PassResult } from '../../src/services/reconcile.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
 import { createTestService, signed, type Credentials, type TestService } from '../helpers/test-service.js';
-import { sleep, until } from '../helpers/wait.js';
+import { sleep, until, logLines } from '../helpers/wait.js';
 
 const WALDEN = 2002;
 
@@ -62,17 +61,6 @@ function expectChargedOnce(orderId: number) {
   );
 }
 
-function logLines(child: ChildProcess): { msg: string; requeued?: number }[] {
-  const lines: { msg: string }[] = [];
-  let rest = '';
-  child.stdout!.on('data', (chunk: Buffer) => {
-    const parts = (rest + chunk.toString()).split('\n');
-    rest = parts.pop()!;
-    for (const part of parts) if (part.startsWith('{')) lines.push(JSON.parse(part));
-  });
-  return lines;
-}
-
 describe('when Redis is down as an order is accepted', () => {
   it('then the order is stored and answered 2010 QUEUED, and once Redis is back the clock enqueues it and a worker completes it', async () => {
     await start({ QUEUED_STALE_AFTER_S: '1' });
@@ -103,7 +91,7 @@ describe('when Redis is down as an order is accepted', () => {
     expect(service.stock(WALDEN)).toBe(stock - 2);
     expectChargedOnce(orderId);
     const passes = clockLog.filter((l) => l.msg === 'reconcile pass done');
-    expect(passes.reduce((n, p) => n + (p.requeued ?? 0), 0)).toBe(1);
+    expect(passes.reduce((n, p) => n + Number(p.requeued ?? 0), 0)).toBe(1);
   }, 60_000);
 });
 
