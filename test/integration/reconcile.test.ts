@@ -325,10 +325,10 @@ describe('the reconciliation lock', () => {
         withLock(b, key, { ttlMs: 5000 }, hold),
       ]);
       expect(once.filter((r) => r.acquired)).toHaveLength(1);
-      const waiting = await Promise.all([
-        withLock(a, key, { ttlMs: 5000 }, hold),
-        withLock(b, key, { ttlMs: 5000, waitMs: 3000 }, hold),
-      ]);
+      // The first holder is inside before the waiter asks, so the waiter's wait is what is tested.
+      const first = withLock(a, key, { ttlMs: 5000 }, hold);
+      while (!(await b.exists(key))) await sleep(5);
+      const waiting = await Promise.all([first, withLock(b, key, { ttlMs: 5000, waitMs: 3000 }, hold)]);
       expect(waiting).toEqual([
         { acquired: true, value: 'done' },
         { acquired: true, value: 'done' },
