@@ -5,6 +5,7 @@ import { TRANSITIONS, type ItemStatusCode } from '../../src/domain/item-status.j
 import { failOrder, processOrder } from '../../src/services/process-order.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
 import { createTestService, signed, type Credentials, type TestService } from '../helpers/test-service.js';
+import { ledgerBalance } from '../helpers/ledger.js';
 import { runAdmin } from '../helpers/wait.js';
 
 const WALDEN = 2002;
@@ -71,30 +72,7 @@ function row(id: number) {
     .get(id) as { status: number; updated_at: number; shipcost_cents: number; share: number };
 }
 
-/** authorize + extra_shipping − void − refund, the bought items' shares, and what the gateway holds. */
-function balance(orderId: number) {
-  const db = service.deps.db;
-  const ledger = db
-    .prepare(
-      `SELECT coalesce(sum(CASE kind WHEN 'authorize' THEN amount_cents WHEN 'extra_shipping' THEN amount_cents
-              WHEN 'void' THEN -amount_cents WHEN 'refund' THEN -amount_cents ELSE 0 END), 0)
-         FROM ledger_entries WHERE order_id = ?`,
-    )
-    .pluck()
-    .get(orderId);
-  const bought = db
-    .prepare(
-      `SELECT coalesce(sum(cost_cents + shipcost_cents + tax_cents), 0) FROM order_items
-               WHERE order_id = ? AND status IN (5, 93, 4, 35)`,
-    )
-    .pluck()
-    .get(orderId);
-  const gateway = db
-    .prepare('SELECT amount_cents FROM payments WHERE idempotency_key = ?')
-    .pluck()
-    .get(`order-${orderId}`);
-  return { ledger, bought, gateway };
-}
+const balance = (orderId: number) => ledgerBalance(service.deps.db, orderId);
 
 const ledgerOf = (orderItemId: number) =>
   service.deps.db

@@ -15,6 +15,7 @@ import {
   type Credentials,
   type TestService,
 } from '../helpers/test-service.js';
+import { ledgerBalance } from '../helpers/ledger.js';
 import { runAdmin, sleep, until, logLines } from '../helpers/wait.js';
 
 const WALDEN = 2002;
@@ -94,28 +95,7 @@ async function statuses(orderId: number): Promise<number[]> {
   );
 }
 
-/** What the ledger says the order holds, what its bought items are worth, and what the gateway holds. */
-function balance(orderId: number) {
-  const db = service.deps.db;
-  const ledger = db
-    .prepare(
-      `SELECT coalesce(sum(CASE WHEN kind IN ('authorize', 'extra_shipping') THEN amount_cents
-              WHEN kind IN ('void', 'refund') THEN -amount_cents ELSE 0 END), 0) FROM ledger_entries WHERE order_id = ?`,
-    )
-    .pluck()
-    .get(orderId);
-  const bought = db
-    .prepare(
-      `SELECT coalesce(sum(cost_cents + shipcost_cents + tax_cents), 0) FROM order_items WHERE order_id = ? AND status IN (5, 93, 4, 35)`,
-    )
-    .pluck()
-    .get(orderId);
-  const gateway = db
-    .prepare('SELECT amount_cents FROM payments WHERE idempotency_key = ?')
-    .pluck()
-    .get(`order-${orderId}`);
-  return { ledger, bought, gateway };
-}
+const balance = (orderId: number) => ledgerBalance(service.deps.db, orderId);
 
 function expectBalanced(orderId: number) {
   const { ledger, bought, gateway } = balance(orderId);
