@@ -54,6 +54,8 @@ export interface SignedParts {
   date: string;
   requestId: string;
   body: Buffer | string | undefined;
+  /** The body's lower-case hex SHA-256 when the caller has it already; `body` is then not hashed again. */
+  bodySha256?: string;
 }
 
 export function sha256Hex(data: Buffer | string): string {
@@ -68,7 +70,7 @@ export function stringToSign(parts: SignedParts): string {
     canonicalQuery(parts.rawQuery),
     parts.date,
     parts.requestId,
-    sha256Hex(parts.body ?? ''),
+    parts.bodySha256 ?? sha256Hex(parts.body ?? ''),
   ].join('\n');
 }
 

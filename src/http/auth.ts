@@ -1,5 +1,5 @@
 import type { RequestHandler } from 'express';
-import { sign, signatureMatches } from '../auth/signature.js';
+import { sha256Hex, sign, signatureMatches } from '../auth/signature.js';
 import type { ClientRepository } from '../store/client.repository.js';
 import { cachedFor } from '../store/read-cache.js';
 import { ApiError, authError } from './errors.js';
@@ -58,7 +58,7 @@ function toApiError(problems: [SvcStatusCode, string][]): ApiError {
 
 /**
  * Authenticates a signed request (CONTRACT.md section 2): headers, then key, then signature over the raw body
- * (so `express.raw` must run first). Sets `res.locals.auth`.
+ * (so `express.raw` must run first). Sets `res.locals.auth` and the body hash it signed (`bodySha256Of`).
  */
 export function authenticate(deps: AuthDeps): RequestHandler {
   const findClient = cachedFor(KEY_CACHE_MS, (accessKey: string) => deps.clients.findByAccessKey(accessKey));
@@ -82,8 +82,9 @@ export function authenticate(deps: AuthDeps): RequestHandler {
     if (lockedMs > 0) throw lockedError(lockedMs);
 
     const [path = '', rawQuery = ''] = splitOnce(req.originalUrl, '?');
-    const body = Buffer.isBuffer(req.body) ? req.body : undefined;
-    const expected = sign(client.secretKey, { method: req.method, path, rawQuery, date, requestId, body });
+    const bodySha256 = sha256Hex(Buffer.isBuffer(req.body) ? req.body : '');
+    const parts = { method: req.method, path, rawQuery, date, requestId, body: undefined, bodySha256 };
+    const expected = sign(client.secretKey, parts);
     if (!signatureMatches(expected, signature)) {
       const locked = await deps.authLockout.recordFailure(accessKey, now);
       req.log.info({ accessKey, locked }, 'signature mismatch');
@@ -91,6 +92,7 @@ export function authenticate(deps: AuthDeps): RequestHandler {
     }
     const auth: AuthContext = { clientId: client.clientId, accessKey, requestId };
     res.locals.auth = auth;
+    res.locals.bodySha256 = bodySha256;
     bindLogContext(req, { clientId: client.clientId, accessKey });
     next();
   };

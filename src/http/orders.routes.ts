@@ -2,7 +2,7 @@ import type { Request, RequestHandler } from 'express';
 import { sha256Hex } from '../auth/signature.js';
 import { placeOrder, type PlaceOrderDeps } from '../services/place-order.js';
 import { jsonObjectBody } from './json-body.js';
-import { authOf, sendOk } from './respond.js';
+import { authOf, bodySha256Of, sendOk } from './respond.js';
 
 /** `Prefer: respond-async` (RFC 7240) asks for the answer without waiting for the worker. */
 function prefersAsync(req: Request): boolean {
@@ -15,12 +15,12 @@ function prefersAsync(req: Request): boolean {
 export function postOrder(deps: PlaceOrderDeps): RequestHandler {
   return async (req, res) => {
     const body = jsonObjectBody(req);
-    const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
     const respondAsync = prefersAsync(req);
+    const auth = authOf(res);
     const result = await placeOrder(deps, {
-      auth: authOf(res),
+      auth,
       body,
-      requestHash: sha256Hex(`${req.method}\n${req.path}\n${sha256Hex(raw)}`),
+      requestHash: sha256Hex(`${req.method}\n${req.path}\n${bodySha256Of(res)}`),
       respondAsync,
       log: req.log,
     });

@@ -14,6 +14,13 @@ export function authOf(res: Response): AuthContext {
   return auth;
 }
 
+/** Hex SHA-256 of the raw body as the auth middleware hashed it for the signature (of '' when there is none). */
+export function bodySha256Of(res: Response): string {
+  const hash = res.locals.bodySha256 as string | undefined;
+  if (hash === undefined) throw new Error('route mounted without the auth middleware');
+  return hash;
+}
+
 /** A 200 with its success code in Svc-Status and the request id echoed. */
 export function sendOk(res: Response, code: SvcStatusCode, body: unknown): void {
   res.status(200).set('Svc-Status', svcStatusHeader([code]));

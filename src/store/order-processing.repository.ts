@@ -1,4 +1,5 @@
 import { canMove, ItemStatus, type ItemStatusCode } from '../domain/item-status.js';
+import { paymentKey } from '../payments/payment-gateway.js';
 import type { PricingResult } from '../domain/pricing.js';
 import type { CatalogRepository, PricingCatalog } from './catalog.repository.js';
 import type { Db } from './db.js';
@@ -112,7 +113,7 @@ export function createOrderProcessingRepository(db: Db, catalog: CatalogReposito
   const settlePayment = db.transaction((orderId: number, approved: boolean, now: number): boolean => {
     const order = orderById.get(orderId);
     if (!order || order.phase !== 'reserved') return false;
-    const key = `order-${orderId}`;
+    const key = paymentKey(orderId);
     if (approved) {
       for (const item of itemsOf.all(orderId))
         moveQueued.run(moveOutOfQueued(ItemStatus.ORDERED), now, now, item.order_item_id);
