@@ -1,13 +1,36 @@
+// One `vitest run` runs three projects: "unit", and every integration and contract test twice, on the SQLite
+// store ("sqlite") and on the PostgreSQL store ("postgres"); test-store.ts reads TEST_STORE.
+// The global setup (Redis, PostgreSQL) is on the root config only: vitest runs the root's global setup once per
+// run and merges what it provides into every project. Inline projects do not inherit the root's options (no
+// `extends`), which keeps the setup off the projects: it would otherwise run once per project.
 import { defineConfig } from 'vitest/config';
+
+const shared = {
+  testTimeout: 60_000,
+  hookTimeout: 60_000,
+  pool: 'forks',
+  fileParallelism: true,
+  maxWorkers: 2,
+} as const;
+
+const storeTests = ['test/integration/**/*.test.ts', 'test/contract/**/*.test.ts'];
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
+    ...shared,
     globalSetup: ['test/helpers/global-setup.ts'],
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
-    pool: 'forks',
-    fileParallelism: true,
-    maxWorkers: 2,
+    projects: [
+      { test: { ...shared, name: 'unit', include: ['test/unit/**/*.test.ts'] } },
+      { test: { ...shared, name: 'sqlite', include: storeTests, env: { TEST_STORE: 'sqlite' } } },
+      {
+        // Several hosts sharing one database is what PostgreSQL is for: test/hosts runs on it alone.
+        test: {
+          ...shared,
+          name: 'postgres',
+          include: [...storeTests, 'test/hosts/**/*.test.ts'],
+          env: { TEST_STORE: 'postgres' },
+        },
+      },
+    ],
   },
 });

@@ -1,9 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseCatalog } from '../src/domain/catalog.schema.js';
-import { createCatalogRepository } from '../src/store/catalog.repository.js';
-import { createClientRepository } from '../src/store/client.repository.js';
-import type { Db } from '../src/store/db.js';
+import { importCatalogFile } from '../src/services/catalog-import.js';
+import { addCard, createClient } from '../src/services/client-keys.js';
+import type { Store } from '../src/store/store.port.js';
 
 export interface DemoClient {
   baseUrl: string;
@@ -13,22 +12,24 @@ export interface DemoClient {
 }
 
 /** Imports the demo catalog (an upsert, so stock is topped up on every start) and makes the demo client once. */
-export function seedDemo(db: Db, profilePath: string, baseUrl: string): DemoClient {
+export async function seedDemo(store: Store, profilePath: string, baseUrl: string): Promise<DemoClient> {
   const catalogFile = JSON.parse(
     fs.readFileSync(path.join(import.meta.dirname, 'demo-catalog.json'), 'utf8'),
   );
-  const catalog = createCatalogRepository(db);
-  const parsed = parseCatalog(catalogFile, (id) => catalog.vendorExists(id));
+  const parsed = await importCatalogFile(store.catalog, catalogFile);
   if (!parsed.ok) throw new Error(`demo catalog is invalid:\n  ${parsed.problems.join('\n  ')}`);
-  catalog.importCatalog(parsed.vendors, parsed.listings);
 
-  const clients = createClientRepository(db);
+  const { clients } = store;
   const existing = readProfile(profilePath);
-  if (existing && clients.findByAccessKey(existing.accessKey) && clients.findCard(existing.ccToken)) {
+  if (
+    existing &&
+    (await clients.findByAccessKey(existing.accessKey)) &&
+    (await clients.findCard(existing.ccToken))
+  ) {
     return { ...existing, baseUrl };
   }
-  const client = clients.create('demo client');
-  const card = clients.addCard(client.clientId, false);
+  const client = await createClient(clients, 'demo client', Date.now());
+  const card = await addCard(clients, client.clientId, false, Date.now());
   const demo = { baseUrl, accessKey: client.accessKey, secretKey: client.secretKey, ccToken: card.token };
   fs.mkdirSync(path.dirname(profilePath), { recursive: true });
   fs.writeFileSync(profilePath, `${JSON.stringify(demo, null, 2)}\n`, { mode: 0o600 });

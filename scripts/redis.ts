@@ -1,8 +1,9 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 
 export interface RunningRedis {
@@ -115,8 +116,99 @@ export async function startPrivateRedis(port?: number): Promise<RunningRedis> {
 export async function ensureRedis(): Promise<RunningRedis> {
   const given = process.env.REDIS_URL;
   if (given) {
-    await waitForRedis(given);
+    // A cluster's seed list (`redis://login@h:p,h:p`): its first seed answering is enough to start.
+    await waitForRedis(given.split(',')[0]!);
     return { url: given, stop: () => Promise.resolve() };
   }
   return startPrivateRedis();
+}
+
+export interface RunningRedisCluster {
+  /** `127.0.0.1:port` of each master. */
+  nodes: string[];
+  /** The service's REDIS_URL for it (with REDIS_CLUSTER=true), every node a seed: `redis://h:p,h:p,h:p`. */
+  url: string;
+  /** Stops every node and removes their directory. */
+  stop(): Promise<void>;
+}
+
+const CLUSTER_NODES = 3;
+
+/**
+ * Starts a private, disk-less Redis Cluster of three masters without replicas on free ports, and resolves
+ * once every node reports `cluster_state:ok`. Needs Redis 7 or later (`--cluster-port`, so that a bus port
+ * need not be the client port + 10000) and redis-cli beside redis-server.
+ */
+export async function startRedisCluster(): Promise<RunningRedisCluster> {
+  const binary = findRedisServer() ?? installRedisServer();
+  if (!binary) throw new Error('redis-server is not installed and could not be installed');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bookorders-redis-cluster-'));
+  const children: ChildProcess[] = [];
+  const stop = async () => {
+    await Promise.all(children.map(stopChild));
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    const ports = await distinctFreePorts(CLUSTER_NODES * 2);
+    const nodes: string[] = [];
+    for (let i = 0; i < CLUSTER_NODES; i++) {
+      const [port, busPort] = [ports[2 * i]!, ports[2 * i + 1]!];
+      children.push(spawnClusterNode(binary, dir, port, busPort));
+      nodes.push(`127.0.0.1:${port}`);
+    }
+    await Promise.all(nodes.map((node) => waitForRedis(`redis://${node}`)));
+    const cli = path.join(path.dirname(binary), 'redis-cli');
+    await promisify(execFile)(
+      fs.existsSync(cli) ? cli : 'redis-cli',
+      ['--cluster', 'create', ...nodes, '--cluster-replicas', '0', '--cluster-yes'],
+      { timeout: 30_000 },
+    );
+    await Promise.all(nodes.map((node) => waitForClusterOk(node, 20_000)));
+    return { nodes, url: `redis://${nodes.join(',')}`, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+function spawnClusterNode(binary: string, dir: string, port: number, busPort: number): ChildProcess {
+  return spawn(
+    binary,
+    [
+      ...['--port', String(port), '--cluster-port', String(busPort), '--bind', '127.0.0.1'],
+      ...['--cluster-enabled', 'yes', '--cluster-config-file', path.join(dir, `nodes-${port}.conf`)],
+      ...['--save', '', '--appendonly', 'no', '--dir', dir, '--daemonize', 'no'],
+    ],
+    { stdio: 'ignore' },
+  );
+}
+
+async function distinctFreePorts(count: number): Promise<number[]> {
+  const ports = new Set<number>();
+  while (ports.size < count) ports.add(await freePort());
+  return [...ports];
+}
+
+async function waitForClusterOk(node: string, timeoutMs: number): Promise<void> {
+  const client = new Redis(`redis://${node}`, { maxRetriesPerRequest: 1 });
+  client.on('error', () => undefined);
+  const deadline = Date.now() + timeoutMs;
+  try {
+    for (;;) {
+      const info = await client.cluster('INFO').catch(() => '');
+      if (/^cluster_state:ok\r?$/m.test(info)) return;
+      if (Date.now() > deadline) throw new Error(`redis cluster node ${node} is not ok: ${info}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  } finally {
+    client.disconnect();
+  }
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });
 }

@@ -4,7 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { loadConfig } from '../src/config.js';
-import { openDb } from '../src/store/db.js';
+import { openStore } from '../src/store/open-store.js';
 import { seedDemo, writeDemoOrder } from './demo-data.js';
 import { ensureRedis } from './redis.js';
 
@@ -27,14 +27,14 @@ async function main(): Promise<void> {
   if (!process.env.LOG_PRETTY && process.stdout.isTTY) env.LOG_PRETTY = 'true';
   const config = loadConfig(env);
   say(
-    `redis ${redis.url}${process.env.REDIS_URL ? '' : ' (private, disk-less)'}; database ${config.DB_PATH}`,
+    `redis ${redis.url}${process.env.REDIS_URL ? '' : ' (private, disk-less)'}; database ${config.DATABASE_URL ? 'PostgreSQL (DATABASE_URL)' : config.DB_PATH}`,
   );
 
   const baseUrl = `http://127.0.0.1:${config.PORT}`;
-  const db = openDb(config.DB_PATH);
+  const store = await openStore(config, 'demo');
   const profile = path.join(path.dirname(config.DB_PATH), 'demo-client.json');
-  const demo = seedDemo(db, profile, baseUrl);
-  db.close();
+  const demo = await seedDemo(store, profile, baseUrl);
+  await store.close();
   const orderFile = writeDemoOrder(path.dirname(profile), demo.ccToken, 1001);
 
   const children = new Map<string, ChildProcess>();

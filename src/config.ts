@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseRedisUrl, type RedisSeeds } from './queue/redis-url.js';
 
 const positiveInt = z.coerce.number().int().positive();
 const nonNegativeInt = z.coerce.number().int().nonnegative();
@@ -7,12 +8,25 @@ const ConfigSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   DB_PATH: z.string().min(1).default('./data/orders.db'),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\/[^/]+\/[^/?]+/, 'must be a postgres://USER[:PASSWORD]@HOST:PORT/DB URL')
+    .optional(),
+  DB_POOL_SIZE: positiveInt.default(10),
   REDIS_URL: z
     .string()
-    .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
+    .superRefine((url, ctx) => {
+      const problem = redisUrlProblem(url);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    })
     .default('redis://127.0.0.1:6379'),
+  REDIS_CLUSTER: z
+    .enum(['true', 'false', '1', '0', ''])
+    .default('')
+    .transform((v) => v === 'true' || v === '1'),
   QUEUE_PREFIX: z
     .string()
+    .regex(/^[^{}:]*$/, 'must not hold {, } or : (the service wraps it in a Redis hash tag itself)')
     .regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, - and _ only')
     .default('bookorders'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -43,7 +57,26 @@ const ConfigSchema = z.object({
   ADMIN_PASSWORD: z.string().optional(),
 });
 
-export type Config = z.infer<typeof ConfigSchema> & { marketplaceNames: [string, string, string] };
+/** Why REDIS_URL cannot name one server, or with `cluster` (REDIS_CLUSTER=true) the seed nodes of a cluster. */
+function redisUrlProblem(url: string, cluster?: boolean): string | undefined {
+  let seeds: RedisSeeds;
+  try {
+    seeds = parseRedisUrl(url);
+  } catch (err) {
+    return (err as Error).message;
+  }
+  if (cluster === false && seeds.nodes.length > 1)
+    return 'names several hosts: set REDIS_CLUSTER=true for a Redis Cluster, or name one server';
+  if (cluster && seeds.db !== 0) return 'a Redis Cluster has only database 0 (REDIS_CLUSTER=true)';
+  if (cluster && seeds.hasOptions) return '?options are not supported with REDIS_CLUSTER=true';
+  return undefined;
+}
+
+export type Config = z.infer<typeof ConfigSchema> & {
+  marketplaceNames: [string, string, string];
+  /** `{QUEUE_PREFIX}`: every Redis key of the service starts with it, so all share one Redis Cluster slot. */
+  REDIS_PREFIX: string;
+};
 
 export class ConfigError extends Error {}
 
@@ -57,9 +90,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const lines = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
     throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
   }
+  const redisProblem = redisUrlProblem(parsed.data.REDIS_URL, parsed.data.REDIS_CLUSTER);
+  if (redisProblem) throw new ConfigError(`invalid configuration:\n  REDIS_URL: ${redisProblem}`);
   if (Boolean(parsed.data.ADMIN_USER) !== Boolean(parsed.data.ADMIN_PASSWORD)) {
     throw new ConfigError('invalid configuration:\n  ADMIN_USER and ADMIN_PASSWORD must be set together');
   }
   const names = parsed.data.MARKETPLACE_NAMES.split(',') as [string, string, string];
-  return { ...parsed.data, marketplaceNames: names };
+  return { ...parsed.data, marketplaceNames: names, REDIS_PREFIX: `{${parsed.data.QUEUE_PREFIX}}` };
 }

@@ -10,55 +10,54 @@ import { createOrderOutcomes } from './queue/order-outcomes.js';
 import { createOrderQueue } from './queue/order.queue.js';
 import { createBlockingRedis, createRedis } from './queue/redis.js';
 import { createOrderIntake } from './services/order-intake.js';
-import { createCatalogRepository } from './store/catalog.repository.js';
-import { createClientRepository } from './store/client.repository.js';
-import { openDb } from './store/db.js';
-import { createOrderProcessingRepository } from './store/order-processing.repository.js';
-import { createOrderRepository } from './store/order.repository.js';
+import { openStore } from './store/open-store.js';
 
 export interface ContainerOptions {
   clock?: () => number;
   /** Web processes wait for outcomes; workers and the clock do not need the events connection. */
   withOutcomes?: boolean;
+  /** Names the process to the database server (PostgreSQL's application_name). */
+  role?: string;
 }
 
-/** Builds the deps of one process: one SQLite connection, one Redis connection for commands, one blocking. */
-export function createDeps(config: Config, logger: Logger, options: ContainerOptions = {}): Deps {
+/**
+ * Builds the deps of one process: the store (migrated), one Redis connection for commands and one for the
+ * queue, and one blocking connection for a web process's outcome events.
+ */
+export async function createDeps(
+  config: Config,
+  logger: Logger,
+  options: ContainerOptions = {},
+): Promise<Deps> {
   const clock = options.clock ?? Date.now;
-  const db = openDb(config.DB_PATH);
-  const redis = createRedis(config.REDIS_URL, `${config.QUEUE_PREFIX}-cmd`);
+  const store = await openStore(config, options.role);
+  const redis = createRedis(config, `${config.QUEUE_PREFIX}-cmd`);
   redis.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
-  const clients = createClientRepository(db, clock);
-  const catalog = createCatalogRepository(db);
   const usdPer = loadUsdPer();
   const taxRules = loadTaxRules();
-  const cardLockout = new Lockout(redis, config.QUEUE_PREFIX, CARD_LOCKOUT, logger);
-  const queueConnection = createRedis(config.REDIS_URL, `${config.QUEUE_PREFIX}-queue`);
+  const cardLockout = new Lockout(redis, config.REDIS_PREFIX, CARD_LOCKOUT, logger);
+  const queueConnection = createRedis(config, `${config.QUEUE_PREFIX}-queue`);
   return {
     config,
     logger,
     clock,
-    db,
+    store,
     redis,
-    clients,
-    catalog,
-    orders: createOrderRepository(db),
-    processing: createOrderProcessingRepository(db, catalog),
-    payments: createSandboxGateway(db, clock, config.SANDBOX_PAYMENT_LATENCY_MS),
+    payments: createSandboxGateway(store, clock, config.SANDBOX_PAYMENT_LATENCY_MS),
     usdPer,
     taxRules,
-    authLockout: new Lockout(redis, config.QUEUE_PREFIX, AUTH_LOCKOUT, logger),
+    authLockout: new Lockout(redis, config.REDIS_PREFIX, AUTH_LOCKOUT, logger),
     cardLockout,
-    intake: createOrderIntake({ config, clients, catalog, usdPer, taxRules, clock, cardLockout }),
-    queue: createOrderQueue(queueConnection, config.QUEUE_PREFIX, config.MAX_PROCESS_ATTEMPTS, logger),
+    intake: createOrderIntake({ config, store, usdPer, taxRules, clock, cardLockout }),
+    queue: createOrderQueue(queueConnection, config.REDIS_PREFIX, config.MAX_PROCESS_ATTEMPTS, logger),
     outcomes: options.withOutcomes
       ? createOrderOutcomes(
-          createBlockingRedis(config.REDIS_URL, `${config.QUEUE_PREFIX}-events`),
-          config.QUEUE_PREFIX,
+          createBlockingRedis(config, `${config.QUEUE_PREFIX}-events`),
+          config.REDIS_PREFIX,
           logger,
         )
       : { wait: () => Promise.resolve(), close: () => Promise.resolve() },
-    metrics: createMetricsRecorder(redis, config.QUEUE_PREFIX, logger),
+    metrics: createMetricsRecorder(redis, config.REDIS_PREFIX, logger),
   };
 }
 
@@ -67,5 +66,5 @@ export async function closeDeps(deps: Deps): Promise<void> {
   await deps.outcomes.close().catch(() => undefined);
   await deps.queue.close().catch(() => undefined);
   deps.redis.disconnect();
-  deps.db.close();
+  await deps.store.close();
 }

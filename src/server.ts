@@ -26,7 +26,7 @@ export function createWebApp(deps: Deps, processMetrics: ProcessMetrics = create
       ? [
           rateLimit({
             redis: deps.redis,
-            prefix: config.QUEUE_PREFIX,
+            prefix: config.REDIS_PREFIX,
             perSecond: config.RATE_LIMIT_PER_S,
             clock: deps.clock,
             logger: deps.logger,
@@ -50,11 +50,11 @@ export async function startWeb(
   config: Config,
   logger: Logger,
 ): Promise<{ server: Server; stop: () => Promise<void> }> {
-  const deps = createDeps(config, logger, { withOutcomes: true });
+  const deps = await createDeps(config, logger, { withOutcomes: true, role: 'web' });
   const server = createWebApp(deps).listen(config.PORT);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   const address = server.address();
-  const stopHeartbeat = startProcessHeartbeat(deps.redis, config.QUEUE_PREFIX, 'web');
+  const stopHeartbeat = startProcessHeartbeat(deps.redis, config.REDIS_PREFIX, 'web');
   logger.info({ port: typeof address === 'object' ? address?.port : config.PORT }, 'web listening');
   return {
     server,

@@ -1,5 +1,6 @@
 import { loadConfig, type Config } from '../config.js';
-import { openDb, type Db } from '../store/db.js';
+import { openStore } from '../store/open-store.js';
+import type { Store } from '../store/store.port.js';
 import { ADMIN_COMMANDS } from './admin.commands.js';
 import { CliError, EXIT_INVALID, EXIT_USAGE, type Command, type CommandContext } from './commands/command.js';
 
@@ -28,19 +29,19 @@ async function main(argv: string[]): Promise<number> {
   } catch (error) {
     return reportFailure(name, command, error);
   } finally {
-    ctx.close();
+    await ctx.close();
   }
 }
 
-function lazyContext(config: Config): CommandContext & { close(): void } {
-  let db: Db | undefined;
+function lazyContext(config: Config): CommandContext & { close(): Promise<void> } {
+  let store: Promise<Store> | undefined;
   return {
     config,
-    get db() {
-      return (db ??= openDb(config.DB_PATH));
-    },
+    store: () => (store ??= openStore(config, 'admin')),
     out: { note: (line) => process.stderr.write(`${line}\n`) },
-    close: () => db?.close(),
+    close: async () => {
+      if (store) await (await store).close();
+    },
   };
 }
 

@@ -2,14 +2,11 @@ import crypto from 'node:crypto';
 import type { z } from 'zod';
 import { sign } from '../auth/signature.js';
 import type { orderRequestSchema } from '../http/order-request.schema.js';
-import type {
-  ErrorResponseSchema,
-  OrderResponseSchema,
-  OrderSearchResponseSchema,
-} from '../http/order-response.schema.js';
+import type { ErrorResponseSchema, OrderSearchResponseSchema } from '../http/order-response.schema.js';
+import type { OrderResponse } from '../services/order-view.js';
 
 export type OrderRequestBody = z.input<ReturnType<typeof orderRequestSchema>>;
-export type OrderResponse = z.output<typeof OrderResponseSchema>;
+export type { OrderResponse };
 export type OrderSearchResponse = z.output<typeof OrderSearchResponseSchema>;
 export type ErrorResponse = z.output<typeof ErrorResponseSchema>;
 

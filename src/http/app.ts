@@ -70,7 +70,7 @@ export function createApp(deps: Deps, options: AppOptions = {}): express.Express
   v1.use(express.raw({ type: () => true, limit: MAX_BODY }));
   v1.use(
     authenticate({
-      clients: deps.clients,
+      clients: deps.store.clients,
       authLockout: deps.authLockout,
       clock: deps.clock,
       maxSkewS: deps.config.AUTH_MAX_SKEW_S,
@@ -88,13 +88,13 @@ export function createApp(deps: Deps, options: AppOptions = {}): express.Express
   return app;
 }
 
-function readiness(deps: Pick<Deps, 'db' | 'redis'>): RequestHandler {
+function readiness(deps: Pick<Deps, 'store' | 'redis'>): RequestHandler {
   return async (_req, res) => {
     const down: string[] = [];
     try {
-      deps.db.prepare('SELECT 1').get();
+      await withTimeout(deps.store.ping(), 1000);
     } catch {
-      down.push('sqlite');
+      down.push(deps.store.kind);
     }
     try {
       await withTimeout(deps.redis.ping(), 1000);

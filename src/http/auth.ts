@@ -1,7 +1,7 @@
 import type { RequestHandler } from 'express';
 import { sha256Hex, sign, signatureMatches } from '../auth/signature.js';
-import type { ClientRepository } from '../store/client.repository.js';
-import { cachedFor } from '../store/read-cache.js';
+import { cachedFor } from '../services/read-cache.js';
+import type { ClientStore } from '../store/store.port.js';
 import { ApiError, authError } from './errors.js';
 import type { Lockout } from './lockout.js';
 import { bindLogContext } from './request-context.js';
@@ -14,7 +14,7 @@ const KEY_CACHE_MS = 1000;
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]00:?00)$/;
 
 export interface AuthDeps {
-  clients: ClientRepository;
+  clients: Pick<ClientStore, 'findByAccessKey'>;
   authLockout: Lockout;
   clock: () => number;
   maxSkewS: number;
@@ -74,7 +74,7 @@ export function authenticate(deps: AuthDeps): RequestHandler {
     if (problems.length > 0) throw toApiError(problems);
     const { requestId, accessKey, date, signature } = presented as Presented;
 
-    const client = findClient(accessKey, now);
+    const client = await findClient(accessKey, now);
     if (!client) throw authError(SvcStatus.KEY_UNKNOWN, 'Svc-Access-Key: unknown access key');
     if (client.disabled)
       throw authError(SvcStatus.KEY_DISABLED, 'Svc-Access-Key: this access key is disabled');

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 import type { Logger } from '../logger.js';
 
 export interface LockoutPolicy {
@@ -32,12 +32,13 @@ export class Lockout {
   private readonly known = new Map<string, { until: number; checkedAt: number }>();
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
     private readonly policy: LockoutPolicy,
     private readonly logger: Logger,
   ) {}
 
+  // Both keys start with the prefix's hash tag (config.REDIS_PREFIX): RECORD_FAILURE touches them on one slot.
   private keys(subject: string): [string, string] {
     const base = `${this.prefix}:${this.policy.name}:${subject}`;
     return [`${base}:failures`, `${base}:locked`];

@@ -10,11 +10,11 @@ const QUEUE_STATES = ['waiting', 'prioritized', 'active', 'delayed', 'failed'] a
 
 /**
  * The deployment-wide series, the same whichever web process is scraped: what workers and the clock recorded
- * in Redis, the queue's depth from BullMQ, order counts from SQLite, and every process's heartbeat.
+ * in Redis, the queue's depth from BullMQ, order counts from the store, and every process's heartbeat.
  */
-export function createDeploymentRegistry(deps: Pick<Deps, 'redis' | 'config' | 'queue' | 'db'>): Registry {
+export function createDeploymentRegistry(deps: Pick<Deps, 'redis' | 'config' | 'queue' | 'store'>): Registry {
   const registry = new Registry();
-  for (const metric of Object.values(sharedMetrics(deps.redis, deps.config.QUEUE_PREFIX)))
+  for (const metric of Object.values(sharedMetrics(deps.redis, deps.config.REDIS_PREFIX)))
     metric.registerOn(registry);
   new Gauge({
     name: 'bookorders_queue_jobs',
@@ -28,8 +28,8 @@ export function createDeploymentRegistry(deps: Pick<Deps, 'redis' | 'config' | '
       for (const state of QUEUE_STATES) this.set({ queue: ORDER_QUEUE, state }, counts[state] ?? 0);
     },
   });
-  registerOrderStoreGauges(deps.db, registry);
-  registerProcessHeartbeats(deps.redis, deps.config.QUEUE_PREFIX, registry);
+  registerOrderStoreGauges(deps.store, registry);
+  registerProcessHeartbeats(deps.redis, deps.config.REDIS_PREFIX, registry);
   return registry;
 }
 

@@ -1,7 +1,6 @@
 import express, { type Request } from 'express';
 import type { Deps } from '../deps.js';
-import { getClientOrder, searchOrders, type SearchDeps } from '../services/search-orders.js';
-import { createOrderSearchRepository } from '../store/order-search.repository.js';
+import { getClientOrder, searchOrders } from '../services/search-orders.js';
 import { ApiError } from './errors.js';
 import { parseOrderSearchQuery, unexpectedParams } from './order-search.schema.js';
 import { authOf, sendOk } from './respond.js';
@@ -10,13 +9,12 @@ import { SvcStatus } from './status-codes.js';
 /** GET /v1/orders (search) and GET /v1/orders/{orderId}; mounted after the auth middleware. */
 export function createOrderHistoryRouter(deps: Deps): express.Router {
   const router = express.Router();
-  const searchDeps: SearchDeps = { clock: deps.clock, orderSearch: createOrderSearchRepository(deps.db) };
 
   router.get('/', async (req, res) => {
     const { clientId } = authOf(res);
     const query = parseOrderSearchQuery(rawQueryOf(req));
     if (!query.success) throw new ApiError(SvcStatus.INVALID, query.messages);
-    const outcome = await searchOrders(searchDeps, clientId, query.data);
+    const outcome = await searchOrders(deps, clientId, query.data);
     if (outcome.kind === 'bad-cursor') throw new ApiError(SvcStatus.INVALID, outcome.message);
     sendOk(res, SvcStatus.RETRIEVED, outcome.body);
   });
@@ -29,9 +27,7 @@ export function createOrderHistoryRouter(deps: Deps): express.Router {
     const orderId = /^\d+$/.test(text) ? Number(text) : 0;
     // 0 is a dry run's id and never stored; other clients' orders are reported exactly like absent ones.
     const order =
-      Number.isSafeInteger(orderId) && orderId > 0
-        ? await getClientOrder(deps.orders, clientId, orderId)
-        : null;
+      Number.isSafeInteger(orderId) && orderId > 0 ? await getClientOrder(deps, clientId, orderId) : null;
     if (!order) throw new ApiError(SvcStatus.ORDER_NOT_FOUND, `orderId: no order ${text}`);
     sendOk(res, SvcStatus.RETRIEVED, order);
   });

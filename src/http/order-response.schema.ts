@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { OrderResponse } from '../services/order-view.js';
 
 /** Response shapes of SPEC.md, for the OpenAPI document (responses are built by services/order-view.ts). */
 export const OrderItemSummarySchema = z
@@ -52,3 +53,7 @@ export const OrderSearchResponseSchema = z
 export const ErrorResponseSchema = z
   .object({ requestId: z.string(), messages: z.array(z.string()).min(1) })
   .meta({ id: 'ErrorResponse' });
+
+// The one OrderResponse type is the service's; the schema that documents it must describe exactly that type.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+export const schemaMatchesOrderResponse: Same<z.output<typeof OrderResponseSchema>, OrderResponse> = true;

@@ -1,8 +1,12 @@
 import type { Request, RequestHandler } from 'express';
 import { sha256Hex } from '../auth/signature.js';
+import type { OrderIntake } from '../services/order-intake.js';
 import { placeOrder, type PlaceOrderDeps } from '../services/place-order.js';
+import { ApiError } from './errors.js';
 import { jsonObjectBody } from './json-body.js';
+import { createOrderRequestCheck } from './order-intake.js';
 import { authOf, bodySha256Of, sendOk } from './respond.js';
+import { SvcStatus } from './status-codes.js';
 
 /** `Prefer: respond-async` (RFC 7240) asks for the answer without waiting for the worker. */
 function prefersAsync(req: Request): boolean {
@@ -12,19 +16,34 @@ function prefersAsync(req: Request): boolean {
 }
 
 /** POST /v1/orders */
-export function postOrder(deps: PlaceOrderDeps): RequestHandler {
+export function postOrder(deps: PlaceOrderDeps & { intake: OrderIntake }): RequestHandler {
+  const checkOrderRequest = createOrderRequestCheck(deps.intake);
   return async (req, res) => {
     const body = jsonObjectBody(req);
     const respondAsync = prefersAsync(req);
-    const auth = authOf(res);
+    const { clientId, requestId } = authOf(res);
+    const checked = await checkOrderRequest(clientId, body);
     const result = await placeOrder(deps, {
-      auth,
-      body,
+      clientId,
+      requestId,
       requestHash: sha256Hex(`${req.method}\n${req.path}\n${bodySha256Of(res)}`),
+      checked,
       respondAsync,
       log: req.log,
     });
-    if (respondAsync && !result.order.dryrun) res.set('Preference-Applied', 'respond-async');
-    sendOk(res, result.code, result.order);
+    switch (result.kind) {
+      case 'dry-run':
+        return sendOk(res, SvcStatus.DRY_RUN_OK, result.order);
+      case 'conflict':
+        throw new ApiError(
+          SvcStatus.REQUEST_ID_CONFLICT,
+          'Svc-RequestId: already used by this access key for a different request',
+        );
+      case 'placed': {
+        if (respondAsync) res.set('Preference-Applied', 'respond-async');
+        const code = result.duplicate && result.queued ? SvcStatus.DUPLICATE_PROCESSING : SvcStatus.CREATED;
+        return sendOk(res, code, result.order);
+      }
+    }
   };
 }

@@ -1,5 +1,5 @@
 import type { RequestHandler } from 'express';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 import type { Logger } from '../logger.js';
 import { ApiError } from './errors.js';
 import { authOf } from './respond.js';
@@ -31,7 +31,8 @@ redis.call('PEXPIRE', KEYS[1], math.ceil(capacity / perMs) + 1000)
 return {allowed, waitMs}`;
 
 export interface RateLimitOptions {
-  redis: Redis;
+  redis: RedisClient;
+  /** The service's hash-tagged key prefix, config.REDIS_PREFIX. */
   prefix: string;
   /** Sustained requests per second per access key; the burst is twice that (CONTRACT section 3). */
   perSecond: number;

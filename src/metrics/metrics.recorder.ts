@@ -1,4 +1,5 @@
-import type { ChainableCommander, Redis } from 'ioredis';
+import type { ChainableCommander } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 import { ItemStatus } from '../domain/item-status.js';
 import type { Logger } from '../logger.js';
 import { SharedCounter, SharedHistogram } from './shared.metrics.js';
@@ -6,7 +7,7 @@ import { SharedCounter, SharedHistogram } from './shared.metrics.js';
 const JOB_DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
 /** The metrics that workers and the clock produce and web processes expose (see shared.metrics.ts). */
-export function sharedMetrics(redis: Redis, prefix: string) {
+export function sharedMetrics(redis: RedisClient, prefix: string) {
   return {
     jobDuration: new SharedHistogram(
       redis,
@@ -68,7 +69,7 @@ export interface MetricsRecorder {
   recordReconcileActions(counts: Readonly<Record<string, number>>): Promise<void>;
 }
 
-export function createMetricsRecorder(redis: Redis, prefix: string, logger: Logger): MetricsRecorder {
+export function createMetricsRecorder(redis: RedisClient, prefix: string, logger: Logger): MetricsRecorder {
   const metrics = sharedMetrics(redis, prefix);
   const send = async (fill: (pipeline: ChainableCommander) => void) => {
     const pipeline = redis.pipeline();

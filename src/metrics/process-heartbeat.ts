@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 import { Counter, Gauge, type Registry } from 'prom-client';
 
 // Workers and the clock serve no HTTP, so each process of the deployment writes a small snapshot of itself
@@ -30,7 +30,7 @@ function beat(): Beat {
 }
 
 /** Publishes this process's snapshot now and every few seconds; the returned function stops and removes it. */
-export function startProcessHeartbeat(redis: Redis, prefix: string, role: string): () => Promise<void> {
+export function startProcessHeartbeat(redis: RedisClient, prefix: string, role: string): () => Promise<void> {
   const field = `${role}:${process.pid}`;
   const publish = () => void redis.hset(keyOf(prefix), field, JSON.stringify(beat())).catch(() => undefined);
   // Commands fail fast while the connection is still opening; the first beat waits for it.
@@ -44,7 +44,7 @@ export function startProcessHeartbeat(redis: Redis, prefix: string, role: string
 }
 
 /** Gauges of every live process of the deployment, read from the heartbeats at scrape time. */
-export function registerProcessHeartbeats(redis: Redis, prefix: string, registry: Registry): void {
+export function registerProcessHeartbeats(redis: RedisClient, prefix: string, registry: Registry): void {
   let beats: { role: string; pid: string; beat: Beat }[] = [];
   const read = async () => {
     const hash = await redis.hgetall(keyOf(prefix)).catch(() => ({}) as Record<string, string>);

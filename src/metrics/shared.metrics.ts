@@ -1,8 +1,9 @@
-import type { ChainableCommander, Redis } from 'ioredis';
+import type { ChainableCommander } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 import type { Metric, Registry } from 'prom-client';
 
 // Cross-process metrics: workers and the clock run in processes that serve no HTTP, so what they count is
-// added to Redis hashes under `<QUEUE_PREFIX>:metrics:<name>` (HINCRBY, atomic across processes); any web
+// added to Redis hashes under `{QUEUE_PREFIX}:metrics:<name>` (HINCRBY, atomic across processes); any web
 // process reads them at scrape time through these objects, which prom-client's Registry renders like its
 // own metrics. The values are cluster-wide: every web process shows the same series, so scrape one.
 
@@ -33,7 +34,7 @@ abstract class SharedMetric {
   protected readonly key: string;
 
   constructor(
-    protected readonly redis: Redis,
+    protected readonly redis: RedisClient,
     prefix: string,
     readonly name: string,
     readonly help: string,
@@ -89,7 +90,7 @@ export class SharedHistogram extends SharedMetric {
   readonly type = 'histogram';
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     prefix: string,
     name: string,
     help: string,

@@ -1,11 +1,11 @@
 import { QueueEvents } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 import type { Logger } from '../logger.js';
 import { ORDER_QUEUE, orderJobId } from './order.queue.js';
 
 export interface OrderOutcomes {
   /** Resolves when the order's job has finished, `isDone` says so, or the time is up; never rejects. */
-  wait(orderId: number, timeoutMs: number, isDone: () => boolean): Promise<void>;
+  wait(orderId: number, timeoutMs: number, isDone: () => Promise<boolean>): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -15,7 +15,7 @@ const POLL_MS = 250;
  * Waits for workers' outcomes through BullMQ's queue events, with a slow poll of the store as a safety net
  * for events missed while Redis was away. It owns `connection` and closes it.
  */
-export function createOrderOutcomes(connection: Redis, prefix: string, logger: Logger): OrderOutcomes {
+export function createOrderOutcomes(connection: RedisClient, prefix: string, logger: Logger): OrderOutcomes {
   const events = new QueueEvents(ORDER_QUEUE, { connection, prefix });
   const waiters = new Map<string, Set<() => void>>();
   const wake = ({ jobId }: { jobId: string }) => {
@@ -39,11 +39,16 @@ export function createOrderOutcomes(connection: Redis, prefix: string, logger: L
           resolve();
         };
         const timer = setTimeout(finish, timeoutMs);
-        const poll = setInterval(() => isDone() && finish(), POLL_MS);
+        const check = () =>
+          void isDone().then(
+            (done) => done && finish(),
+            () => undefined,
+          );
+        const poll = setInterval(check, POLL_MS);
         const set = waiters.get(jobId) ?? new Set();
         set.add(finish);
         waiters.set(jobId, set);
-        if (isDone()) finish();
+        check();
       });
     },
     async close() {

@@ -1,5 +1,5 @@
 import { Queue, type JobsOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 import { z } from 'zod';
 import type { Logger } from '../logger.js';
 
@@ -24,7 +24,7 @@ export interface OrderQueue {
 
 /** The producer side; it owns `connection` and closes it with the queue. */
 export function createOrderQueue(
-  connection: Redis,
+  connection: RedisClient,
   prefix: string,
   attempts: number,
   logger: Logger,

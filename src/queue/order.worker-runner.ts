@@ -11,9 +11,9 @@ import { createBlockingRedis } from './redis.js';
 
 /** Starts a BullMQ worker for the orders queue; resolves with a function that stops it cleanly. */
 export async function startOrderWorker(config: Config, logger: Logger) {
-  const deps = createDeps(config, logger);
+  const deps = await createDeps(config, logger, { role: 'worker' });
   const processDeps = { ...deps, maxAttempts: config.MAX_PROCESS_ATTEMPTS };
-  const connection = createBlockingRedis(config.REDIS_URL, `${config.QUEUE_PREFIX}-worker`);
+  const connection = createBlockingRedis(config, `${config.QUEUE_PREFIX}-worker`);
   const worker = new Worker<OrderJobData>(
     ORDER_QUEUE,
     async (job) => {
@@ -40,7 +40,7 @@ export async function startOrderWorker(config: Config, logger: Logger) {
     },
     {
       connection,
-      prefix: config.QUEUE_PREFIX,
+      prefix: config.REDIS_PREFIX,
       concurrency: config.WORKER_CONCURRENCY,
       // Jobs take milliseconds; short locks let a surviving worker take over a dead one's jobs within seconds.
       lockDuration: 10_000,
@@ -59,7 +59,7 @@ export async function startOrderWorker(config: Config, logger: Logger) {
     }
   });
   await worker.waitUntilReady();
-  const stopHeartbeat = startProcessHeartbeat(deps.redis, config.QUEUE_PREFIX, 'worker');
+  const stopHeartbeat = startProcessHeartbeat(deps.redis, config.REDIS_PREFIX, 'worker');
   logger.info({ concurrency: config.WORKER_CONCURRENCY }, 'worker ready');
   return {
     worker,
@@ -74,7 +74,7 @@ export async function startOrderWorker(config: Config, logger: Logger) {
 }
 
 /** Counts a settled order's outcome; only the attempt that settled it calls this, so each order counts once. */
-async function countOutcome(deps: Pick<Deps, 'orders' | 'metrics'>, orderId: number): Promise<void> {
-  const stored = await deps.orders.get(orderId);
+async function countOutcome(deps: Pick<Deps, 'store' | 'metrics'>, orderId: number): Promise<void> {
+  const stored = await deps.store.orders.get(orderId);
   if (stored) await deps.metrics.recordOrderSettled(stored.items.map((item) => item.status));
 }

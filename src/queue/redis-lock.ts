@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 
 // Only the holder of the token may release or extend: a lease that expired and was taken by another process
 // must not be deleted by its former holder.
@@ -25,7 +25,7 @@ export type LockResult<T> = { acquired: true; value: T } | { acquired: false };
  * `fn` should stop at its next safe point. Redis errors while acquiring are thrown.
  */
 export async function withLock<T>(
-  redis: Redis,
+  redis: RedisClient,
   key: string,
   options: LockOptions,
   fn: (lost: AbortSignal) => Promise<T>,
@@ -44,7 +44,12 @@ export async function withLock<T>(
   }
 }
 
-async function acquire(redis: Redis, key: string, token: string, options: LockOptions): Promise<boolean> {
+async function acquire(
+  redis: RedisClient,
+  key: string,
+  token: string,
+  options: LockOptions,
+): Promise<boolean> {
   const deadline = Date.now() + (options.waitMs ?? 0);
   for (;;) {
     if ((await redis.set(key, token, 'PX', options.ttlMs, 'NX')) === 'OK') return true;
@@ -53,7 +58,7 @@ async function acquire(redis: Redis, key: string, token: string, options: LockOp
   }
 }
 
-async function extend(redis: Redis, key: string, token: string, ttlMs: number, lost: AbortController) {
+async function extend(redis: RedisClient, key: string, token: string, ttlMs: number, lost: AbortController) {
   if (lost.signal.aborted) return;
   try {
     if ((await redis.eval(EXTEND, 1, key, token, ttlMs)) !== 1) lost.abort(new Error(`lock ${key} lost`));
@@ -64,7 +69,7 @@ async function extend(redis: Redis, key: string, token: string, ttlMs: number, l
 }
 
 /** Resolves when the connection is ready; rejects after `timeoutMs` (a fail-fast connection drops commands until then). */
-export function whenReady(redis: Redis, timeoutMs: number): Promise<void> {
+export function whenReady(redis: RedisClient, timeoutMs: number): Promise<void> {
   if (redis.status === 'ready') return Promise.resolve();
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {

@@ -3,16 +3,24 @@ import {
   isFinal,
   isItemStatus,
   ItemStatus,
+  ledgerKindOf,
   TRANSITIONS,
+  updateMoves,
   type ItemStatusCode,
+  type LedgerKind,
 } from '../domain/item-status.js';
 import type { Logger } from '../logger.js';
 import { paymentKey, type PaymentGateway } from '../payments/payment-gateway.js';
-import type { ItemMove, ItemRepository, PendingAdjustment } from '../store/item.repository.js';
-import type { OrderItemRow } from '../store/order.rows.js';
+import type {
+  ItemMoveWrite,
+  LedgerOutboxEntry,
+  Store,
+  StoredItem,
+  StoredItemWithCurrency,
+} from '../store/store.port.js';
 
 export interface ItemLifecycleDeps {
-  items: ItemRepository;
+  store: Pick<Store, 'items'>;
   payments: PaymentGateway;
   clock: () => number;
   logger: Logger;
@@ -27,15 +35,27 @@ export interface MoveItemRequest {
   extraShippingCents?: number;
   /** The time of the move; the deps' clock when absent (a reconciliation pass passes its own). */
   now?: number;
-  expect?: ItemMove['expect'];
+  /** Reconciliation's guard: move only an item still in `from` since before `changedBefore`. */
+  expect?: { from: ItemStatusCode; changedBefore: number };
 }
 
 export type MoveItemOutcome =
-  | { kind: 'moved'; from: ItemStatusCode; item: OrderItemRow }
+  | { kind: 'moved'; from: ItemStatusCode; item: StoredItem }
   | { kind: 'invalid'; message: string }
   | { kind: 'missing'; message: string }
   | { kind: 'refused'; message: string; allowed: readonly ItemStatusCode[] }
   | { kind: 'unexpected' };
+
+/** The item's share of its order's payment: what voiding or refunding it gives back. */
+export const shareOf = (item: Pick<StoredItem, 'costCents' | 'shipcostCents' | 'taxCents'>): number =>
+  item.costCents + item.shipcostCents + item.taxCents;
+
+/** How an entry changes the authorisation: extra shipping adds to it, a void or a refund gives back. */
+export const adjustmentDelta = (kind: LedgerKind, amountCents: number): number =>
+  kind === 'extra_shipping' ? amountCents : -amountCents;
+
+// A move races only with another move of the same item; reading again and deciding again settles it.
+const MOVE_ROUNDS = 5;
 
 const ALL_CODES = Object.values(ItemStatus).sort((a, b) => a - b);
 
@@ -49,37 +69,84 @@ export async function moveItem(deps: ItemLifecycleDeps, request: MoveItemRequest
   if (problem) return { kind: 'invalid', message: problem };
   const to = request.to as ItemStatusCode;
   const now = request.now ?? deps.clock();
-  const result = await deps.items.move({ ...request, to, now });
-  switch (result.kind) {
-    case 'missing':
-      return { kind: 'missing', message: `no order item ${request.orderItemId}` };
-    case 'unexpected':
+  for (let round = 0; round < MOVE_ROUNDS; round += 1) {
+    const item = await deps.store.items.getItem(request.orderItemId);
+    if (!item) return { kind: 'missing', message: `no order item ${request.orderItemId}` };
+    const from = item.status as ItemStatusCode;
+    const { expect } = request;
+    if (expect && (from !== expect.from || item.statusChangedAt >= expect.changedBefore))
       return { kind: 'unexpected' };
-    case 'refused':
-      return { kind: 'refused', message: refusal(result.item, to, result.allowed), allowed: result.allowed };
-    case 'moved':
-      deps.logger.info({ orderItemId: request.orderItemId, from: result.from, to }, 'item moved');
-      if (result.adjustment) await tryApply(deps, result.adjustment, now);
-      return { kind: 'moved', from: result.from, item: result.item };
+    const allowed = isItemStatus(from) ? updateMoves(from) : [];
+    if (!allowed.includes(to)) return { kind: 'refused', message: refusal(item, to, allowed), allowed };
+    const write = planMove(item, from, to, request, now);
+    const result = await deps.store.items.applyMove(write);
+    if (result.kind === 'changed') continue;
+    deps.logger.info({ orderItemId: request.orderItemId, from, to }, 'item moved');
+    if (write.ledger && result.entryId !== null) {
+      const { entryKey, orderId, kind, amountCents } = write.ledger;
+      await tryApply(
+        deps,
+        { entryId: result.entryId, entryKey, orderId, kind: kind as LedgerKind, amountCents },
+        now,
+      );
+    }
+    return { kind: 'moved', from, item: result.item };
   }
+  throw new Error(`order item ${request.orderItemId} kept changing while it was moved`);
+}
+
+/**
+ * What a move writes, decided from the item as read: leaving the bought path returns a copy to stock and
+ * voids the item's share, 35 → 24 refunds it, 93 → 4 adds the extra shipping to the shipping cost.
+ */
+function planMove(
+  item: StoredItemWithCurrency,
+  from: ItemStatusCode,
+  to: ItemStatusCode,
+  request: MoveItemRequest,
+  now: number,
+): ItemMoveWrite {
+  const kind = ledgerKindOf(from, to);
+  const extra = item.extraShippingCents ?? 0;
+  return {
+    orderItemId: item.orderItemId,
+    from,
+    fromChangedAt: item.statusChangedAt,
+    to,
+    now,
+    addShipcostCents: kind === 'extra_shipping' ? extra : 0,
+    extraShippingCents: request.extraShippingCents ?? null,
+    shippingCompany: request.shippingCompany ?? null,
+    trackingId: request.trackingId ?? null,
+    returnStockOf: kind === 'void' ? item.listingId : null,
+    ledger: kind && {
+      entryKey: `${kind}:item-${item.orderItemId}`,
+      orderId: item.orderId,
+      orderItemId: item.orderItemId,
+      kind,
+      amountCents: kind === 'extra_shipping' ? extra : shareOf(item),
+      currency: item.currency,
+    },
+  };
 }
 
 /** Applies one outbox entry at the gateway (idempotent per entry key), then marks it applied. */
 export async function applyAdjustment(
-  deps: Pick<ItemLifecycleDeps, 'items' | 'payments'>,
-  adjustment: PendingAdjustment,
+  deps: Pick<ItemLifecycleDeps, 'store' | 'payments'>,
+  entry: LedgerOutboxEntry,
   now: number,
 ): Promise<void> {
-  await deps.payments.adjust(paymentKey(adjustment.orderId), adjustment.entryKey, adjustment.deltaCents);
-  await deps.items.markApplied(adjustment.entryKey, now);
+  const delta = adjustmentDelta(entry.kind, entry.amountCents);
+  await deps.payments.adjust(paymentKey(entry.orderId), entry.entryKey, delta);
+  await deps.store.items.markApplied(entry.entryKey, now);
 }
 
-async function tryApply(deps: ItemLifecycleDeps, adjustment: PendingAdjustment, now: number) {
+async function tryApply(deps: ItemLifecycleDeps, entry: LedgerOutboxEntry, now: number) {
   try {
-    await applyAdjustment(deps, adjustment, now);
+    await applyAdjustment(deps, entry, now);
   } catch (err) {
     // The move is committed and its ledger entry is the outbox: reconciliation retries the adjustment.
-    deps.logger.warn({ err, entryKey: adjustment.entryKey }, 'payment adjustment left for reconciliation');
+    deps.logger.warn({ err, entryKey: entry.entryKey }, 'payment adjustment left for reconciliation');
   }
 }
 
@@ -99,9 +166,9 @@ function checkRequest(r: MoveItemRequest): string | null {
   return null;
 }
 
-function refusal(item: OrderItemRow, to: ItemStatusCode, allowed: readonly ItemStatusCode[]): string {
+function refusal(item: StoredItem, to: ItemStatusCode, allowed: readonly ItemStatusCode[]): string {
   const from = item.status as ItemStatusCode;
-  const subject = `order item ${item.order_item_id} is ${describeStatus(from)}`;
+  const subject = `order item ${item.orderItemId} is ${describeStatus(from)}`;
   if (from === ItemStatus.QUEUED) {
     const worker = TRANSITIONS[from].map(describeStatus).join(', ');
     return `${subject}: only the order worker moves a queued item on (to ${worker}); no update is allowed yet`;

@@ -1,6 +1,6 @@
-import { fromCents } from '../domain/money.js';
+import { fromCents, type Currency } from '../domain/money.js';
 import type { PricingResult } from '../domain/pricing.js';
-import type { ItemViewRow, OrderViewRow } from '../store/order.rows.js';
+import type { ItemView, OrderView } from '../store/store.port.js';
 
 export interface OrderItemSummary {
   orderItemId: number;
@@ -26,7 +26,7 @@ export interface ListingSummary {
 export interface OrderResponse {
   orderId: number;
   createDate: string;
-  currency: string;
+  currency: Currency;
   listings: ListingSummary[];
   dryrun: boolean;
   tax?: number;
@@ -38,55 +38,55 @@ export const isoMs = (epochMs: number): string => new Date(epochMs).toISOString(
 
 /**
  * The OrderResponse of a stored order. `items` must be this order's items (any subset, e.g. only those
- * matching a search's item criteria) sorted by order_item_id; listings left with no item are omitted.
+ * matching a search's item criteria) sorted by orderItemId; listings left with no item are omitted.
  * On creation (`withItemDates` false) items carry no itemUpdateDate, as SPEC.md says.
  */
 export function toOrderResponse(
-  order: OrderViewRow,
-  items: readonly ItemViewRow[],
+  order: OrderView,
+  items: readonly ItemView[],
   withItemDates = true,
 ): OrderResponse {
-  const lines = new Map<number, ItemViewRow[]>();
+  const lines = new Map<number, ItemView[]>();
   for (const item of items) {
-    const line = lines.get(item.line_no);
+    const line = lines.get(item.lineNo);
     if (line) line.push(item);
-    else lines.set(item.line_no, [item]);
+    else lines.set(item.lineNo, [item]);
   }
   const listings = [...lines.entries()]
     .sort(([a], [b]) => a - b)
     .map(([, rows]) => toListingSummary(rows, withItemDates));
   return {
-    orderId: order.order_id,
-    createDate: isoMs(order.created_at),
+    orderId: order.orderId,
+    createDate: isoMs(order.createdAt),
     currency: order.currency,
     listings,
     dryrun: false,
-    ...(order.tax_cents !== null ? { tax: fromCents(order.tax_cents) } : {}),
-    ...(order.tax_model !== null ? { taxModel: order.tax_model } : {}),
-    ...(order.reference_id !== null ? { referenceId: order.reference_id } : {}),
+    ...(order.taxCents !== null ? { tax: fromCents(order.taxCents) } : {}),
+    ...(order.taxModel !== null ? { taxModel: order.taxModel } : {}),
+    ...(order.referenceId !== null ? { referenceId: order.referenceId } : {}),
   };
 }
 
-function toListingSummary(rows: ItemViewRow[], withItemDates: boolean): ListingSummary {
+function toListingSummary(rows: ItemView[], withItemDates: boolean): ListingSummary {
   const first = rows[0]!;
-  const company = rows.find((r) => r.shipping_company !== null)?.shipping_company;
-  const tracking = rows.find((r) => r.tracking_id !== null)?.tracking_id;
+  const company = rows.find((r) => r.shippingCompany !== null)?.shippingCompany;
+  const tracking = rows.find((r) => r.trackingId !== null)?.trackingId;
   return {
-    listingId: first.listing_id,
+    listingId: first.listingId,
     title: first.title,
     isbn: first.isbn,
-    quantity: first.line_quantity,
-    vendorId: first.vendor_id,
+    quantity: first.lineQuantity,
+    vendorId: first.vendorId,
     ...(company ? { shippingCompany: company } : {}),
     ...(tracking ? { shippingTrackingId: tracking } : {}),
-    minShippingDays: first.min_days ?? 0,
-    maxShippingDays: first.max_days ?? 0,
+    minShippingDays: first.minDays ?? 0,
+    maxShippingDays: first.maxDays ?? 0,
     orderItems: rows.map((r) => ({
-      orderItemId: r.order_item_id,
-      cost: fromCents(r.cost_cents),
-      shipcost: fromCents(r.shipcost_cents),
+      orderItemId: r.orderItemId,
+      cost: fromCents(r.costCents),
+      shipcost: fromCents(r.shipcostCents),
       status: r.status,
-      ...(withItemDates ? { itemUpdateDate: isoMs(r.updated_at) } : {}),
+      ...(withItemDates ? { itemUpdateDate: isoMs(r.updatedAt) } : {}),
     })),
   };
 }
@@ -94,7 +94,7 @@ function toListingSummary(rows: ItemViewRow[], withItemDates: boolean): ListingS
 /** What a dry run answers: the order as it would be priced now, every identifier 0 (SPEC.md, CONTRACT.md 7). */
 export function toDryRunResponse(
   pricing: PricingResult,
-  currency: string,
+  currency: Currency,
   referenceId: string | undefined,
   now: number,
 ): OrderResponse {

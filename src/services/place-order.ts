@@ -1,18 +1,13 @@
-import type { Logger } from '../logger.js';
-import { toCents } from '../domain/money.js';
 import { ItemStatus } from '../domain/item-status.js';
-import { ApiError } from '../http/errors.js';
-import type { AuthContext } from '../http/respond.js';
-import { SvcStatus, type SvcStatusCode } from '../http/status-codes.js';
+import type { Logger } from '../logger.js';
 import type { OrderOutcomes } from '../queue/order-outcomes.js';
 import type { OrderQueue } from '../queue/order.queue.js';
-import type { OrderRepository } from '../store/order.repository.js';
-import type { CheckedOrder, OrderIntake } from './order-intake.js';
+import type { NewOrder, Store } from '../store/store.port.js';
+import { centsOrNull, type CheckedOrder } from './order-intake.js';
 import { toDryRunResponse, toOrderResponse, type OrderResponse } from './order-view.js';
 
 export interface PlaceOrderDeps {
-  intake: OrderIntake;
-  orders: OrderRepository;
+  store: Pick<Store, 'orders'>;
   queue: OrderQueue;
   outcomes: OrderOutcomes;
   clock: () => number;
@@ -20,46 +15,47 @@ export interface PlaceOrderDeps {
 }
 
 export interface PlaceOrderInput {
-  auth: AuthContext;
-  body: Record<string, unknown>;
+  clientId: number;
+  /** The client's idempotency key (Svc-RequestId) and a hash of what it was sent with. */
+  requestId: string;
   requestHash: string;
+  checked: CheckedOrder;
   respondAsync: boolean;
   log: Logger;
 }
 
-export interface PlaceOrderResult {
-  code: SvcStatusCode;
-  order: OrderResponse;
-}
+/**
+ * dry-run: priced, nothing stored; conflict: the request id was used for another request; placed: the order
+ * as it now stands, `duplicate` when the same request had placed it before, `queued` while any item waits.
+ */
+export type PlaceOrderResult =
+  | { kind: 'dry-run'; order: OrderResponse }
+  | { kind: 'conflict' }
+  | { kind: 'placed'; duplicate: boolean; queued: boolean; order: OrderResponse };
 
 /** POST /v1/orders: a dry run answered from pricing, or a real order recorded, enqueued and awaited. */
 export async function placeOrder(deps: PlaceOrderDeps, input: PlaceOrderInput): Promise<PlaceOrderResult> {
-  const checked = await deps.intake.check(input.auth, input.body);
-  const { request, currency, pricing } = checked;
-  if (request.dryrun) {
-    return {
-      code: SvcStatus.DRY_RUN_OK,
-      order: toDryRunResponse(pricing, currency, request.referenceId, deps.clock()),
-    };
+  const { draft, currency, pricing } = input.checked;
+  if (draft.dryrun) {
+    return { kind: 'dry-run', order: toDryRunResponse(pricing, currency, draft.referenceId, deps.clock()) };
   }
-  const accepted = await deps.orders.accept(newOrder(input, checked, deps.clock()));
-  if (accepted.kind === 'conflict') {
-    throw new ApiError(
-      SvcStatus.REQUEST_ID_CONFLICT,
-      'Svc-RequestId: already used by this access key for a different request',
-    );
-  }
+  const accepted = await deps.store.orders.accept(newOrder(input, deps.clock()));
+  if (accepted.kind === 'conflict') return accepted;
   const { orderId } = accepted;
   const log = input.log.child({ orderId });
   const enqueued = await enqueue(deps.queue, orderId, log);
   if (accepted.kind === 'created' && enqueued && !input.respondAsync && deps.orderWaitMs > 0) {
-    await deps.outcomes.wait(orderId, deps.orderWaitMs, () => isSettled(deps.orders, orderId));
+    await deps.outcomes.wait(
+      orderId,
+      deps.orderWaitMs,
+      async () => (await deps.store.orders.phaseOf(orderId)) === 'settled',
+    );
   }
-  const stored = (await deps.orders.get(orderId))!;
+  const stored = (await deps.store.orders.get(orderId))!;
   const queued = stored.items.some((item) => item.status === ItemStatus.QUEUED);
-  const code = accepted.kind === 'duplicate' && queued ? SvcStatus.DUPLICATE_PROCESSING : SvcStatus.CREATED;
-  log.info({ duplicate: accepted.kind === 'duplicate', queued }, 'order answered');
-  return { code, order: toOrderResponse(stored.order, stored.items, false) };
+  const duplicate = accepted.kind === 'duplicate';
+  log.info({ duplicate, queued }, 'order answered');
+  return { kind: 'placed', duplicate, queued, order: toOrderResponse(stored.order, stored.items, false) };
 }
 
 /** The order is stored before this runs; a Redis outage leaves it QUEUED for reconciliation to enqueue. */
@@ -73,26 +69,20 @@ async function enqueue(queue: OrderQueue, orderId: number, log: Logger): Promise
   }
 }
 
-function isSettled(orders: OrderRepository, orderId: number): boolean {
-  return orders.phaseOf(orderId) === 'settled';
-}
-
-function newOrder(input: PlaceOrderInput, checked: CheckedOrder, now: number) {
-  const { request, currency, card, pricing } = checked;
+function newOrder(input: PlaceOrderInput, now: number): NewOrder {
+  const { draft, currency, card, pricing } = input.checked;
   return {
-    clientId: input.auth.clientId,
-    requestId: input.auth.requestId,
+    clientId: input.clientId,
+    requestId: input.requestId,
     requestHash: input.requestHash,
-    referenceId: request.referenceId ?? null,
-    domain: request.domain,
+    referenceId: draft.referenceId ?? null,
+    domain: draft.domain,
     currency,
-    shippingMode: request.shippingMode,
-    shipAddr: request.shipAddr,
-    billAddr: request.billAddr,
+    shippingMode: draft.shippingMode,
+    shipAddr: draft.shipAddr,
+    billAddr: draft.billAddr,
     cardId: card.cardId,
-    totalMaxPriceCents: maxPriceOf(request.totalMaxPrice),
-    taxCents: null,
-    taxModel: null,
+    totalMaxPriceCents: centsOrNull(draft.totalMaxPrice),
     createdAt: now,
     items: pricing.lines.flatMap((line, lineNo) =>
       line.items.map((item) => ({
@@ -102,15 +92,11 @@ function newOrder(input: PlaceOrderInput, checked: CheckedOrder, now: number) {
         title: line.title,
         isbn: line.isbn,
         lineQuantity: line.quantity,
-        maxPriceCents: maxPriceOf(request.listings[lineNo]?.maxPrice),
+        maxPriceCents: centsOrNull(draft.listings[lineNo]?.maxPrice),
         minDays: line.minDays,
         maxDays: line.maxDays,
         costCents: item.costCents,
-        shipcostCents: 0,
       })),
     ),
   };
 }
-
-const maxPriceOf = (amount: number | undefined): number | null =>
-  amount === undefined ? null : toCents(amount);

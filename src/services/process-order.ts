@@ -1,12 +1,20 @@
-import type { Currency, UsdPer } from '../domain/money.js';
-import { priceOrder } from '../domain/pricing.js';
+import { ItemStatus } from '../domain/item-status.js';
+import type { UsdPer } from '../domain/money.js';
+import { priceOrder, type PricingResult } from '../domain/pricing.js';
 import type { TaxRules } from '../domain/tax.js';
 import type { Logger } from '../logger.js';
 import { paymentKey, type PaymentGateway } from '../payments/payment-gateway.js';
-import type { OrderProcessingRepository, PriceStoredOrder } from '../store/order-processing.repository.js';
+import type {
+  OrderWithItems,
+  PricingCatalog,
+  Reservation,
+  StockChange,
+  StoredItem,
+  Store,
+} from '../store/store.port.js';
 
 export interface ProcessOrderDeps {
-  processing: OrderProcessingRepository;
+  store: Pick<Store, 'processing' | 'catalog' | 'orders'>;
   payments: PaymentGateway;
   usdPer: UsdPer;
   taxRules: TaxRules;
@@ -17,68 +25,205 @@ export interface ProcessOrderDeps {
 
 export type ProcessOutcome = 'missing' | 'settled' | 'already-settled' | 'failed';
 
+// Stock taken by another order between pricing and reserving is rare; a few fresh prices settle it.
+const RESERVE_ROUNDS = 5;
+
 /** Prices a stored order with the same module as dry runs, from what the order recorded at acceptance. */
-export function priceStoredOrder(usdPer: UsdPer, taxRules: TaxRules): PriceStoredOrder {
-  return (order, items, catalog) => {
-    const lines = new Map<number, { listingId: number; quantity: number; maxPriceCents: number | null }>();
-    for (const item of items) {
-      if (!lines.has(item.line_no)) {
-        lines.set(item.line_no, {
-          listingId: item.listing_id,
-          quantity: item.line_quantity,
-          maxPriceCents: item.max_price_cents,
-        });
-      }
+export function priceStoredOrder(
+  { order, items }: OrderWithItems,
+  catalog: PricingCatalog,
+  usdPer: UsdPer,
+  taxRules: TaxRules,
+): PricingResult {
+  const lines = new Map<number, { listingId: number; quantity: number; maxPriceCents: number | null }>();
+  for (const item of items) {
+    if (!lines.has(item.lineNo))
+      lines.set(item.lineNo, {
+        listingId: item.listingId,
+        quantity: item.lineQuantity,
+        maxPriceCents: item.maxPriceCents,
+      });
+  }
+  return priceOrder({
+    currency: order.currency,
+    shippingMode: order.shippingMode,
+    shipTo: { country: order.shipAddr.country, provstate: order.shipAddr.provstate ?? null },
+    totalMaxPriceCents: order.totalMaxPriceCents,
+    lines: [...lines.entries()].sort(([a], [b]) => a - b).map(([, line]) => line),
+    listings: catalog.listings,
+    vendors: catalog.vendors,
+    usdPer,
+    taxRules,
+  });
+}
+
+/** What a priced attempt writes: the items in request order take the priced figures of their lines. */
+export function reservationOf(stored: OrderWithItems, pricing: PricingResult, now: number): Reservation {
+  const queue = [...stored.items];
+  const items: Reservation['items'] = [];
+  const take: StockChange[] = [];
+  for (const line of pricing.lines) {
+    for (const priced of line.items) {
+      const item = queue.shift()!;
+      items.push({
+        orderItemId: item.orderItemId,
+        ...priced,
+        minDays: line.minDays,
+        maxDays: line.maxDays,
+        status: line.status === ItemStatus.ORDERED ? ItemStatus.QUEUED : line.status,
+      });
     }
-    const shipAddr = JSON.parse(order.ship_addr) as { country: string; provstate?: string | null };
-    return priceOrder({
-      currency: order.currency as Currency,
-      shippingMode: order.shipping_mode,
-      shipTo: { country: shipAddr.country, provstate: shipAddr.provstate ?? null },
-      totalMaxPriceCents: order.total_max_price_cents,
-      lines: [...lines.entries()].sort(([a], [b]) => a - b).map(([, line]) => line),
-      listings: catalog.listings,
-      vendors: catalog.vendors,
-      usdPer,
-      taxRules,
-    });
+    if (line.status === ItemStatus.ORDERED) take.push({ listingId: line.listingId, copies: line.quantity });
+  }
+  return {
+    orderId: stored.order.orderId,
+    items,
+    take: take.sort((a, b) => a.listingId - b.listingId),
+    phase: pricing.purchasableItemCount > 0 ? 'reserved' : 'settled',
+    taxCents: pricing.taxCents,
+    taxModel: pricing.taxModel,
+    totalCents: pricing.totalCents,
+    now,
   };
 }
 
+/** The stock held by an order's QUEUED items, per listing: what giving up on a reserved order returns. */
+export function stockHeldBy(items: readonly Pick<StoredItem, 'listingId' | 'status'>[]): StockChange[] {
+  const copies = new Map<number, number>();
+  for (const item of items) {
+    if (item.status === ItemStatus.QUEUED) copies.set(item.listingId, (copies.get(item.listingId) ?? 0) + 1);
+  }
+  return [...copies].sort(([a], [b]) => a - b).map(([listingId, n]) => ({ listingId, copies: n }));
+}
+
+/** What an attempt does next, once it has counted itself and, for a new order, reserved what it buys. */
+export type AttemptStep =
+  | { kind: 'missing' }
+  | { kind: 'settled'; byThisAttempt: boolean }
+  | { kind: 'exhausted' }
+  | { kind: 'pay'; stored: OrderWithItems };
+
 /**
- * One attempt at an order; safe to run any number of times: every step is guarded by the order's phase in
- * SQLite, and the payment is keyed by the order so a retry finds the first authorisation instead of a second.
+ * One attempt at an order; safe to run any number of times: every write is guarded by the order's phase in
+ * the store, and the payment is keyed by the order so a retry finds the first authorisation, not a second.
  */
 export async function processOrder(deps: ProcessOrderDeps, orderId: number): Promise<ProcessOutcome> {
-  const price = priceStoredOrder(deps.usdPer, deps.taxRules);
-  const step = await deps.processing.beginAttempt(orderId, deps.maxAttempts, deps.clock(), price);
+  const step = await startAttempt(deps, orderId);
   switch (step.kind) {
     case 'missing':
       return 'missing';
     case 'settled':
-      return 'already-settled';
+      return step.byThisAttempt ? 'settled' : 'already-settled';
     case 'exhausted':
       await failOrder(deps, orderId);
       return 'failed';
-    case 'pay': {
-      const key = paymentKey(orderId);
-      const result = await deps.payments.authorize({ key, ...step });
-      await deps.processing.settlePayment(orderId, result.approved, deps.clock());
-      deps.logger.info(
-        { orderId, approved: result.approved, amountCents: step.amountCents },
-        'order settled',
-      );
+    case 'pay':
+      await pay(deps, step.stored);
       return 'settled';
-    }
   }
+}
+
+/** Counts an attempt and, for an order still queued, prices it against current stock and reserves what it buys. */
+export async function startAttempt(deps: ProcessOrderDeps, orderId: number): Promise<AttemptStep> {
+  let stored = await deps.store.processing.beginAttempt(orderId);
+  if (!stored) return { kind: 'missing' };
+  if (stored.order.phase === 'settled') return { kind: 'settled', byThisAttempt: false };
+  if (stored.order.attempts > deps.maxAttempts) return { kind: 'exhausted' };
+  if (stored.order.phase === 'queued') {
+    const reserved = await reserve(deps, stored);
+    if (reserved === 'bought nothing') return { kind: 'settled', byThisAttempt: true };
+    // Another attempt got there first: carry on from what it stored.
+    stored = reserved === 'not-queued' ? await deps.store.orders.get(orderId) : reserved;
+    if (!stored || stored.order.phase === 'settled') return { kind: 'settled', byThisAttempt: false };
+  }
+  return { kind: 'pay', stored };
+}
+
+async function reserve(
+  deps: ProcessOrderDeps,
+  stored: OrderWithItems,
+): Promise<OrderWithItems | 'not-queued' | 'bought nothing'> {
+  const listingIds = [...new Set(stored.items.map((i) => i.listingId))];
+  for (let round = 0; round < RESERVE_ROUNDS; round += 1) {
+    const catalog = await deps.store.catalog.loadForPricing(listingIds);
+    const pricing = priceStoredOrder(stored, catalog, deps.usdPer, deps.taxRules);
+    const reservation = reservationOf(stored, pricing, deps.clock());
+    const result = await deps.store.processing.reserve(reservation);
+    if (result === 'short') continue;
+    if (result === 'not-queued') return result;
+    if (reservation.phase === 'settled') return 'bought nothing';
+    const byId = new Map(reservation.items.map((i) => [i.orderItemId, i]));
+    return {
+      order: { ...stored.order, phase: 'reserved', totalCents: reservation.totalCents },
+      items: stored.items.map((item) => ({
+        ...item,
+        status: byId.get(item.orderItemId)?.status ?? item.status,
+      })),
+    };
+  }
+  throw new Error(
+    `order ${stored.order.orderId}: stock kept changing while it was reserved; retrying the job`,
+  );
+}
+
+/** Authorises the reserved amount once (keyed by the order) and settles the order with the answer. */
+async function pay(deps: ProcessOrderDeps, stored: OrderWithItems): Promise<void> {
+  const { order, items } = stored;
+  const key = paymentKey(order.orderId);
+  const amountCents = order.totalCents!;
+  const result = await deps.payments.authorize({
+    key,
+    cardId: order.cardId,
+    amountCents,
+    currency: order.currency,
+  });
+  const ledger = {
+    entryKey: `${result.approved ? 'authorize' : 'decline'}:${key}`,
+    orderId: order.orderId,
+    orderItemId: null,
+    kind: result.approved ? ('authorize' as const) : ('decline' as const),
+    amountCents,
+    currency: order.currency,
+  };
+  await deps.store.processing.settle({
+    orderId: order.orderId,
+    fromPhase: 'reserved',
+    itemStatus: result.approved ? ItemStatus.ORDERED : ItemStatus.CREDIT_CARD_REJECTED,
+    clearCharges: !result.approved,
+    zeroTax: !result.approved,
+    giveBack: result.approved ? [] : stockHeldBy(items),
+    ledger,
+    now: deps.clock(),
+  });
+  deps.logger.info({ orderId: order.orderId, approved: result.approved, amountCents }, 'order settled');
 }
 
 /** Gives up on an order after its last attempt: any authorisation released first, then the items FAILED. */
 export async function failOrder(
-  deps: Pick<ProcessOrderDeps, 'payments' | 'processing' | 'clock' | 'logger'>,
+  deps: Pick<ProcessOrderDeps, 'payments' | 'clock' | 'logger'> & {
+    store: Pick<Store, 'orders' | 'processing'>;
+  },
   orderId: number,
-) {
+): Promise<boolean> {
   await deps.payments.adjust(paymentKey(orderId), 'failed', null);
-  if (await deps.processing.fail(orderId, deps.clock()))
-    deps.logger.warn({ orderId }, 'order failed after its last attempt');
+  // The order may move from queued to reserved meanwhile: read it again and settle from where it is.
+  for (let round = 0; round < RESERVE_ROUNDS; round += 1) {
+    const stored = await deps.store.orders.get(orderId);
+    if (!stored || stored.order.phase === 'settled') return false;
+    const failed = await deps.store.processing.settle({
+      orderId,
+      fromPhase: stored.order.phase,
+      itemStatus: ItemStatus.FAILED,
+      clearCharges: true,
+      zeroTax: true,
+      giveBack: stored.order.phase === 'reserved' ? stockHeldBy(stored.items) : [],
+      ledger: null,
+      now: deps.clock(),
+    });
+    if (failed) {
+      deps.logger.warn({ orderId }, 'order failed after its last attempt');
+      return true;
+    }
+  }
+  throw new Error(`order ${orderId}: its phase kept changing while it was failed`);
 }

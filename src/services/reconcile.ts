@@ -1,35 +1,25 @@
-import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
-import type { Deps } from '../deps.js';
 import { ItemStatus as S, type ItemStatusCode } from '../domain/item-status.js';
 import { orderJobId, type OrderQueue } from '../queue/order.queue.js';
 import { withLock } from '../queue/redis-lock.js';
-import { createItemRepository } from '../store/item.repository.js';
-import type { OrderProcessingRepository } from '../store/order-processing.repository.js';
-import {
-  createReconcileRepository,
-  type ItemKey,
-  type OrderKey,
-  type ReconcileRepository,
-  type StaleOrder,
-} from '../store/reconcile.repository.js';
+import type { RedisClient } from '../queue/redis.js';
+import type { StaleItemKey, StaleOrder, StaleOrderKey, Store } from '../store/store.port.js';
 import { applyAdjustment, moveItem, type ItemLifecycleDeps } from './item-lifecycle.js';
 import { failOrder } from './process-order.js';
 import type { MetricsRecorder } from '../metrics/metrics.recorder.js';
 
 export interface ReconcileDeps extends ItemLifecycleDeps {
-  reconcile: ReconcileRepository;
+  store: Pick<Store, 'items' | 'reconcile' | 'orders' | 'processing'>;
   metrics: Pick<MetricsRecorder, 'recordReconcileActions'>;
-  processing: OrderProcessingRepository;
   queue: OrderQueue;
-  redis: Redis;
+  redis: RedisClient;
   config: Pick<
     Config,
     | 'QUEUED_STALE_AFTER_S'
     | 'SHIP_DEADLINE_H'
     | 'EXTRA_SHIPPING_TIMEOUT_H'
     | 'MAX_PROCESS_ATTEMPTS'
-    | 'QUEUE_PREFIX'
+    | 'REDIS_PREFIX'
   >;
 }
 
@@ -48,11 +38,6 @@ const LOCK_TTL_MS = 30_000;
 // States in which the order's job will still run: enqueueing again would be a no-op anyway.
 const IN_QUEUE = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children']);
 
-/** The repositories a pass needs beside a process's deps, on the same SQLite connection. */
-export function reconcileDepsOf(deps: Deps): ReconcileDeps {
-  return { ...deps, items: createItemRepository(deps.db), reconcile: createReconcileRepository(deps.db) };
-}
-
 /** A pass that did not run says why; the next tick (or the operator) tries again. */
 export type PassResult =
   | { ran: true; counts: ReconcileCounts }
@@ -69,7 +54,7 @@ export async function runReconcilePass(
 ): Promise<PassResult> {
   // The lock and the queue both need Redis; deadlines measured in hours can wait for the next tick.
   if (deps.redis.status !== 'ready') return skipped(deps, 'redis unavailable');
-  const key = `${deps.config.QUEUE_PREFIX}:reconcile:lock`;
+  const key = `${deps.config.REDIS_PREFIX}:reconcile:lock`;
   const result = await withLock(deps.redis, key, { ttlMs: LOCK_TTL_MS, waitMs: options.waitMs }, (lost) =>
     reconcileOnce(
       deps,
@@ -127,8 +112,8 @@ export async function reconcileOnce(
   counts.adjustmentsApplied = await applyPendingAdjustments(deps, now, lost);
   for (const deadline of DEADLINES) counts[deadline.count] += await expire(deps, deadline, now, lost);
   await forEachBatch(
-    (after?: OrderKey) =>
-      deps.reconcile.staleOrders(now - deps.config.QUEUED_STALE_AFTER_S * 1000, BATCH, after),
+    (after?: StaleOrderKey) =>
+      deps.store.reconcile.staleOrders(now - deps.config.QUEUED_STALE_AFTER_S * 1000, BATCH, after),
     (order) => ({ createdAt: order.createdAt, orderId: order.orderId }),
     lost,
     async (order) => {
@@ -148,7 +133,7 @@ async function expire(deps: ReconcileDeps, deadline: Deadline, now: number, lost
   const changedBefore = now - deadline.hours(deps.config) * HOUR_MS;
   let moved = 0;
   await forEachBatch(
-    (after?: ItemKey) => deps.reconcile.staleItems(from, changedBefore, BATCH, after),
+    (after?: StaleItemKey) => deps.store.reconcile.staleItems(from, changedBefore, BATCH, after),
     (item) => ({ statusChangedAt: item.statusChangedAt, orderItemId: item.orderItemId }),
     lost,
     async ({ orderItemId }) => {
@@ -186,7 +171,7 @@ async function requeueOrFail(deps: ReconcileDeps, order: StaleOrder, now: number
 async function applyPendingAdjustments(deps: ReconcileDeps, now: number, lost: AbortSignal): Promise<number> {
   let applied = 0;
   await forEachBatch(
-    (after?: number) => deps.reconcile.pendingAdjustments(BATCH, after),
+    (after?: number) => deps.store.reconcile.pendingAdjustments(BATCH, after),
     (entry) => entry.entryId,
     lost,
     async (entry) => {
@@ -203,14 +188,14 @@ async function applyPendingAdjustments(deps: ReconcileDeps, now: number, lost: A
 
 /** Keyset-paged batches, so rows that stay put are read once; stops between batches once `lost` aborts. */
 async function forEachBatch<T, K>(
-  fetch: (after: K | undefined) => T[],
+  fetch: (after: K | undefined) => Promise<T[]>,
   keyOf: (row: T) => K,
   lost: AbortSignal,
   handle: (row: T) => Promise<void>,
 ): Promise<void> {
   let after: K | undefined;
   for (;;) {
-    const batch = fetch(after);
+    const batch = await fetch(after);
     for (const row of batch) await handle(row);
     const last = batch.at(-1);
     if (batch.length < BATCH || last === undefined || lost.aborted) return;

@@ -1,6 +1,5 @@
 import crypto from 'node:crypto';
-import type { OrderRepository } from '../store/order.repository.js';
-import type { OrderKey, OrderSearchRepository, SortOrder } from '../store/order-search.repository.js';
+import type { OrderKey, SortOrder, Store } from '../store/store.port.js';
 import { toOrderResponse, type OrderResponse } from './order-view.js';
 
 const DAY_MS = 86_400_000;
@@ -33,7 +32,7 @@ export type SearchOutcome =
 
 export interface SearchDeps {
   clock: () => number;
-  orderSearch: OrderSearchRepository;
+  store: Pick<Store, 'search' | 'orders'>;
 }
 
 /**
@@ -83,7 +82,7 @@ export async function searchOrders(
       ? { window: resolveWindow(q, now) }
       : await resume(deps, clientId, q.next, hash, now);
   if ('message' in start) return { kind: 'bad-cursor', message: start.message };
-  const page = await deps.orderSearch.search(clientId, {
+  const page = await deps.store.search.search(clientId, {
     ...start.window,
     itemUpdateStart: q.itemUpdateDateStart,
     itemUpdateEnd: q.itemUpdateDateEnd,
@@ -99,12 +98,12 @@ export async function searchOrders(
   const last = page.orders.at(-1)?.order;
   const next =
     page.more && last
-      ? await deps.orderSearch.issueCursor(
+      ? await deps.store.search.issueCursor(
           {
             clientId,
             criteriaHash: hash,
             ...start.window,
-            after: { createdAt: last.created_at, orderId: last.order_id },
+            after: { createdAt: last.createdAt, orderId: last.orderId },
             createdAt: now,
           },
           now - CURSOR_TTL_MS,
@@ -127,7 +126,7 @@ async function resume(
   hash: string,
   now: number,
 ): Promise<Start | { message: string }> {
-  const cursor = await deps.orderSearch.findCursor(cursorId, clientId, now - CURSOR_TTL_MS);
+  const cursor = await deps.store.search.findCursor(cursorId, clientId, now - CURSOR_TTL_MS);
   if (!cursor)
     return {
       message: 'next: not a cursor issued to this client in the last 24 hours; search again without it',
@@ -139,10 +138,10 @@ async function resume(
 
 /** The client's order with every item and its itemUpdateDate; null when absent or another client's. */
 export async function getClientOrder(
-  orders: OrderRepository,
+  deps: Pick<SearchDeps, 'store'>,
   clientId: number,
   orderId: number,
 ): Promise<OrderResponse | null> {
-  const stored = await orders.getForClient(clientId, orderId);
+  const stored = await deps.store.orders.getForClient(clientId, orderId);
   return stored ? toOrderResponse(stored.order, stored.items) : null;
 }

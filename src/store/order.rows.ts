@@ -1,15 +1,22 @@
-/** Rows as stored: the shapes the repositories read and the views map. */
-export interface OrderRow {
+/**
+ * The order and item rows as both adapters' SQL names their columns, and their mapping to the port's objects.
+ * Only the adapters import this: no row leaves them.
+ */
+import type { Currency } from '../domain/money.js';
+import type { OrderAddress, StoredItem, StoredItemWithCurrency, StoredOrder } from './store.port.js';
+
+/** An order row; `Address` is how the adapter hands over the address columns (JSON text or an object). */
+export interface OrderRow<Address> {
   order_id: number;
   client_id: number;
   request_id: string;
   request_hash: string;
   reference_id: string | null;
   domain: string;
-  currency: string;
+  currency: Currency;
   shipping_mode: 'S' | 'P';
-  ship_addr: string;
-  bill_addr: string;
+  ship_addr: Address;
+  bill_addr: Address;
   card_id: number;
   total_max_price_cents: number | null;
   tax_cents: number | null;
@@ -20,7 +27,7 @@ export interface OrderRow {
   created_at: number;
 }
 
-export interface OrderItemRow {
+export interface ItemRow {
   order_item_id: number;
   order_id: number;
   client_id: number;
@@ -45,29 +52,60 @@ export interface OrderItemRow {
   extra_shipping_cents: number | null;
 }
 
-/** The columns of an order that its OrderResponse shows; a search reads no others. */
-export type OrderViewRow = Pick<
-  OrderRow,
-  'order_id' | 'created_at' | 'currency' | 'tax_cents' | 'tax_model' | 'reference_id'
->;
+export type ItemWithCurrencyRow = ItemRow & { currency: Currency };
 
-/** The columns of an item that its OrderResponse shows, and order_id to group by. */
-export type ItemViewRow = Pick<
-  OrderItemRow,
-  | 'order_item_id'
-  | 'order_id'
-  | 'line_no'
-  | 'listing_id'
-  | 'vendor_id'
-  | 'title'
-  | 'isbn'
-  | 'line_quantity'
-  | 'min_days'
-  | 'max_days'
-  | 'cost_cents'
-  | 'shipcost_cents'
-  | 'status'
-  | 'updated_at'
-  | 'shipping_company'
-  | 'tracking_id'
->;
+export function toStoredOrder<Address>(
+  r: OrderRow<Address>,
+  address: (column: Address) => OrderAddress,
+): StoredOrder {
+  return {
+    orderId: r.order_id,
+    clientId: r.client_id,
+    requestId: r.request_id,
+    requestHash: r.request_hash,
+    referenceId: r.reference_id,
+    domain: r.domain,
+    currency: r.currency,
+    shippingMode: r.shipping_mode,
+    shipAddr: address(r.ship_addr),
+    billAddr: address(r.bill_addr),
+    cardId: r.card_id,
+    totalMaxPriceCents: r.total_max_price_cents,
+    taxCents: r.tax_cents,
+    taxModel: r.tax_model,
+    totalCents: r.total_cents,
+    phase: r.phase,
+    attempts: r.attempts,
+    createdAt: r.created_at,
+  };
+}
+
+export const toStoredItem = (r: ItemRow): StoredItem => ({
+  orderItemId: r.order_item_id,
+  orderId: r.order_id,
+  clientId: r.client_id,
+  orderCreatedAt: r.order_created_at,
+  lineNo: r.line_no,
+  listingId: r.listing_id,
+  vendorId: r.vendor_id,
+  title: r.title,
+  isbn: r.isbn,
+  lineQuantity: r.line_quantity,
+  maxPriceCents: r.max_price_cents,
+  minDays: r.min_days,
+  maxDays: r.max_days,
+  costCents: r.cost_cents,
+  shipcostCents: r.shipcost_cents,
+  taxCents: r.tax_cents,
+  status: r.status,
+  updatedAt: r.updated_at,
+  statusChangedAt: r.status_changed_at,
+  shippingCompany: r.shipping_company,
+  trackingId: r.tracking_id,
+  extraShippingCents: r.extra_shipping_cents,
+});
+
+export const toItemWithCurrency = (r: ItemWithCurrencyRow): StoredItemWithCurrency => ({
+  ...toStoredItem(r),
+  currency: r.currency,
+});

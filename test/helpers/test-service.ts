@@ -1,5 +1,6 @@
-// Test harness: a real app on a private SQLite file and a private queue prefix on the run's real Redis,
-// real worker processes spawned with tsx, and a signing helper for supertest.
+// Test harness: a real app on a private store (a SQLite file or a PostgreSQL database, by the vitest project)
+// and a private queue prefix on the run's real Redis, real worker processes spawned with tsx, a raw-SQL probe
+// of the store, and a signing helper for supertest.
 import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -14,7 +15,9 @@ import { closeDeps, createDeps } from '../../src/container.js';
 import type { Deps } from '../../src/deps.js';
 import { createApp } from '../../src/http/app.js';
 import { createLogger } from '../../src/logger.js';
-import type { CatalogListing, CatalogVendor } from '../../src/store/catalog.repository.js';
+import { addCard, createClient } from '../../src/services/client-keys.js';
+import type { CatalogListing, CatalogVendor } from '../../src/store/store.port.js';
+import { openProbe, testStoreEnv } from './test-store.js';
 
 export interface Credentials {
   clientId: number;
@@ -29,12 +32,19 @@ export interface TestServiceOptions {
 }
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
+// Resolved here, so a process started in another working directory still finds it.
+const TSX = import.meta.resolve('tsx');
 
 /** Environment shared by the in-process app and spawned processes of one test service. */
-function baseEnv(dir: string, prefix: string, redisUrl: string, extra: Record<string, string>) {
+function baseEnv(
+  store: Record<string, string>,
+  prefix: string,
+  redisUrl: string,
+  extra: Record<string, string>,
+) {
   return {
     REDIS_URL: redisUrl,
-    DB_PATH: path.join(dir, 'orders.db'),
+    ...store,
     QUEUE_PREFIX: prefix,
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     LOG_PRETTY: 'false',
@@ -47,11 +57,13 @@ function baseEnv(dir: string, prefix: string, redisUrl: string, extra: Record<st
 export async function createTestService(options: TestServiceOptions = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bookorders-test-'));
   const prefix = `t${crypto.randomBytes(5).toString('hex')}`;
-  const env = baseEnv(dir, prefix, inject('redisUrl'), options.env ?? {});
+  const store = await testStoreEnv(dir);
+  const env = baseEnv(store.env, prefix, inject('redisUrl'), options.env ?? {});
   const config: Config = loadConfig(env);
   const logger = createLogger(config, 'test');
-  const deps: Deps = createDeps(config, logger, { withOutcomes: true, clock: options.clock });
+  const deps: Deps = await createDeps(config, logger, { withOutcomes: true, clock: options.clock });
   const app = createApp(deps);
+  const probe = openProbe(env);
   const children = new Set<ChildProcess>();
 
   return {
@@ -61,10 +73,12 @@ export async function createTestService(options: TestServiceOptions = {}) {
     deps,
     app,
     prefix,
+    /** Raw SQL on the store (`?` placeholders on both stores), for what a client cannot observe. */
+    probe,
     /** A client with one active card (or a declining one). */
-    client(name = 'test client', declines = false): Credentials {
-      const client = deps.clients.create(name);
-      const card = deps.clients.addCard(client.clientId, declines);
+    async client(name = 'test client', declines = false): Promise<Credentials> {
+      const client = await createClient(deps.store.clients, name, Date.now());
+      const card = await addCard(deps.store.clients, client.clientId, declines, Date.now());
       return {
         clientId: client.clientId,
         accessKey: client.accessKey,
@@ -72,15 +86,15 @@ export async function createTestService(options: TestServiceOptions = {}) {
         ccToken: card.token,
       };
     },
-    importCatalog(vendors: CatalogVendor[], listings: CatalogListing[]) {
-      deps.catalog.importCatalog(vendors, listings);
+    importCatalog(vendors: CatalogVendor[], listings: CatalogListing[]): Promise<void> {
+      return deps.store.catalog.importCatalog(vendors, listings);
     },
-    stock(listingId: number): number {
+    async stock(listingId: number): Promise<number> {
       return (
-        (deps.db
-          .prepare('SELECT stock FROM listings WHERE listing_id = ?')
-          .pluck()
-          .get(listingId) as number) ?? -1
+        (await probe.scalar<number | undefined>(
+          'SELECT stock FROM listings WHERE listing_id = ?',
+          listingId,
+        )) ?? -1
       );
     },
     /** Spawns a real worker process (`npm run worker` without npm) on this service's store and queue. */
@@ -97,7 +111,9 @@ export async function createTestService(options: TestServiceOptions = {}) {
     async close() {
       await Promise.all([...children].map((child) => stopChild(child)));
       await closeDeps(deps);
-      await removeKeys(env.REDIS_URL, prefix);
+      await probe.close();
+      await store.drop();
+      await removeKeys(env.REDIS_URL, config.REDIS_PREFIX);
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -105,15 +121,24 @@ export async function createTestService(options: TestServiceOptions = {}) {
 
 export type TestService = Awaited<ReturnType<typeof createTestService>>;
 
-async function spawnProcess(
+/**
+ * Spawns a process entry (`src/server.ts`, `workers/…`) with tsx, in `cwd` (the project by default), and waits
+ * for `readyLine` on its stdout when given; `env` is added to this process's own unless `isolated`.
+ */
+export async function spawnProcess(
   children: Set<ChildProcess>,
   entry: string,
-  env: Record<string, string>,
+  env: Record<string, string | undefined>,
   readyLine?: string,
+  { cwd = ROOT, isolated = false }: { cwd?: string; isolated?: boolean } = {},
 ): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, entry)], {
-    cwd: ROOT,
-    env: { ...process.env, ...env, LOG_LEVEL: readyLine ? 'info' : env.LOG_LEVEL },
+  const child = spawn(process.execPath, ['--import', TSX, path.join(ROOT, entry)], {
+    cwd,
+    env: {
+      ...(isolated ? { PATH: process.env.PATH } : process.env),
+      ...env,
+      LOG_LEVEL: readyLine ? 'info' : env.LOG_LEVEL,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.add(child);

@@ -29,9 +29,13 @@ export function runAdmin(env: Record<string, string>, args: string[]): Promise<C
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Polls `condition` every 100 ms; fails naming `what` when it does not hold within `timeoutMs`. */
-export async function until(condition: () => boolean, timeoutMs: number, what = 'condition'): Promise<void> {
+export async function until(
+  condition: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  what = 'condition',
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
+  while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`${what}: not reached in ${timeoutMs} ms`);
     await sleep(100);
   }

@@ -3,16 +3,17 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createCatalogRepository } from '../../src/store/catalog.repository.js';
-import { createClientRepository } from '../../src/store/client.repository.js';
-import { openDb, type Db } from '../../src/store/db.js';
+import { loadConfig } from '../../src/config.js';
+import { openStore } from '../../src/store/open-store.js';
+import type { Store } from '../../src/store/store.port.js';
+import { testStoreEnv, type TestStoreEnv } from '../helpers/test-store.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const TSX = path.join(ROOT, 'node_modules/.bin/tsx');
 const DEMO_CATALOG = path.join(ROOT, 'scripts/demo-catalog.json');
 
 let dir: string;
-let dbPath: string;
+let store: TestStoreEnv;
 
 interface Run {
   code: number | null;
@@ -20,12 +21,12 @@ interface Run {
   stderr: string;
 }
 
-/** Runs the operator CLI as an operator would, against this file's own SQLite database. */
+/** Runs the operator CLI as an operator would, against this file's own store (SQLite file or PostgreSQL database). */
 function admin(args: string[], stdin?: string): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(TSX, ['src/cli/admin.cli.ts', ...args], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH, DB_PATH: dbPath },
+      env: { PATH: process.env.PATH, ...store.env },
     });
     let stdout = '';
     let stderr = '';
@@ -37,13 +38,13 @@ function admin(args: string[], stdin?: string): Promise<Run> {
   });
 }
 
-/** Reads the stored state through the repositories, with a connection of its own. */
-function inspect<T>(read: (db: Db) => T): T {
-  const db = openDb(dbPath);
+/** Reads the stored state through the store port, with a connection of its own. */
+async function inspect<T>(read: (store: Store) => Promise<T>): Promise<T> {
+  const opened = await openStore(loadConfig(store.env), 'test');
   try {
-    return read(db);
+    return await read(opened);
   } finally {
-    db.close();
+    await opened.close();
   }
 }
 
@@ -53,12 +54,15 @@ function writeJson(name: string, value: unknown): string {
   return file;
 }
 
-beforeAll(() => {
+beforeAll(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'admin-cli-'));
-  dbPath = path.join(dir, 'orders.db');
+  store = await testStoreEnv(dir);
 });
 
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+afterAll(async () => {
+  await store.drop();
+  rmSync(dir, { recursive: true, force: true });
+});
 
 describe('when an operator onboards a client', () => {
   it('then the client gets keys, sandbox cards, and can be disabled', async () => {
@@ -77,18 +81,20 @@ describe('when an operator onboards a client', () => {
     expect(declining.code).toBe(0);
     const goodToken = JSON.parse(good.stdout).ccToken;
     const declineToken = JSON.parse(declining.stdout).ccToken;
-    inspect((db) => {
-      const clients = createClientRepository(db);
-      expect(clients.findCard(goodToken)).toMatchObject({ clientId: client.clientId, declines: false });
-      expect(clients.findCard(declineToken)).toMatchObject({ clientId: client.clientId, declines: true });
+    await inspect(async ({ clients }) => {
+      expect(await clients.findCard(goodToken)).toMatchObject({ clientId: client.clientId, declines: false });
+      expect(await clients.findCard(declineToken)).toMatchObject({
+        clientId: client.clientId,
+        declines: true,
+      });
     });
 
     const disabled = await admin(['client:disable', '--access-key', client.accessKey]);
     expect(disabled.code).toBe(0);
     expect(JSON.parse(disabled.stdout)).toEqual({ accessKey: client.accessKey, disabled: true });
-    expect(inspect((db) => createClientRepository(db).findByAccessKey(client.accessKey)?.disabled)).toBe(
-      true,
-    );
+    expect(
+      await inspect(async ({ clients }) => (await clients.findByAccessKey(client.accessKey))?.disabled),
+    ).toBe(true);
 
     const cardForDisabled = await admin(['card:add', '--access-key', client.accessKey]);
     expect(cardForDisabled).toMatchObject({ code: 1, stdout: '' });
@@ -129,7 +135,9 @@ describe('when an operator imports the catalog', () => {
     const updated = await admin(['catalog:import', '-'], JSON.stringify(update));
     expect(updated.code).toBe(0);
     expect(JSON.parse(updated.stdout)).toEqual({ vendors: 0, listings: 1 });
-    const listing = inspect((db) => createCatalogRepository(db).loadForPricing([1001]).listings.get(1001));
+    const listing = await inspect(async ({ catalog }) =>
+      (await catalog.loadForPricing([1001])).listings.get(1001),
+    );
     expect(listing).toMatchObject({ priceCents: 1100, stock: 9, isbn: '9780141439549' });
   });
 
@@ -155,7 +163,7 @@ describe('when an operator imports the catalog', () => {
     expect(run.stderr).toContain(
       'listings[1].vendorId: vendor 999 is neither in the file nor in the catalog',
     );
-    expect(inspect((db) => createCatalogRepository(db).vendorExists(900))).toBe(false);
+    expect(await inspect(({ catalog }) => catalog.vendorExists(900))).toBe(false);
   });
 
   it('then a file that is missing or not JSON is refused with exit code 1', async () => {
@@ -179,7 +187,9 @@ describe('when an operator deactivates a vendor', () => {
     ]);
     expect(done.code).toBe(0);
     expect(JSON.parse(done.stdout)).toEqual({ vendorId: 301, active: false });
-    const vendor = inspect((db) => createCatalogRepository(db).loadForPricing([3001]).vendors.get(301));
+    const vendor = await inspect(async ({ catalog }) =>
+      (await catalog.loadForPricing([3001])).vendors.get(301),
+    );
     expect(vendor?.active).toBe(false);
     expect(unknown).toMatchObject({ code: 1, stdout: '' });
     expect(unknown.stderr).toContain('no vendor 999999');

@@ -7,8 +7,8 @@ let buyer: Credentials;
 
 beforeAll(async () => {
   service = await createTestService();
-  service.importCatalog(VENDORS, LISTINGS);
-  buyer = service.client('dry runner');
+  await service.importCatalog(VENDORS, LISTINGS);
+  buyer = await service.client('dry runner');
 });
 afterAll(() => service.close());
 
@@ -43,8 +43,8 @@ describe('POST /v1/orders with dryrun: true', () => {
       ],
     });
     expect(res.body.listings[0].orderItems[0]).not.toHaveProperty('itemUpdateDate');
-    expect(service.deps.db.prepare('SELECT count(*) FROM orders').pluck().get()).toBe(0);
-    expect(service.stock(2002)).toBe(50);
+    expect(await service.probe.scalar('SELECT count(*) FROM orders')).toBe(0);
+    expect(await service.stock(2002)).toBe(50);
   });
 
   it('converts a GBP vendor into USD for an international order, leftover shipping cent to the first item', async () => {
@@ -103,7 +103,7 @@ describe('POST /v1/orders with dryrun: true', () => {
   });
 
   it('shows an inactive seller as 54', async () => {
-    service.deps.catalog.deactivateVendor(701);
+    await service.deps.store.catalog.deactivateVendor(701);
     const res = await dryRun({ listings: [{ listingId: 3001, quantity: 1 }] });
     expect(res.body.listings[0].orderItems[0].status).toBe(54);
   });

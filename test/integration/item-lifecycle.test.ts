@@ -25,12 +25,12 @@ interface Item {
 
 beforeAll(async () => {
   service = await createTestService();
-  service.importCatalog(
+  await service.importCatalog(
     [...VENDORS, { ...VENDORS[1]!, vendorId: 901, name: 'Closing Down Books' }],
     [...LISTINGS, { ...LISTINGS[3]!, listingId: 9901, vendorId: 901, title: 'Last Orders' }],
   );
-  service.deps.catalog.deactivateVendor(901);
-  buyer = service.client('lifecycle buyer');
+  await service.deps.store.catalog.deactivateVendor(901);
+  buyer = await service.client('lifecycle buyer');
 });
 afterAll(() => service.close());
 
@@ -52,7 +52,11 @@ async function itemsOf(orderId: number, creds = buyer): Promise<Item[]> {
 
 /** The operator command, run in this process against the service's database. */
 async function update(args: string[]): Promise<{ item?: Item; error?: CliError }> {
-  const ctx = { db: service.deps.db, config: service.config, out: { note: () => undefined } };
+  const ctx = {
+    store: () => Promise.resolve(service.deps.store),
+    config: service.config,
+    out: { note: () => undefined },
+  };
   try {
     return { item: (await itemUpdate.run(args, ctx)) as Item };
   } catch (error) {
@@ -64,22 +68,29 @@ async function update(args: string[]): Promise<{ item?: Item; error?: CliError }
 const move = (id: number, status: number, ...extra: string[]) =>
   update(['--order-item', String(id), '--status', String(status), ...extra]);
 
-function row(id: number) {
-  return service.deps.db
-    .prepare(
-      'SELECT status, updated_at, shipcost_cents, cost_cents + shipcost_cents + tax_cents AS share FROM order_items WHERE order_item_id = ?',
-    )
-    .get(id) as { status: number; updated_at: number; shipcost_cents: number; share: number };
+interface ItemRow {
+  status: number;
+  updated_at: number;
+  shipcost_cents: number;
+  share: number;
 }
 
-const balance = (orderId: number) => ledgerBalance(service.deps.db, orderId);
+async function row(id: number): Promise<ItemRow> {
+  const found = await service.probe.get<ItemRow>(
+    'SELECT status, updated_at, shipcost_cents, cost_cents + shipcost_cents + tax_cents AS share FROM order_items WHERE order_item_id = ?',
+    id,
+  );
+  if (!found) throw new Error(`no order item ${id}`);
+  return found;
+}
+
+const balance = (orderId: number) => ledgerBalance(service.probe, orderId);
 
 const ledgerOf = (orderItemId: number) =>
-  service.deps.db
-    .prepare(
-      'SELECT kind, amount_cents AS amount FROM ledger_entries WHERE order_item_id = ? ORDER BY entry_id',
-    )
-    .all(orderItemId);
+  service.probe.all(
+    'SELECT kind, amount_cents AS amount FROM ledger_entries WHERE order_item_id = ? ORDER BY entry_id',
+    orderItemId,
+  );
 
 type Money = 'void' | 'refund' | 'extra';
 interface Step {
@@ -146,9 +157,9 @@ describe('item:update makes every move the table allows', () => {
       for (const step of steps) {
         if (step.to === 93) extra = Math.round(Number(step.args![1]) * 100);
         const before = {
-          row: row(item.orderItemId),
-          stock: service.stock(WALDEN),
-          entries: ledgerOf(item.orderItemId).length,
+          row: await row(item.orderItemId),
+          stock: await service.stock(WALDEN),
+          entries: (await ledgerOf(item.orderItemId)).length,
         };
         const startedAt = Date.now();
         const { item: moved, error } = await move(item.orderItemId, step.to, ...(step.args ?? []));
@@ -163,14 +174,14 @@ describe('item:update makes every move the table allows', () => {
           }),
         );
         expect(Date.parse(moved!.itemUpdateDate)).toBeGreaterThanOrEqual(startedAt);
-        expect(service.stock(WALDEN)).toBe(before.stock + (step.money === 'void' ? 1 : 0));
-        const entries = ledgerOf(item.orderItemId);
+        expect(await service.stock(WALDEN)).toBe(before.stock + (step.money === 'void' ? 1 : 0));
+        const entries = await ledgerOf(item.orderItemId);
         expect(entries).toHaveLength(before.entries + (step.money ? 1 : 0));
         if (step.money) {
           const kind = step.money === 'extra' ? 'extra_shipping' : step.money;
           expect(entries.at(-1)).toEqual({ kind, amount: step.money === 'extra' ? extra : before.row.share });
         }
-        const { ledger, bought, gateway } = balance(orderId);
+        const { ledger, bought, gateway } = await balance(orderId);
         expect(ledger).toBe(bought);
         expect(gateway).toBe(bought);
       }
@@ -213,7 +224,7 @@ async function itemsInEveryStatus(): Promise<Map<number, number>> {
     [93, await walk(ids[5]!, extra)],
     [4, await walk(ids[6]!, extra, [4])],
     [90, await walk(ids[7]!, extra, [90])],
-    [19, await first({}, service.client('declined buyer', true))],
+    [19, await first({}, await service.client('declined buyer', true))],
     [53, await first({ listings: [{ listingId: WALDEN, quantity: 1, maxPrice: 5 }] })],
     [54, await first({ listings: [{ listingId: 9901, quantity: 1 }] })],
     [55, await first({ totalMaxPrice: 1 })],
@@ -227,10 +238,10 @@ describe('item:update refuses every move the table does not allow', () => {
     let refused = 0;
     for (const from of CODES) {
       const id = byStatus.get(from)!;
-      expect(row(id).status, `an item in ${from}`).toBe(from);
+      expect((await row(id)).status, `an item in ${from}`).toBe(from);
       const allowed = from === 1 ? [] : TRANSITIONS[from];
       for (const to of CODES.filter((c) => !allowed.includes(c))) {
-        const before = { row: row(id), stock: service.stock(WALDEN), ledger: ledgerOf(id) };
+        const before = { row: await row(id), stock: await service.stock(WALDEN), ledger: await ledgerOf(id) };
         const { error } = await move(id, to, ...(to === 93 ? ['--extra-shipping', '1'] : []));
         expect(error?.exitCode, `${from} -> ${to}`).toBe(1);
         expect(error!.message).toContain(`order item ${id} is `);
@@ -238,7 +249,11 @@ describe('item:update refuses every move the table does not allow', () => {
         else if (allowed.length === 0) expect(error!.message).toContain('which is final: no move is allowed');
         else
           for (const next of allowed) expect(error!.message).toMatch(new RegExp(`allowed: .*\\(${next}\\)`));
-        expect({ row: row(id), stock: service.stock(WALDEN), ledger: ledgerOf(id) }).toEqual(before);
+        expect({
+          row: await row(id),
+          stock: await service.stock(WALDEN),
+          ledger: await ledgerOf(id),
+        }).toEqual(before);
         refused += 1;
       }
     }
@@ -267,11 +282,11 @@ describe('item:update checks its options before the table', () => {
   ])('%j is a usage error that changes nothing', async (args, message) => {
     const { items } = await placeOrder({});
     const id = items[0]!.orderItemId;
-    const before = row(id);
+    const before = await row(id);
     const { error } = await update(['--order-item', String(id), ...args]);
     expect(error).toMatchObject({ exitCode: 2 });
     expect(error!.message).toContain(message);
-    expect(row(id)).toEqual(before);
+    expect(await row(id)).toEqual(before);
   });
 
   it('an item that does not exist is reported as such', async () => {
@@ -286,7 +301,7 @@ describe('the admin CLI process', () => {
   it('when the buyer and the seller cancel the same item at once, then one move wins and the stock comes back once', async () => {
     const { orderId, items } = await placeOrder({ listings: [{ listingId: WALDEN, quantity: 1 }] });
     const id = String(items[0]!.orderItemId);
-    const stock = service.stock(WALDEN);
+    const stock = await service.stock(WALDEN);
     const runs = await Promise.all([
       admin(['item:update', '--order-item', id, '--status', '17']),
       admin(['item:update', '--order-item', id, '--status', '14']),
@@ -300,9 +315,9 @@ describe('the admin CLI process', () => {
     expect(lost[0]).toMatchObject({ code: 1, stdout: '' });
     expect(lost[0]!.stderr).toContain(`admin item:update: order item ${id} is `);
     expect(lost[0]!.stderr).toContain('which is final: no move is allowed');
-    expect(service.stock(WALDEN)).toBe(stock + 1);
-    expect(ledgerOf(Number(id))).toEqual([{ kind: 'void', amount: row(Number(id)).share }]);
-    const { ledger, bought, gateway } = balance(orderId);
+    expect(await service.stock(WALDEN)).toBe(stock + 1);
+    expect(await ledgerOf(Number(id))).toEqual([{ kind: 'void', amount: (await row(Number(id))).share }]);
+    const { ledger, bought, gateway } = await balance(orderId);
     expect([ledger, gateway]).toEqual([bought, bought]);
   });
 

@@ -1,13 +1,14 @@
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
+import { loadConfig } from '../../src/config.js';
 import { Lockout } from '../../src/http/lockout.js';
 import { createLogger } from '../../src/logger.js';
 
 const redis = new Redis(inject('redisUrl'));
 const logger = createLogger({ LOG_LEVEL: 'silent', LOG_PRETTY: 'false' }, 'test');
 const policy = { name: 'probe', maxFailures: 3, windowMs: 60_000, lockMs: 600_000 };
-const prefix = `lockout${process.pid}`;
+const prefix = loadConfig({ QUEUE_PREFIX: `lockout${process.pid}` }).REDIS_PREFIX;
 afterAll(() => redis.disconnect());
 
 describe('a lockout shared by two web processes', () => {

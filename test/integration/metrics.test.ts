@@ -3,7 +3,7 @@ import supertest from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../scripts/redis.js';
 import { createWebApp } from '../../src/server.js';
-import { reconcileDepsOf, runReconcilePass } from '../../src/services/reconcile.js';
+import { runReconcilePass } from '../../src/services/reconcile.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
 import { parseSamples, valueOf } from '../helpers/prometheus-text.js';
 import { createTestService, signed, stopChild, type TestService } from '../helpers/test-service.js';
@@ -19,15 +19,15 @@ const scrape = async () => {
 
 beforeAll(async () => {
   service = await createTestService();
-  service.importCatalog(VENDORS, LISTINGS);
+  await service.importCatalog(VENDORS, LISTINGS);
   app = createWebApp(service.deps);
 });
 afterAll(() => service.close());
 
 describe('GET /metrics after known traffic', () => {
   it('when a client sends dry runs, bad requests and real orders processed by a worker process, then the counts, durations and outcomes add up', async () => {
-    const buyer = service.client('metrics buyer');
-    const decliner = service.client('metrics decliner', true);
+    const buyer = await service.client('metrics buyer');
+    const decliner = await service.client('metrics decliner', true);
     const worker = await service.startWorker();
     for (let i = 0; i < 3; i++)
       await signed(app, buyer, 'POST', '/v1/orders', orderBody(buyer.ccToken, { dryrun: true }));
@@ -102,7 +102,7 @@ describe('GET /metrics after known traffic', () => {
     });
     await service.deps.metrics.recordReconcileActions({ requeued: 1 });
     // A real pass (nothing stale here) is counted by the service itself.
-    expect(await runReconcilePass(reconcileDepsOf(service.deps))).toMatchObject({ ran: true });
+    expect(await runReconcilePass(service.deps)).toMatchObject({ ran: true });
     const text = await scrape();
     expect(valueOf(text, 'bookorders_reconcile_passes_total')).toBe(3);
     expect(valueOf(text, 'bookorders_reconcile_actions_total', { kind: 'requeued' })).toBe(3);

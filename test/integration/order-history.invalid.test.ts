@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { US_ADDRESS } from '../helpers/fixtures.js';
 import { createTestService, signed, type Credentials, type TestService } from '../helpers/test-service.js';
 
 const DAY = 86_400_000;
@@ -28,11 +29,11 @@ async function cursorFor(creds: Credentials, query: string): Promise<number> {
 
 beforeAll(async () => {
   service = await createTestService({ clock: () => now });
-  alice = service.client('alice');
-  bob = service.client('bob');
-  const cardId = service.deps.clients.findCard(alice.ccToken)!.cardId;
+  alice = await service.client('alice');
+  bob = await service.client('bob');
+  const cardId = (await service.deps.store.clients.findCard(alice.ccToken))!.cardId;
   for (let i = 0; i < 3; i++) {
-    await service.deps.orders.accept({
+    await service.deps.store.orders.accept({
       clientId: alice.clientId,
       requestId: `seed-${i}`,
       requestHash: 'seed',
@@ -40,12 +41,10 @@ beforeAll(async () => {
       domain: 'bookmarket.com',
       currency: 'USD',
       shippingMode: 'S',
-      shipAddr: {},
-      billAddr: {},
+      shipAddr: US_ADDRESS,
+      billAddr: US_ADDRESS,
       cardId,
       totalMaxPriceCents: null,
-      taxCents: null,
-      taxModel: null,
       createdAt: now - (i + 1) * DAY,
       items: [],
     });

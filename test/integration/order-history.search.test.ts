@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { NewOrderItem } from '../../src/store/order.repository.js';
+import type { NewOrderItem } from '../../src/store/store.port.js';
+import { US_ADDRESS } from '../helpers/fixtures.js';
 import { createTestService, signed, type Credentials, type TestService } from '../helpers/test-service.js';
 
 const DAY = 86_400_000;
@@ -42,10 +43,10 @@ async function seed(
       minDays: 2,
       maxDays: 5,
       costCents: 1000,
-      shipcostCents: 150,
     })),
   );
-  const accepted = await service.deps.orders.accept({
+  const card = await service.deps.store.clients.findCard(creds.ccToken);
+  const accepted = await service.deps.store.orders.accept({
     clientId: creds.clientId,
     requestId: `seed-${++requests}`,
     requestHash: 'seed',
@@ -53,30 +54,38 @@ async function seed(
     domain: 'bookmarket.com',
     currency: 'USD',
     shippingMode: 'S',
-    shipAddr: {},
-    billAddr: {},
-    cardId: service.deps.clients.findCard(creds.ccToken)!.cardId,
+    shipAddr: US_ADDRESS,
+    billAddr: US_ADDRESS,
+    cardId: card!.cardId,
     totalMaxPriceCents: null,
-    taxCents: null,
-    taxModel: null,
     createdAt,
     items,
   });
   if (accepted.kind !== 'created') throw new Error('seed order not created');
-  const itemIds = service.deps.db
-    .prepare('SELECT order_item_id FROM order_items WHERE order_id = ? ORDER BY order_item_id')
-    .pluck()
-    .all(accepted.orderId) as number[];
+  // Acceptance leaves shipping to pricing; these items carry it as a priced order's would.
+  // RETURNING makes the UPDATE a statement with rows, which the SQLite probe's all() requires.
+  await service.probe.all(
+    'UPDATE order_items SET shipcost_cents = 150 WHERE order_id = ? RETURNING order_item_id',
+    accepted.orderId,
+  );
+  const rows = await service.probe.all<{ order_item_id: number }>(
+    'SELECT order_item_id FROM order_items WHERE order_id = ? ORDER BY order_item_id',
+    accepted.orderId,
+  );
+  const itemIds = rows.map((r) => r.order_item_id);
   return { orderId: accepted.orderId, createdAt, itemIds };
 }
 
 /** What a worker or the seller does to an item: a new status at a later time. */
-function update(itemId: number, at: number, status = 35): void {
-  service.deps.db
-    .prepare(
-      'UPDATE order_items SET status = ?, updated_at = ?, status_changed_at = ? WHERE order_item_id = ?',
-    )
-    .run(status, at, at, itemId);
+async function update(itemId: number, at: number, status = 35): Promise<void> {
+  await service.probe.all(
+    `UPDATE order_items SET status = ?, updated_at = ?, status_changed_at = ? WHERE order_item_id = ?
+     RETURNING order_item_id`,
+    status,
+    at,
+    at,
+    itemId,
+  );
 }
 
 const search = (creds: Credentials, query = '') =>
@@ -101,8 +110,8 @@ let b1: Seeded;
 
 beforeAll(async () => {
   service = await createTestService({ clock: () => NOW });
-  alice = service.client('alice');
-  bob = service.client('bob');
+  alice = await service.client('alice');
+  bob = await service.client('bob');
   o1 = await seed(alice, NOW - 100 * DAY, [{ ...HARBOUR, quantity: 1 }], 'PO-1');
   o2 = await seed(
     alice,
@@ -123,8 +132,8 @@ beforeAll(async () => {
   o5 = await seed(alice, NOW - DAY, [{ ...PRAIRIE, quantity: 2 }]);
   o6 = await seed(alice, NOW, [{ ...PRAIRIE, quantity: 1 }]);
   b1 = await seed(bob, NOW - 5 * DAY, [{ ...HARBOUR, quantity: 1 }], 'PO-2');
-  update(o2.itemIds[0]!, NOW - 10 * DAY);
-  update(o5.itemIds[1]!, NOW - 3_600_000, 5);
+  await update(o2.itemIds[0]!, NOW - 10 * DAY);
+  await update(o5.itemIds[1]!, NOW - 3_600_000, 5);
 });
 afterAll(() => service.close());
 

@@ -28,7 +28,7 @@ describe('queue dashboard at /admin/queues with ADMIN_USER and ADMIN_PASSWORD', 
   let app: express.Express;
   beforeAll(async () => {
     service = await createTestService({ env: { ADMIN_USER: 'ops', ADMIN_PASSWORD: 'correct horse' } });
-    service.importCatalog(VENDORS, LISTINGS);
+    await service.importCatalog(VENDORS, LISTINGS);
     app = createWebApp(service.deps);
   });
   afterAll(() => service.close());
@@ -53,7 +53,7 @@ describe('queue dashboard at /admin/queues with ADMIN_USER and ADMIN_PASSWORD', 
   });
 
   it('when the operator signs in, then the board and its API show the orders queue with a waiting job', async () => {
-    const buyer = service.client('dashboard buyer');
+    const buyer = await service.client('dashboard buyer');
     const placed = await signed(app, buyer, 'POST', '/v1/orders', orderBody(buyer.ccToken), {
       headers: { Prefer: 'respond-async' },
     });

@@ -24,8 +24,8 @@ const statusOf = (res: { headers: Record<string, string> }) => res.headers['svc-
 
 describe('rate limit per access key (RATE_LIMIT_PER_S)', () => {
   it('when a key sends more than its burst at once, then the rest are 4291 with Retry-After, and other keys are served', async () => {
-    const busy = service.client('busy client');
-    const other = service.client('quiet client');
+    const busy = await service.client('busy client');
+    const other = await service.client('quiet client');
     const answers = [];
     for (let i = 0; i < 5; i++) answers.push(await signed(app, busy, 'GET', '/v1/orders/424242'));
     expect(answers.map(statusOf)).toEqual(['4041', '4041', '4291', '4291', '4291']);
@@ -38,7 +38,7 @@ describe('rate limit per access key (RATE_LIMIT_PER_S)', () => {
   });
 
   it('when the key waits as long as Retry-After says, then it is served again', async () => {
-    const client = service.client('patient client');
+    const client = await service.client('patient client');
     await signed(app, client, 'GET', '/v1/orders/1');
     await signed(app, client, 'GET', '/v1/orders/1');
     const refused = await signed(app, client, 'GET', '/v1/orders/1');
@@ -50,7 +50,7 @@ describe('rate limit per access key (RATE_LIMIT_PER_S)', () => {
   });
 
   it('counts only authenticated requests: a bad signature does not spend the key owner’s budget', async () => {
-    const client = service.client('spoofed client');
+    const client = await service.client('spoofed client');
     for (let i = 0; i < 4; i++)
       await signed(app, { ...client, secretKey: 'not the secret' }, 'GET', '/v1/orders/1');
     expect(statusOf(await signed(app, client, 'GET', '/v1/orders/1'))).toBe('4041');
@@ -59,7 +59,7 @@ describe('rate limit per access key (RATE_LIMIT_PER_S)', () => {
 
 describe('rate limit across two web processes', () => {
   it('when one key alternates between two web processes, then together they allow one burst, not one each', async () => {
-    const client = service.client('two-door client');
+    const client = await service.client('two-door client');
     const env = { RATE_LIMIT_PER_S: '3' }; // burst 6
     const ports = [await freePort(), await freePort()];
     await Promise.all(
@@ -68,9 +68,12 @@ describe('rate limit across two web processes', () => {
     const doors = ports.map((port) =>
       createSigningClient({ baseUrl: `http://127.0.0.1:${port}`, ...client }),
     );
-    const warm = ports.map((port) =>
-      createSigningClient({ baseUrl: `http://127.0.0.1:${port}`, ...service.client('warm-up') }),
-    );
+    const warm = [];
+    for (const port of ports) {
+      warm.push(
+        createSigningClient({ baseUrl: `http://127.0.0.1:${port}`, ...(await service.client('warm-up')) }),
+      );
+    }
     for (const door of warm) expect((await door.getOrder(1)).svcStatus).toEqual([4041]);
     const seen: { door: number; codes: number[] }[] = [];
     const started = Date.now();

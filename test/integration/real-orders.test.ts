@@ -9,14 +9,15 @@ const statuses = (body: { listings: { orderItems: { status: number }[] }[] }) =>
   body.listings.flatMap((l) => l.orderItems.map((i) => i.status));
 
 const ledger = (orderId: number) =>
-  service.deps.db
-    .prepare('SELECT kind, amount_cents AS amount FROM ledger_entries WHERE order_id = ? ORDER BY entry_id')
-    .all(orderId);
+  service.probe.all(
+    'SELECT kind, amount_cents AS amount FROM ledger_entries WHERE order_id = ? ORDER BY entry_id',
+    orderId,
+  );
 
 beforeAll(async () => {
   service = await createTestService();
-  service.importCatalog(VENDORS, LISTINGS);
-  buyer = service.client('real buyer');
+  await service.importCatalog(VENDORS, LISTINGS);
+  buyer = await service.client('real buyer');
   await service.startWorker();
 });
 afterAll(() => service.close());
@@ -48,13 +49,13 @@ describe('POST /v1/orders for a real order', () => {
         .map((i: { orderItemId: number }) => i.orderItemId)
         .every((id: number) => id > 0),
     ).toBe(true);
-    expect(service.stock(2002)).toBe(48);
-    expect(ledger(res.body.orderId)).toEqual([{ kind: 'authorize', amount: 2786 }]);
+    expect(await service.stock(2002)).toBe(48);
+    expect(await ledger(res.body.orderId)).toEqual([{ kind: 'authorize', amount: 2786 }]);
   });
 
   it('when the card declines, then every item is 19 and the stock is untouched', async () => {
-    const decliner = service.client('declined buyer', true);
-    const before = service.stock(2001);
+    const decliner = await service.client('declined buyer', true);
+    const before = await service.stock(2001);
     const res = await signed(
       service.app,
       decliner,
@@ -65,8 +66,8 @@ describe('POST /v1/orders for a real order', () => {
     expect(res.headers['svc-status']).toBe('2010');
     expect(statuses(res.body)).toEqual([19, 19]);
     expect(res.body.listings[0].orderItems[0].shipcost).toBe(0);
-    expect(service.stock(2001)).toBe(before);
-    expect(ledger(res.body.orderId)).toEqual([{ kind: 'decline', amount: expect.any(Number) }]);
+    expect(await service.stock(2001)).toBe(before);
+    expect(await ledger(res.body.orderId)).toEqual([{ kind: 'decline', amount: expect.any(Number) }]);
   });
 
   it('when the same request is sent again, then it returns the same order; a different body is 4090', async () => {
@@ -88,17 +89,14 @@ describe('POST /v1/orders for a real order', () => {
     expect(other.status).toBe(409);
     expect(other.headers['svc-status']).toBe('4090');
     expect(other.body.requestId).toBe(requestId);
-    const count = service.deps.db
-      .prepare('SELECT count(*) FROM orders WHERE request_id = ?')
-      .pluck()
-      .get(requestId);
+    const count = await service.probe.scalar('SELECT count(*) FROM orders WHERE request_id = ?', requestId);
     expect(count).toBe(1);
   });
 
   it('when twenty identical requests arrive at once, then exactly one order is created', async () => {
     const body = orderBody(buyer.ccToken, { listings: [{ listingId: 1002, quantity: 1 }] });
     const requestId = crypto.randomUUID();
-    const before = service.stock(1002);
+    const before = await service.stock(1002);
     const answers = await Promise.all(
       Array.from({ length: 20 }, () => signed(service.app, buyer, 'POST', '/v1/orders', body, { requestId })),
     );
@@ -106,10 +104,8 @@ describe('POST /v1/orders for a real order', () => {
     expect(new Set(answers.map((a) => a.body.orderId)).size).toBe(1);
     const codes = answers.map((a) => a.headers['svc-status']);
     expect(codes.every((c) => c === '2010' || c === '2003')).toBe(true);
-    expect(
-      service.deps.db.prepare('SELECT count(*) FROM orders WHERE request_id = ?').pluck().get(requestId),
-    ).toBe(1);
-    expect(service.stock(1002)).toBe(before - 1);
+    expect(await service.probe.scalar('SELECT count(*) FROM orders WHERE request_id = ?', requestId)).toBe(1);
+    expect(await service.stock(1002)).toBe(before - 1);
   });
 });
 
@@ -117,8 +113,8 @@ describe('POST /v1/orders with Prefer: respond-async', () => {
   it('then it answers at once with the order QUEUED, before any worker has run', async () => {
     // No worker runs on this service, so QUEUED is what the client must see.
     const idle = await createTestService();
-    idle.importCatalog(VENDORS, LISTINGS);
-    const client = idle.client('async buyer');
+    await idle.importCatalog(VENDORS, LISTINGS);
+    const client = await idle.client('async buyer');
     const res = await signed(idle.app, client, 'POST', '/v1/orders', orderBody(client.ccToken), {
       headers: { Prefer: 'respond-async' },
     });

@@ -5,8 +5,8 @@ import { reconcile } from '../../src/cli/commands/reconcile.commands.js';
 import { orderJobId } from '../../src/queue/order.queue.js';
 import { withLock } from '../../src/queue/redis-lock.js';
 import { moveItem } from '../../src/services/item-lifecycle.js';
-import { priceStoredOrder, processOrder } from '../../src/services/process-order.js';
-import { reconcileDepsOf, runReconcilePass, type ReconcileCounts } from '../../src/services/reconcile.js';
+import { processOrder, startAttempt } from '../../src/services/process-order.js';
+import { runReconcilePass, type ReconcileCounts } from '../../src/services/reconcile.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
 import {
   createTestService,
@@ -16,7 +16,7 @@ import {
   type TestService,
 } from '../helpers/test-service.js';
 import { ledgerBalance } from '../helpers/ledger.js';
-import { runAdmin, sleep, until, logLines } from '../helpers/wait.js';
+import { runAdmin, sleep, logLines, until } from '../helpers/wait.js';
 
 const WALDEN = 2002;
 const HOUR = 3_600_000;
@@ -44,8 +44,8 @@ afterEach(async () => {
 async function start(env: Record<string, string> = {}, startAt = T0) {
   now = startAt;
   service = await createTestService({ env, clock: () => now });
-  service.importCatalog(VENDORS, LISTINGS);
-  buyer = service.client('reconcile buyer');
+  await service.importCatalog(VENDORS, LISTINGS);
+  buyer = await service.client('reconcile buyer');
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -68,19 +68,19 @@ async function placeOrder(quantity: number, queued = false) {
   const orderId = res.body.orderId as number;
   if (!queued)
     await processOrder({ ...service.deps, maxAttempts: service.config.MAX_PROCESS_ATTEMPTS }, orderId);
-  return { orderId, ids: itemIds(orderId) };
+  return { orderId, ids: await itemIds(orderId) };
 }
 
-const itemIds = (orderId: number) =>
-  service.deps.db
-    .prepare('SELECT order_item_id FROM order_items WHERE order_id = ? ORDER BY order_item_id')
-    .pluck()
-    .all(orderId) as number[];
-
-const lifecycle = () => reconcileDepsOf(service.deps);
+const itemIds = async (orderId: number) =>
+  (
+    await service.probe.all<{ order_item_id: number }>(
+      'SELECT order_item_id FROM order_items WHERE order_id = ? ORDER BY order_item_id',
+      orderId,
+    )
+  ).map((row) => row.order_item_id);
 
 async function moveTo(orderItemId: number, to: number, extraShippingCents?: number) {
-  const outcome = await moveItem(lifecycle(), {
+  const outcome = await moveItem(service.deps, {
     orderItemId,
     to,
     ...(extraShippingCents ? { extraShippingCents } : {}),
@@ -95,10 +95,10 @@ async function statuses(orderId: number): Promise<number[]> {
   );
 }
 
-const balance = (orderId: number) => ledgerBalance(service.deps.db, orderId);
+const balance = (orderId: number) => ledgerBalance(service.probe, orderId);
 
-function expectBalanced(orderId: number) {
-  const { ledger, bought, gateway } = balance(orderId);
+async function expectBalanced(orderId: number) {
+  const { ledger, bought, gateway } = await balance(orderId);
   expect([ledger, gateway]).toEqual([bought, bought]);
 }
 
@@ -116,7 +116,7 @@ async function updatedSince(since: number) {
 /** One pass at `atTime` on the fixed clock: what it changed. */
 async function pass(atTime: number): Promise<ReconcileCounts> {
   now = atTime;
-  const result = await runReconcilePass(lifecycle());
+  const result = await runReconcilePass(service.deps);
   if (!result.ran) throw new Error(`no pass ran: ${result.reason}`);
   return result.counts;
 }
@@ -132,13 +132,13 @@ describe('reconciliation with a fixed clock', () => {
     await moveTo(accepted, 93, 150);
     now = T0 + 2 * HOUR;
     await moveTo(accepted, 4);
-    const stock = service.stock(WALDEN);
+    const stock = await service.stock(WALDEN);
 
     // Deadlines are strict: at exactly 48 h after the request nothing has timed out yet.
     expect(await pass(T0 + 49 * HOUR)).toEqual(NOTHING);
     expect(await pass(T0 + 49 * HOUR + 1)).toEqual({ ...NOTHING, extraShippingTimedOut: 1 });
     expect(await statuses(orderId)).toEqual([5, 90, 4, 35]);
-    expect(service.stock(WALDEN)).toBe(stock + 1);
+    expect(await service.stock(WALDEN)).toBe(stock + 1);
     expect(await updatedSince(T0 + 49 * HOUR)).toEqual([[unanswered, 90, iso(T0 + 49 * HOUR + 1)]]);
 
     expect(await pass(T0 + 96 * HOUR)).toEqual(NOTHING);
@@ -147,22 +147,16 @@ describe('reconciliation with a fixed clock', () => {
     expect(await pass(T0 + 98 * HOUR + 1)).toEqual({ ...NOTHING, unshipped: 1 });
     expect(await pass(T0 + 98 * HOUR + 2)).toEqual(NOTHING);
     expect(await statuses(orderId)).toEqual([14, 90, 14, 35]);
-    expect(service.stock(WALDEN)).toBe(stock + 3);
-    expectBalanced(orderId);
+    expect(await service.stock(WALDEN)).toBe(stock + 3);
+    await expectBalanced(orderId);
     expect(await updatedSince(T0 + 96 * HOUR)).toEqual([
       [unshipped, 14, iso(T0 + 96 * HOUR + 1)],
       [accepted, 14, iso(T0 + 98 * HOUR + 1)],
     ]);
-    const voids = service.deps.db
-      .prepare(
-        `SELECT order_item_id, amount_cents FROM ledger_entries WHERE kind = 'void' ORDER BY order_item_id`,
-      )
-      .all();
-    expect(voids.map((v) => (v as { order_item_id: number }).order_item_id)).toEqual([
-      unshipped,
-      unanswered,
-      accepted,
-    ]);
+    const voids = await service.probe.all<{ order_item_id: number }>(
+      `SELECT order_item_id, amount_cents FROM ledger_entries WHERE kind = 'void' ORDER BY order_item_id`,
+    );
+    expect(voids.map((v) => v.order_item_id)).toEqual([unshipped, unanswered, accepted]);
   });
 
   it('when a queued order’s job is lost, then it is enqueued again once it is stale, and left alone while its job waits', async () => {
@@ -177,26 +171,23 @@ describe('reconciliation with a fixed clock', () => {
     expect(await queue.getJobState(orderJobId(orderId))).toBe('waiting');
     expect(await pass(T0 + 180_000)).toEqual(NOTHING);
     expect(await statuses(orderId)).toEqual([1]);
-    expect(
-      service.deps.db.prepare('SELECT status FROM order_items WHERE order_item_id = ?').pluck().get(ids[0]),
-    ).toBe(1);
+    expect(await service.probe.scalar('SELECT status FROM order_items WHERE order_item_id = ?', ids[0])).toBe(
+      1,
+    );
   });
 
   it('when a queued order has used its last attempt, then it becomes FAILED and its reserved stock comes back', async () => {
     await start({ MAX_PROCESS_ATTEMPTS: '1' });
-    const stock = service.stock(WALDEN);
+    const stock = await service.stock(WALDEN);
     const { orderId } = await placeOrder(2, true);
     await service.deps.queue.queue.remove(orderJobId(orderId));
     // A worker that reserved the stock and died: the order's one attempt is spent.
-    const price = priceStoredOrder(service.deps.usdPer, service.deps.taxRules);
-    expect((await service.deps.processing.beginAttempt(orderId, 1, now, price)).kind).toBe('pay');
-    expect(service.stock(WALDEN)).toBe(stock - 2);
+    expect((await startAttempt({ ...service.deps, maxAttempts: 1 }, orderId)).kind).toBe('pay');
+    expect(await service.stock(WALDEN)).toBe(stock - 2);
     expect(await pass(T0 + 121_000)).toEqual({ ...NOTHING, failed: 1 });
     expect(await statuses(orderId)).toEqual([60, 60]);
-    expect(service.stock(WALDEN)).toBe(stock);
-    expect(
-      service.deps.db.prepare('SELECT count(*) FROM ledger_entries WHERE order_id = ?').pluck().get(orderId),
-    ).toBe(0);
+    expect(await service.stock(WALDEN)).toBe(stock);
+    expect(await count('SELECT count(*) FROM ledger_entries WHERE order_id = ?', orderId)).toBe(0);
     expect(await pass(T0 + 122_000)).toEqual(NOTHING);
   });
 
@@ -204,24 +195,24 @@ describe('reconciliation with a fixed clock', () => {
     await start();
     const { orderId, ids } = await placeOrder(2);
     const down = {
-      ...lifecycle(),
+      ...service.deps,
       payments: { ...service.deps.payments, adjust: () => Promise.reject(new Error('gateway down')) },
     };
     expect((await moveItem(down, { orderItemId: ids[0]!, to: 17 })).kind).toBe('moved');
-    const { ledger, bought, gateway } = balance(orderId);
+    const { ledger, bought, gateway } = await balance(orderId);
     expect(ledger).toBe(bought);
-    expect(gateway).toBeGreaterThan(bought as number);
+    expect(gateway).toBeGreaterThan(bought);
     expect(await pass(T0 + 60_000)).toEqual({ ...NOTHING, adjustmentsApplied: 1 });
-    expectBalanced(orderId);
+    await expectBalanced(orderId);
     expect(await pass(T0 + 120_000)).toEqual(NOTHING);
-    expectBalanced(orderId);
+    await expectBalanced(orderId);
   });
 });
 
 describe('an interrupted pass', () => {
   it('when a pass stops after its first batch, then the next pass moves the rest and nothing twice', async () => {
     await start();
-    service.importCatalog(
+    await service.importCatalog(
       [],
       [{ ...LISTINGS[3]!, listingId: 2099, title: 'Walden, school edition', quantity: 300 }],
     );
@@ -238,14 +229,14 @@ describe('an interrupted pass', () => {
     now = T0 + 97 * HOUR;
     const stop = new AbortController();
     stop.abort(); // as a shutdown does: the pass ends after the batch in hand
-    const first = await runReconcilePass(lifecycle(), { signal: stop.signal });
+    const first = await runReconcilePass(service.deps, { signal: stop.signal });
     expect(first).toEqual({ ran: true, counts: { ...NOTHING, unshipped: 200 } });
     expect(await pass(now)).toEqual({ ...NOTHING, unshipped: 1 });
-    expect(count(`SELECT count(*) FROM ledger_entries WHERE order_id = ? AND kind = 'void'`, orderId)).toBe(
-      201,
-    );
-    expect(service.stock(2099)).toBe(300);
-    expectBalanced(orderId);
+    expect(
+      await count(`SELECT count(*) FROM ledger_entries WHERE order_id = ? AND kind = 'void'`, orderId),
+    ).toBe(201);
+    expect(await service.stock(2099)).toBe(300);
+    await expectBalanced(orderId);
   });
 });
 
@@ -257,16 +248,20 @@ describe('admin reconcile --now', () => {
     const { orderId, ids } = await placeOrder(2);
     now = T0 + HOUR;
     await moveTo(ids[1]!, 93, 500);
-    const stock = service.stock(WALDEN);
+    const stock = await service.stock(WALDEN);
     // No offset: UTC, as search dates are read. T0 + 96 h + 1 ms.
     const run = await admin(['reconcile', '--now', '2026-03-06T09:00:00.001']);
     expect(run).toMatchObject({ code: 0, stderr: '' });
     expect(JSON.parse(run.stdout)).toEqual({ ...NOTHING, unshipped: 1, extraShippingTimedOut: 1 });
-    const ctx = { db: service.deps.db, config: service.config, out: { note: () => undefined } };
+    const ctx = {
+      store: () => Promise.resolve(service.deps.store),
+      config: service.config,
+      out: { note: () => undefined },
+    };
     expect(await reconcile.run(['--now', '2026-03-06T10:00:00Z'], ctx)).toEqual(NOTHING);
     expect(await statuses(orderId)).toEqual([14, 90]);
-    expect(service.stock(WALDEN)).toBe(stock + 2);
-    expectBalanced(orderId);
+    expect(await service.stock(WALDEN)).toBe(stock + 2);
+    await expectBalanced(orderId);
     now = T0 + 97 * HOUR;
     const moved = iso(T0 + 96 * HOUR + 1);
     expect(await updatedSince(T0 + 50 * HOUR)).toEqual([
@@ -280,17 +275,14 @@ describe('admin reconcile --now', () => {
   });
 });
 
-const count = (sql: string, ...params: unknown[]) =>
-  service.deps.db
-    .prepare(sql)
-    .pluck()
-    .get(...params) as number;
+const count = (sql: string, ...params: unknown[]) => service.probe.scalar(sql, ...params);
 
+/** Polls the store every 100 ms until `check` holds; fails naming `what` after `timeoutMs`. */
 describe('the reconciliation lock', () => {
   it('lets one holder in at a time, makes a waiter wait, and tells a holder whose lease was taken', async () => {
     await start();
     const [a, b] = [new Redis(service.env.REDIS_URL), new Redis(service.env.REDIS_URL)];
-    const key = `${service.prefix}:test-lock`;
+    const key = `${service.config.REDIS_PREFIX}:test-lock`;
     let inside = 0;
     let most = 0;
     const hold = async () => {
@@ -335,11 +327,11 @@ describe('two clock processes', () => {
     const env = { RECONCILE_CRON: '* * * * * *' };
     const clocks = await Promise.all([1, 2].map(() => service.spawn('jobs/clock.ts', env, 'clock ready')));
     const logs = clocks.map(logLines);
-    const stock = service.stock(WALDEN);
+    const stock = await service.stock(WALDEN);
     const orders = [];
     for (let i = 0; i < 6; i += 1) orders.push((await placeOrder(2)).orderId);
     await until(
-      () => count('SELECT count(*) FROM order_items WHERE status = 14') === 12,
+      async () => (await count('SELECT count(*) FROM order_items WHERE status = 14')) === 12,
       20_000,
       'twelve items unshipped',
     );
@@ -357,11 +349,13 @@ describe('two clock processes', () => {
     const byStart = [...passes].sort((x, y) => x.startedAt - y.startedAt);
     for (let i = 1; i < byStart.length; i += 1)
       expect(byStart[i]!.startedAt).toBeGreaterThanOrEqual(byStart[i - 1]!.finishedAt);
-    expect(count(`SELECT count(*) FROM ledger_entries WHERE kind = 'void'`)).toBe(12);
-    expect(count(`SELECT count(DISTINCT order_item_id) FROM ledger_entries WHERE kind = 'void'`)).toBe(12);
+    expect(await count(`SELECT count(*) FROM ledger_entries WHERE kind = 'void'`)).toBe(12);
+    expect(await count(`SELECT count(DISTINCT order_item_id) FROM ledger_entries WHERE kind = 'void'`)).toBe(
+      12,
+    );
     // Twelve copies taken when bought, each given back once when unshipped.
-    expect(service.stock(WALDEN)).toBe(stock);
-    for (const orderId of orders) expectBalanced(orderId);
+    expect(await service.stock(WALDEN)).toBe(stock);
+    for (const orderId of orders) await expectBalanced(orderId);
     // Both clocks tick on the same second boundary, so the lock turns one of them away.
     expect(logs.flat().filter((l) => l.msg.includes('another pass holds the lock')).length).toBeGreaterThan(
       0,
@@ -373,7 +367,7 @@ describe('when Redis loses the queued jobs', () => {
   it('then reconciliation enqueues every stale order again and a worker completes each, charging it once', async () => {
     redis = await startPrivateRedis();
     await start({ REDIS_URL: redis.url }, Date.now());
-    const stock = service.stock(WALDEN);
+    const stock = await service.stock(WALDEN);
     const orders = [];
     for (let i = 0; i < 10; i += 1) orders.push((await placeOrder(2, true)).orderId);
     expect(await service.deps.queue.queue.getWaitingCount()).toBe(10);
@@ -385,16 +379,16 @@ describe('when Redis loses the queued jobs', () => {
 
     expect(await pass(now + 121_000)).toEqual({ ...NOTHING, requeued: 10 });
     await until(
-      () => count(`SELECT count(*) FROM orders WHERE phase = 'settled'`) === 10,
+      async () => (await count(`SELECT count(*) FROM orders WHERE phase = 'settled'`)) === 10,
       30_000,
       'orders settled',
     );
-    expect(count('SELECT count(*) FROM order_items WHERE status = 5')).toBe(20);
-    expect(service.stock(WALDEN)).toBe(stock - 20);
+    expect(await count('SELECT count(*) FROM order_items WHERE status = 5')).toBe(20);
+    expect(await service.stock(WALDEN)).toBe(stock - 20);
     for (const orderId of orders) {
-      expectBalanced(orderId);
+      await expectBalanced(orderId);
       expect(
-        count(`SELECT count(*) FROM ledger_entries WHERE order_id = ? AND kind = 'authorize'`, orderId),
+        await count(`SELECT count(*) FROM ledger_entries WHERE order_id = ? AND kind = 'authorize'`, orderId),
       ).toBe(1);
     }
     expect(await pass(now + 60_000)).toEqual(NOTHING);

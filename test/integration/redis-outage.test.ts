@@ -1,11 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { startPrivateRedis, type RunningRedis } from '../../scripts/redis.js';
 import { paymentKey } from '../../src/payments/payment-gateway.js';
-import { priceStoredOrder, processOrder } from '../../src/services/process-order.js';
-import { reconcileDepsOf, runReconcilePass, type PassResult } from '../../src/services/reconcile.js';
+import { processOrder, startAttempt } from '../../src/services/process-order.js';
+import { runReconcilePass, type PassResult } from '../../src/services/reconcile.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
 import { createTestService, signed, type Credentials, type TestService } from '../helpers/test-service.js';
-import { sleep, until, logLines } from '../helpers/wait.js';
+import { sleep, logLines, until } from '../helpers/wait.js';
 
 const WALDEN = 2002;
 
@@ -22,8 +22,8 @@ afterEach(async () => {
 async function start(env: Record<string, string> = {}) {
   redis = await startPrivateRedis();
   service = await createTestService({ env: { REDIS_URL: redis.url, ...env } });
-  service.importCatalog(VENDORS, LISTINGS);
-  buyer = service.client('outage buyer');
+  await service.importCatalog(VENDORS, LISTINGS);
+  buyer = await service.client('outage buyer');
 }
 
 async function restartRedis(): Promise<void> {
@@ -31,12 +31,9 @@ async function restartRedis(): Promise<void> {
   redis = await startPrivateRedis(Number(new URL(redis.url).port));
 }
 
-const count = (sql: string, ...params: unknown[]) =>
-  service.deps.db
-    .prepare(sql)
-    .pluck()
-    .get(...params) as number;
+const count = (sql: string, ...params: unknown[]) => service.probe.scalar(sql, ...params);
 
+/** Polls the store every 100 ms until `check` holds; fails naming `what` after `timeoutMs`. */
 function post(options: { async?: boolean } = {}) {
   const body = orderBody(buyer.ccToken, { listings: [{ listingId: WALDEN, quantity: 2 }] });
   return signed(service.app, buyer, 'POST', '/v1/orders', body, {
@@ -48,17 +45,17 @@ const statuses = (body: { listings: { orderItems: { status: number }[] }[] }) =>
   body.listings.flatMap((l) => l.orderItems.map((i) => i.status));
 
 /** Each order charged once: one authorisation for its total, one authorize entry, no adjustment. */
-function expectChargedOnce(orderId: number) {
-  const total = count('SELECT total_cents FROM orders WHERE order_id = ?', orderId);
-  expect(count('SELECT amount_cents FROM payments WHERE idempotency_key = ?', paymentKey(orderId))).toBe(
-    total,
-  );
+async function expectChargedOnce(orderId: number) {
+  const total = await count('SELECT total_cents FROM orders WHERE order_id = ?', orderId);
   expect(
-    count(`SELECT count(*) FROM ledger_entries WHERE order_id = ? AND kind = 'authorize'`, orderId),
+    await count('SELECT amount_cents FROM payments WHERE idempotency_key = ?', paymentKey(orderId)),
+  ).toBe(total);
+  expect(
+    await count(`SELECT count(*) FROM ledger_entries WHERE order_id = ? AND kind = 'authorize'`, orderId),
   ).toBe(1);
-  expect(count('SELECT count(*) FROM payment_adjustments WHERE payment_key = ?', paymentKey(orderId))).toBe(
-    0,
-  );
+  expect(
+    await count('SELECT count(*) FROM payment_adjustments WHERE payment_key = ?', paymentKey(orderId)),
+  ).toBe(0);
 }
 
 describe('when Redis is down as an order is accepted', () => {
@@ -67,7 +64,7 @@ describe('when Redis is down as an order is accepted', () => {
     const clock = await service.spawn('jobs/clock.ts', { RECONCILE_CRON: '* * * * * *' }, 'clock ready');
     const clockLog = logLines(clock);
     await service.startWorker();
-    const stock = service.stock(WALDEN);
+    const stock = await service.stock(WALDEN);
     await redis.stop();
 
     const startedAt = Date.now();
@@ -78,18 +75,20 @@ describe('when Redis is down as an order is accepted', () => {
     expect(statuses(res.body)).toEqual([1, 1]);
     const orderId = res.body.orderId as number;
     await sleep(1500); // clock ticks that cannot reach Redis
-    expect(count('SELECT count(*) FROM order_items WHERE order_id = ? AND status = 1', orderId)).toBe(2);
+    expect(await count('SELECT count(*) FROM order_items WHERE order_id = ? AND status = 1', orderId)).toBe(
+      2,
+    );
 
     await restartRedis();
     await until(
-      () => count(`SELECT count(*) FROM order_items WHERE status = 5`) === 2,
+      async () => (await count(`SELECT count(*) FROM order_items WHERE status = 5`)) === 2,
       30_000,
       'order completed',
     );
     const got = await signed(service.app, buyer, 'GET', `/v1/orders/${orderId}`);
     expect(statuses(got.body)).toEqual([5, 5]);
-    expect(service.stock(WALDEN)).toBe(stock - 2);
-    expectChargedOnce(orderId);
+    expect(await service.stock(WALDEN)).toBe(stock - 2);
+    await expectChargedOnce(orderId);
     const passes = clockLog.filter((l) => l.msg === 'reconcile pass done');
     expect(passes.reduce((n, p) => n + Number(p.requeued ?? 0), 0)).toBe(1);
   }, 60_000);
@@ -98,7 +97,7 @@ describe('when Redis is down as an order is accepted', () => {
 describe('when Redis restarts empty with orders queued', () => {
   it('then reconciliation completes every order and none is charged twice', async () => {
     await start();
-    const stock = service.stock(WALDEN);
+    const stock = await service.stock(WALDEN);
     const processDeps = { ...service.deps, maxAttempts: service.config.MAX_PROCESS_ATTEMPTS };
     const settled = [];
     for (let i = 0; i < 2; i += 1) {
@@ -108,31 +107,35 @@ describe('when Redis restarts empty with orders queued', () => {
     }
     // A worker that was charged by the gateway and died before recording it.
     const charged = (await post({ async: true })).body.orderId as number;
-    const price = priceStoredOrder(service.deps.usdPer, service.deps.taxRules);
-    const step = await service.deps.processing.beginAttempt(charged, 5, Date.now(), price);
+    const step = await startAttempt({ ...processDeps, maxAttempts: 5 }, charged);
     if (step.kind !== 'pay') throw new Error(`expected a payment step, got ${step.kind}`);
-    await service.deps.payments.authorize({ key: paymentKey(charged), ...step });
+    const { order } = step.stored;
+    await service.deps.payments.authorize({
+      key: paymentKey(charged),
+      cardId: order.cardId,
+      amountCents: order.totalCents!,
+      currency: order.currency,
+    });
     const queued = [];
     for (let i = 0; i < 4; i += 1) queued.push((await post({ async: true })).body.orderId as number);
     expect(await service.deps.queue.queue.getWaitingCount()).toBe(7);
 
     await restartRedis();
     await service.startWorker();
-    const deps = reconcileDepsOf(service.deps);
-    const pass = () => runReconcilePass(deps, { now: Date.now() + 121_000 });
+    const pass = () => runReconcilePass(service.deps, { now: Date.now() + 121_000 });
     expect(await retryWhileReconnecting(pass)).toMatchObject({
       ran: true,
       counts: { requeued: 5, failed: 0 },
     });
     await until(
-      () => count(`SELECT count(*) FROM orders WHERE phase = 'settled'`) === 7,
+      async () => (await count(`SELECT count(*) FROM orders WHERE phase = 'settled'`)) === 7,
       30_000,
       'orders settled',
     );
 
-    expect(count('SELECT count(*) FROM order_items WHERE status = 5')).toBe(14);
-    expect(service.stock(WALDEN)).toBe(stock - 14);
-    for (const orderId of [...settled, charged, ...queued]) expectChargedOnce(orderId);
+    expect(await count('SELECT count(*) FROM order_items WHERE status = 5')).toBe(14);
+    expect(await service.stock(WALDEN)).toBe(stock - 14);
+    for (const orderId of [...settled, charged, ...queued]) await expectChargedOnce(orderId);
     expect(await pass()).toMatchObject({ ran: true, counts: { requeued: 0, failed: 0 } });
   }, 60_000);
 });

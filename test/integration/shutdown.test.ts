@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { childPids, processStats } from '../../scripts/process-stats.js';
 import { freePort } from '../../scripts/redis.js';
 import { createSigningClient, type OrderResponse } from '../../src/client/signing-client.js';
+import { createOrderRequestCheck } from '../../src/http/order-intake.js';
 import { placeOrder } from '../../src/services/place-order.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
 import { createTestService, signed, stopChild, type TestService } from '../helpers/test-service.js';
@@ -12,15 +13,11 @@ let service: TestService;
 
 beforeAll(async () => {
   service = await createTestService();
-  service.importCatalog(VENDORS, LISTINGS);
+  await service.importCatalog(VENDORS, LISTINGS);
 });
 afterAll(() => service.close());
 
-const count = (sql: string, ...params: unknown[]) =>
-  service.deps.db
-    .prepare(sql)
-    .pluck()
-    .get(...params) as number;
+const count = (sql: string, ...params: unknown[]) => service.probe.scalar(sql, ...params);
 
 async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000) {
   const deadline = Date.now() + timeoutMs;
@@ -50,13 +47,16 @@ describe.each<{ web: string; env: Record<string, string>; ready: string }>([
       { ...env, PORT: String(port), ORDER_WAIT_MS: '2000' },
       ready,
     );
-    const buyer = service.client('shutdown buyer');
+    const buyer = await service.client('shutdown buyer');
     const client = createSigningClient({ baseUrl: `http://127.0.0.1:${port}`, ...buyer });
-    const before = count('SELECT count(*) FROM orders');
+    const before = await count('SELECT count(*) FROM orders');
     const answers = Array.from({ length: 6 }, () =>
       client.request('POST', '/v1/orders', orderBody(buyer.ccToken)),
     );
-    await until(() => count('SELECT count(*) FROM orders') === before + 6, 'six accepted orders');
+    await until(
+      async () => (await count('SELECT count(*) FROM orders')) === before + 6,
+      'six accepted orders',
+    );
 
     web.kill('SIGTERM');
     const responses = await Promise.all(answers);
@@ -68,20 +68,19 @@ describe.each<{ web: string; env: Record<string, string>; ready: string }>([
     await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
 
     const worker = await service.startWorker();
-    await until(() => unsettled() === 0, 'the worker to settle every order');
+    await until(async () => (await unsettled()) === 0, 'the worker to settle every order');
     await stopChild(worker);
     const ids = orders.map((o) => o.orderId);
-    const statuses = service.deps.db
-      .prepare(`SELECT DISTINCT status FROM order_items WHERE order_id IN (${ids.join(',')})`)
-      .pluck()
-      .all();
-    expect(statuses).toEqual([5]);
+    const statuses = await service.probe.all<{ status: number }>(
+      `SELECT DISTINCT status FROM order_items WHERE order_id IN (${ids.join(',')})`,
+    );
+    expect(statuses.map((s) => s.status)).toEqual([5]);
   });
 });
 
 describe('SIGTERM to a worker with jobs in flight', () => {
   it('then it finishes the jobs it holds, exits 0, leaves the rest waiting, and nothing is lost or charged twice', async () => {
-    const buyer = service.client('worker shutdown buyer');
+    const buyer = await service.client('worker shutdown buyer');
     const placed = [];
     for (let i = 0; i < 12; i++) {
       const res = await signed(service.app, buyer, 'POST', '/v1/orders', orderBody(buyer.ccToken), {
@@ -98,24 +97,22 @@ describe('SIGTERM to a worker with jobs in flight', () => {
     worker.kill('SIGTERM');
     expect(await exited(worker)).toBe(0);
     expect(Date.now() - stopping).toBeLessThan(10_000);
-    const settledNow = count(
+    const settledNow = await count(
       `SELECT count(*) FROM orders WHERE phase = 'settled' AND order_id IN (${placed.join(',')})`,
     );
-    expect(count("SELECT count(*) FROM orders WHERE phase = 'reserved'")).toBe(0);
+    expect(await count("SELECT count(*) FROM orders WHERE phase = 'reserved'")).toBe(0);
     expect(settledNow).toBeGreaterThanOrEqual(4);
     expect(await queue.getActiveCount()).toBe(0);
     expect(await queue.getWaitingCount()).toBe(12 - settledNow);
 
     const next = await service.startWorker();
-    await until(() => unsettled() === 0, 'a new worker to settle the rest');
+    await until(async () => (await unsettled()) === 0, 'a new worker to settle the rest');
     await stopChild(next);
-    const rows = service.deps.db
-      .prepare(
-        `SELECT o.order_id AS id, i.status, (SELECT count(*) FROM ledger_entries l
-           WHERE l.order_id = o.order_id AND l.kind = 'authorize') AS authorizations
-         FROM orders o JOIN order_items i USING (order_id) WHERE o.order_id IN (${placed.join(',')})`,
-      )
-      .all() as { id: number; status: number; authorizations: number }[];
+    const rows = await service.probe.all<{ id: number; status: number; authorizations: number }>(
+      `SELECT o.order_id AS id, i.status, (SELECT count(*) FROM ledger_entries l
+         WHERE l.order_id = o.order_id AND l.kind = 'authorize') AS authorizations
+       FROM orders o JOIN order_items i USING (order_id) WHERE o.order_id IN (${placed.join(',')})`,
+    );
     expect(rows).toHaveLength(12);
     expect(rows.every((r) => r.status === 5 && r.authorizations === 1)).toBe(true);
   });
@@ -127,20 +124,22 @@ describe('SIGTERM to the clock while a reconciliation pass is requeueing orders'
   beforeAll(async () => {
     // Accepted ten minutes ago, their jobs since lost by Redis: what a pass enqueues again, one by one.
     stale = await createTestService({ clock: () => past });
-    stale.importCatalog(VENDORS, LISTINGS);
+    await stale.importCatalog(VENDORS, LISTINGS);
   });
   afterAll(() => stale.close());
 
   it('then the pass finishes, the clock exits 0 and frees its lock, and every order is settled afterwards', async () => {
-    const buyer = stale.client('stale buyer');
+    const buyer = await stale.client('stale buyer');
+    const checkOrderRequest = createOrderRequestCheck(stale.deps.intake);
     for (let i = 0; i < 1000; i++) {
       const requestId = crypto.randomUUID();
       await placeOrder(
         { ...stale.deps, orderWaitMs: 0 },
         {
-          auth: { clientId: buyer.clientId, accessKey: buyer.accessKey, requestId },
-          body: orderBody(buyer.ccToken),
+          clientId: buyer.clientId,
+          requestId,
           requestHash: requestId,
+          checked: await checkOrderRequest(buyer.clientId, orderBody(buyer.ccToken)),
           respondAsync: true,
           log: stale.deps.logger,
         },
@@ -154,19 +153,18 @@ describe('SIGTERM to the clock while a reconciliation pass is requeueing orders'
     await until(async () => (await queue.getWaitingCount()) > 0, 'the pass to requeue a first order');
     clock.kill('SIGTERM');
     expect(await exited(clock)).toBe(0);
-    expect(await stale.deps.redis.exists(`${stale.prefix}:reconcile:lock`)).toBe(0);
+    expect(await stale.deps.redis.exists(`${stale.config.REDIS_PREFIX}:reconcile:lock`)).toBe(0);
     const requeued = await queue.getWaitingCount();
     expect(requeued).toBeGreaterThan(0);
 
     await stale.startWorker({ WORKER_CONCURRENCY: '32' });
     await stale.spawn('jobs/clock.ts', { RECONCILE_CRON: '* * * * * *' }, 'clock ready');
-    const left = () =>
-      stale.deps.db.prepare("SELECT count(*) FROM orders WHERE phase <> 'settled'").pluck().get() as number;
-    await until(() => left() === 0, 'every order to be settled', 40_000);
+    const left = () => stale.probe.scalar("SELECT count(*) FROM orders WHERE phase <> 'settled'");
+    await until(async () => (await left()) === 0, 'every order to be settled', 40_000);
     // Walden has 50 copies: the first 50 orders settled get one, the rest find it sold out.
-    const byStatus = stale.deps.db
-      .prepare('SELECT status, count(*) AS n FROM order_items GROUP BY status ORDER BY status')
-      .all();
+    const byStatus = await stale.probe.all(
+      'SELECT status, count(*) AS n FROM order_items GROUP BY status ORDER BY status',
+    );
     expect(byStatus).toEqual([
       { status: 5, n: 50 },
       { status: 14, n: 950 },

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { criteriaHash, resolveWindow, type OrderSearchRequest } from '../../src/services/search-orders.js';
-import { chooseDriver, type SearchCriteria } from '../../src/store/order-search.repository.js';
+import { chooseDriver } from '../../src/store/search-plan.js';
+import type { SearchCriteria } from '../../src/store/store.port.js';
 
 const DAY = 86_400_000;
 const NOW = Date.parse('2026-11-21T10:00:00.000Z');
@@ -56,7 +57,7 @@ describe('criteriaHash', () => {
   });
 });
 
-describe('chooseDriver', () => {
+describe('chooseDriver, shared by both adapters', () => {
   const criteria = (extra: Partial<SearchCriteria> = {}): SearchCriteria => ({
     dateStart: 0,
     dateEnd: DAY,

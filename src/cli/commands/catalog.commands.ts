@@ -1,22 +1,19 @@
 import { readFile } from 'node:fs/promises';
-import { parseCatalog } from '../../domain/catalog.schema.js';
-import { createCatalogRepository } from '../../store/catalog.repository.js';
+import { importCatalogFile } from '../../services/catalog-import.js';
 import { CliError, parseCommandArgs, positiveIntOption, requiredOption, type Command } from './command.js';
 
 export const catalogImport: Command = {
   usage: 'FILE',
   summary: 'upsert vendors and listings from a catalog JSON file (- reads stdin); a bad file imports nothing',
-  async run(args, { db }) {
+  async run(args, ctx) {
     const { positionals } = parseCommandArgs(args, {}, ['FILE']);
     const file = positionals[0]!;
     const json = parseJson(await readText(file), file);
-    const catalog = createCatalogRepository(db);
-    const result = parseCatalog(json, (vendorId) => catalog.vendorExists(vendorId));
+    const result = await importCatalogFile((await ctx.store()).catalog, json);
     if (!result.ok) {
       const count = result.problems.length === 1 ? '1 problem' : `${result.problems.length} problems`;
       throw CliError.invalid(`${file}: ${count}, nothing imported\n  ${result.problems.join('\n  ')}`);
     }
-    catalog.importCatalog(result.vendors, result.listings);
     return { vendors: result.vendors.length, listings: result.listings.length };
   },
 };
@@ -24,10 +21,10 @@ export const catalogImport: Command = {
 export const vendorDeactivate: Command = {
   usage: '--vendor ID',
   summary: "deactivate a vendor: its listings' items become 54 (INACTIVE_SELLER)",
-  async run(args, { db }) {
+  async run(args, ctx) {
     const { values } = parseCommandArgs(args, { vendor: { type: 'string' } });
     const vendorId = positiveIntOption(requiredOption(values.vendor, 'vendor'), 'vendor');
-    if (!createCatalogRepository(db).deactivateVendor(vendorId)) {
+    if (!(await (await ctx.store()).catalog.deactivateVendor(vendorId))) {
       throw CliError.invalid(`no vendor ${vendorId}`);
     }
     return { vendorId, active: false };

@@ -1,4 +1,4 @@
-import { createClientRepository } from '../../store/client.repository.js';
+import { addCard, createClient } from '../../services/client-keys.js';
 import { CliError, parseCommandArgs, requiredOption, type Command } from './command.js';
 
 const NAME_MAX = 200;
@@ -6,11 +6,11 @@ const NAME_MAX = 200;
 export const clientCreate: Command = {
   usage: '--name NAME',
   summary: 'create an API client; prints its access key and secret key',
-  async run(args, { db }) {
+  async run(args, ctx) {
     const { values } = parseCommandArgs(args, { name: { type: 'string' } });
     const name = requiredOption(values.name, 'name');
     if (name.length > NAME_MAX) throw CliError.usage(`--name must be at most ${NAME_MAX} characters`);
-    const client = createClientRepository(db).create(name);
+    const client = await createClient((await ctx.store()).clients, name, Date.now());
     return { clientId: client.clientId, accessKey: client.accessKey, secretKey: client.secretKey };
   },
 };
@@ -18,10 +18,10 @@ export const clientCreate: Command = {
 export const clientDisable: Command = {
   usage: '--access-key KEY',
   summary: 'disable a client: its requests are refused with 4015 from then on',
-  async run(args, { db }) {
+  async run(args, ctx) {
     const { values } = parseCommandArgs(args, { 'access-key': { type: 'string' } });
     const accessKey = requiredOption(values['access-key'], 'access-key');
-    const client = createClientRepository(db).disable(accessKey);
+    const client = await (await ctx.store()).clients.disable(accessKey);
     if (!client) throw unknownKey(accessKey);
     return { accessKey: client.accessKey, disabled: true };
   },
@@ -30,18 +30,18 @@ export const clientDisable: Command = {
 export const cardAdd: Command = {
   usage: '--access-key KEY [--decline]',
   summary: 'add a sandbox card to a client; --decline makes every authorisation on it fail',
-  async run(args, { db }) {
+  async run(args, ctx) {
     const { values } = parseCommandArgs(args, {
       'access-key': { type: 'string' },
       decline: { type: 'boolean', default: false },
     });
     const accessKey = requiredOption(values['access-key'], 'access-key');
-    const clients = createClientRepository(db);
-    const client = clients.findByAccessKey(accessKey);
+    const { clients } = await ctx.store();
+    const client = await clients.findByAccessKey(accessKey);
     if (!client) throw unknownKey(accessKey);
     // A disabled client cannot order, so a card for it is almost certainly a mix-up of keys.
     if (client.disabled) throw CliError.invalid(`client with access key ${accessKey} is disabled`);
-    const card = clients.addCard(client.clientId, values.decline === true);
+    const card = await addCard(clients, client.clientId, values.decline === true, Date.now());
     return { ccToken: card.token };
   },
 };

@@ -1,10 +1,10 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { Config } from '../../config.js';
-import type { Db } from '../../store/db.js';
+import type { Store } from '../../store/store.port.js';
 
-/** What a command may use; the database is opened on first use, so usage errors touch nothing. */
+/** What a command may use; the store is opened on first use, so usage errors touch nothing. */
 export interface CommandContext {
-  readonly db: Db;
+  store(): Promise<Store>;
   readonly config: Config;
   /** Human-readable notes for the operator, on stderr: stdout carries only the result JSON. */
   readonly out: { note(line: string): void };

@@ -5,21 +5,21 @@ import type { Logger } from '../../logger.js';
 import { createSandboxGateway } from '../../payments/sandbox.gateway.js';
 import { isoMs } from '../../services/order-view.js';
 import { moveItem, type MoveItemRequest } from '../../services/item-lifecycle.js';
-import { createItemRepository } from '../../store/item.repository.js';
-import type { OrderItemRow } from '../../store/order.rows.js';
+import type { StoredItem } from '../../store/store.port.js';
 import { CliError, parseCommandArgs, positiveIntOption, requiredOption, type Command } from './command.js';
 
 export const itemUpdate: Command = {
   usage: '--order-item ID --status CODE [--company C --tracking T] [--extra-shipping AMOUNT]',
   summary:
     'move an item as CONTRACT.md section 8 allows: 35 takes --company/--tracking, 93 needs --extra-shipping',
-  async run(args, { db, config }) {
+  async run(args, ctx) {
     const request = parseItemUpdate(args);
+    const store = await ctx.store();
     const deps = {
-      items: createItemRepository(db),
-      payments: createSandboxGateway(db),
+      store,
+      payments: createSandboxGateway(store),
       clock: Date.now,
-      logger: commandLogger(config),
+      logger: commandLogger(ctx.config),
     };
     const outcome = await moveItem(deps, request);
     switch (outcome.kind) {
@@ -71,15 +71,15 @@ function amountOption(value: string, name: string): number {
 }
 
 /** The item as OrderItemSummary shows it, with its shipping details when the seller gave them. */
-export function toItemSummary(item: OrderItemRow) {
+export function toItemSummary(item: StoredItem) {
   return {
-    orderItemId: item.order_item_id,
-    cost: fromCents(item.cost_cents),
-    shipcost: fromCents(item.shipcost_cents),
+    orderItemId: item.orderItemId,
+    cost: fromCents(item.costCents),
+    shipcost: fromCents(item.shipcostCents),
     status: item.status,
-    itemUpdateDate: isoMs(item.updated_at),
-    ...(item.shipping_company !== null ? { shippingCompany: item.shipping_company } : {}),
-    ...(item.tracking_id !== null ? { shippingTrackingId: item.tracking_id } : {}),
+    itemUpdateDate: isoMs(item.updatedAt),
+    ...(item.shippingCompany !== null ? { shippingCompany: item.shippingCompany } : {}),
+    ...(item.trackingId !== null ? { shippingTrackingId: item.trackingId } : {}),
   };
 }
 

@@ -1,6 +1,6 @@
 import { closeDeps, createDeps } from '../../container.js';
 import { whenReady } from '../../queue/redis-lock.js';
-import { reconcileDepsOf, runReconcilePass } from '../../services/reconcile.js';
+import { runReconcilePass } from '../../services/reconcile.js';
 import { CliError, parseCommandArgs, type Command } from './command.js';
 import { commandLogger } from './item.commands.js';
 
@@ -17,14 +17,14 @@ export const reconcile: Command = {
     const { values } = parseCommandArgs(args, { now: { type: 'string' } });
     const now = values.now === undefined ? undefined : parseNow(values.now);
     const logger = commandLogger(config);
-    const deps = createDeps(config, logger);
+    const deps = await createDeps(config, logger, { role: 'admin' });
     // The connection's own warnings say it already; BullMQ would print each reconnect's stack as well.
     deps.queue.queue.on('error', () => undefined);
     try {
       await whenReady(deps.redis, REDIS_WAIT_MS).catch((err: Error) => {
         throw CliError.invalid(`redis at ${config.REDIS_URL} is unavailable: ${err.message}`);
       });
-      const pass = await runReconcilePass(reconcileDepsOf(deps), { now, waitMs: LOCK_WAIT_MS });
+      const pass = await runReconcilePass(deps, { now, waitMs: LOCK_WAIT_MS });
       if (!pass.ran) throw CliError.invalid(`no pass ran: ${pass.reason}; try again later`);
       return pass.counts;
     } finally {

@@ -1,21 +1,5 @@
-import crypto from 'node:crypto';
-import type { Db } from './db.js';
-
-export interface Client {
-  clientId: number;
-  name: string;
-  accessKey: string;
-  secretKey: string;
-  disabled: boolean;
-}
-
-export interface Card {
-  cardId: number;
-  clientId: number;
-  token: string;
-  declines: boolean;
-  active: boolean;
-}
+import type { Card, Client, ClientStore } from '../store.port.js';
+import type { Db } from './sqlite.db.js';
 
 interface ClientRow {
   client_id: number;
@@ -49,44 +33,42 @@ const toCard = (r: CardRow): Card => ({
   active: r.active === 1,
 });
 
-const randomId = (prefix: string, bytes: number): string =>
-  `${prefix}${crypto.randomBytes(bytes).toString('hex')}`;
-
-export type ClientRepository = ReturnType<typeof createClientRepository>;
-
 /** Clients, their keys and their sandbox cards. */
-export function createClientRepository(db: Db, clock: () => number = Date.now) {
+export function sqliteClients(db: Db): ClientStore {
   const byAccessKey = db.prepare<[string], ClientRow>('SELECT * FROM clients WHERE access_key = ?');
-  const insertClient = db.prepare(
+  const insertClient = db.prepare<[string, string, string, number], ClientRow>(
     'INSERT INTO clients (name, access_key, secret_key, created_at) VALUES (?, ?, ?, ?) RETURNING *',
   );
   const disable = db.prepare<[string], ClientRow>(
     'UPDATE clients SET disabled = 1 WHERE access_key = ? RETURNING *',
   );
-  const insertCard = db.prepare(
+  const insertCard = db.prepare<[number, string, number, number], CardRow>(
     'INSERT INTO cards (client_id, token, declines, created_at) VALUES (?, ?, ?, ?) RETURNING *',
   );
   const cardByToken = db.prepare<[string], CardRow>('SELECT * FROM cards WHERE token = ?');
+  const cardById = db.prepare<[number], CardRow>('SELECT * FROM cards WHERE card_id = ?');
 
   return {
-    findByAccessKey(accessKey: string): Client | null {
+    async findByAccessKey(accessKey) {
       const row = byAccessKey.get(accessKey);
       return row ? toClient(row) : null;
     },
-    create(name: string): Client {
-      const row = insertClient.get(name, randomId('AK', 10), randomId('sk_', 32), clock()) as ClientRow;
-      return toClient(row);
+    async create({ name, accessKey, secretKey, now }) {
+      return toClient(insertClient.get(name, accessKey, secretKey, now)!);
     },
-    disable(accessKey: string): Client | null {
+    async disable(accessKey) {
       const row = disable.get(accessKey);
       return row ? toClient(row) : null;
     },
-    addCard(clientId: number, declines: boolean): Card {
-      const row = insertCard.get(clientId, randomId('cc_', 12), declines ? 1 : 0, clock()) as CardRow;
-      return toCard(row);
+    async addCard({ clientId, token, declines, now }) {
+      return toCard(insertCard.get(clientId, token, declines ? 1 : 0, now)!);
     },
-    findCard(token: string): Card | null {
+    async findCard(token) {
       const row = cardByToken.get(token);
+      return row ? toCard(row) : null;
+    },
+    async findCardById(cardId) {
+      const row = cardById.get(cardId);
       return row ? toCard(row) : null;
     },
   };

@@ -1,53 +1,22 @@
 import crypto from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
-import type { Db } from './db.js';
-import type { ItemViewRow, OrderViewRow } from './order.rows.js';
-
-export type { ItemViewRow, OrderViewRow };
-
-export type SortOrder = 'ascending' | 'descending';
-
-/** Where an order sits in a result: by createDate, then orderId. */
-export interface OrderKey {
-  createdAt: number;
-  orderId: number;
-}
-
-/** A search with every default resolved (epoch ms, ranges inclusive start, exclusive end); applied literally. */
-export interface SearchCriteria {
-  dateStart: number;
-  dateEnd: number;
-  itemUpdateStart?: number;
-  itemUpdateEnd?: number;
-  vendorId?: number;
-  referenceId?: string;
-  orderIds?: readonly number[];
-  orderItemIds?: readonly number[];
-  sortOrder: SortOrder;
-  limit: number;
-  /** Continue strictly after this key (keyset paging). */
-  after?: OrderKey;
-}
-
-export interface SearchPage {
-  /** Each order with only the items matching the item criteria, sorted by orderItemId. */
-  orders: { order: OrderViewRow; items: ItemViewRow[] }[];
-  more: boolean;
-}
-
-export interface SearchCursor {
-  cursorId: number;
-  clientId: number;
-  criteriaHash: string;
-  dateStart: number;
-  dateEnd: number;
-  after: OrderKey;
-  createdAt: number;
-}
-
-/** The access path that leads a search; see chooseDriver. */
-export type Driver =
-  'order-ids' | 'item-ids' | 'reference' | 'updated-items' | 'vendor-items' | 'dated-items' | 'orders';
+import type {
+  ItemView,
+  OrderView,
+  SearchCriteria,
+  SearchCursor,
+  SearchPage,
+  SearchStore,
+} from '../store.port.js';
+import {
+  chooseDriver,
+  NARROW_UPDATE_SCAN,
+  searchBounds,
+  shapeOf,
+  type Driver,
+  type SearchShape,
+} from '../search-plan.js';
+import type { Db } from './sqlite.db.js';
 
 export interface SearchPlan {
   driver: Driver;
@@ -60,36 +29,16 @@ export interface SearchPlan {
 
 type Bindings = Record<string, number | string | null>;
 
-/** Up to this many items updated in the range, reading them all and sorting beats scanning by order date. */
-export const NARROW_UPDATE_SCAN = 2000;
-
-/**
- * Which access path leads: a given set of ids or a reference first (few rows), then an update range when it
- * holds few items, then the indexes already in result order, which stop as soon as the page is full.
- */
-export function chooseDriver(c: SearchCriteria, updateRangeIsNarrow: () => boolean): Driver {
-  const updateRange = c.itemUpdateStart !== undefined || c.itemUpdateEnd !== undefined;
-  if (c.orderIds) return 'order-ids';
-  if (c.orderItemIds) return 'item-ids';
-  if (c.referenceId !== undefined) return 'reference';
-  if (updateRange && updateRangeIsNarrow()) return 'updated-items';
-  if (c.vendorId !== undefined) return 'vendor-items';
-  if (updateRange) return 'dated-items';
-  return 'orders';
-}
-
-export type OrderSearchRepository = ReturnType<typeof createOrderSearchRepository>;
-
-export interface OrderSearchOptions {
+export interface SqliteSearchOptions {
   /** Tests lower or raise it to force either path for an update range. */
   narrowUpdateScan?: number;
 }
 
 /** Order history search (one query for the page, one for its items) and the paging cursors it issues. */
-export function createOrderSearchRepository(
+export function sqliteSearch(
   db: Db,
-  { narrowUpdateScan = NARROW_UPDATE_SCAN }: OrderSearchOptions = {},
-) {
+  { narrowUpdateScan = NARROW_UPDATE_SCAN }: SqliteSearchOptions = {},
+): SearchStore & { plan(clientId: number, criteria: SearchCriteria): SearchPlan } {
   const statements = new Map<string, Statement>();
   const prepared = (sql: string): Statement => {
     let statement = statements.get(sql);
@@ -131,19 +80,19 @@ export function createOrderSearchRepository(
     const rows = (prepared(p.pageSql).raw(true).all(p.params) as OrderTuple[]).map(toOrderView);
     const page = rows.slice(0, c.limit);
     if (page.length === 0) return { orders: [], more: false };
-    const pageIds = JSON.stringify(page.map((o) => o.order_id));
+    const pageIds = JSON.stringify(page.map((o) => o.orderId));
     const items = prepared(p.itemsSql)
       .raw(true)
       .all({ ...p.params, pageIds }) as ItemTuple[];
-    const byOrder = new Map<number, ItemViewRow[]>();
+    const byOrder = new Map<number, ItemView[]>();
     for (const tuple of items) {
       const item = toItemView(tuple);
-      const list = byOrder.get(item.order_id);
+      const list = byOrder.get(item.orderId);
       if (list) list.push(item);
-      else byOrder.set(item.order_id, [item]);
+      else byOrder.set(item.orderId, [item]);
     }
     return {
-      orders: page.map((order) => ({ order, items: byOrder.get(order.order_id) ?? [] })),
+      orders: page.map((order) => ({ order, items: byOrder.get(order.orderId) ?? [] })),
       more: rows.length > c.limit,
     };
   });
@@ -159,22 +108,17 @@ export function createOrderSearchRepository(
   });
 
   return {
-    /** One page of the client's orders matching the criteria, plus whether more follow. */
-    search(clientId: number, criteria: SearchCriteria): Promise<SearchPage> {
-      return Promise.resolve(search.deferred(clientId, criteria));
+    async search(clientId, criteria) {
+      return search.deferred(clientId, criteria);
     },
     /** The statements a search runs and the path it takes, without running the page: for EXPLAIN and benchmarks. */
-    plan(clientId: number, criteria: SearchCriteria): SearchPlan {
-      return plan(clientId, criteria);
+    plan,
+    async issueCursor(cursor, expiredBefore) {
+      return issue.immediate(cursor, expiredBefore);
     },
-    /** Stores a cursor and returns its id; cursors issued before `expiredBefore` are dropped on the way. */
-    issueCursor(cursor: Omit<SearchCursor, 'cursorId'>, expiredBefore: number): Promise<number> {
-      return Promise.resolve(issue.immediate(cursor, expiredBefore));
-    },
-    /** The cursor, only when this client was given it at or after `issuedSince`. */
-    findCursor(cursorId: number, clientId: number, issuedSince: number): Promise<SearchCursor | null> {
+    async findCursor(cursorId, clientId, issuedSince) {
       const row = cursorById.get(cursorId, clientId, issuedSince);
-      return Promise.resolve(row ? toCursor(row) : null);
+      return row ? toCursor(row) : null;
     },
   };
 }
@@ -202,13 +146,20 @@ const toCursor = (r: CursorRow): SearchCursor => ({
 
 const ORDER_COLUMNS = 'o.order_id, o.created_at, o.currency, o.tax_cents, o.tax_model, o.reference_id';
 type OrderTuple = [number, number, string, number | null, string | null, string | null];
-const toOrderView = ([order_id, created_at, currency, tax_cents, tax_model, reference_id]: OrderTuple) => ({
-  order_id,
-  created_at,
+const toOrderView = ([
+  orderId,
+  createdAt,
   currency,
-  tax_cents,
-  tax_model,
-  reference_id,
+  taxCents,
+  taxModel,
+  referenceId,
+]: OrderTuple): OrderView => ({
+  orderId,
+  createdAt,
+  currency: currency as OrderView['currency'],
+  taxCents,
+  taxModel,
+  referenceId,
 });
 
 const ITEM_COLUMNS = `i.order_item_id, i.order_id, i.line_no, i.listing_id, i.vendor_id, i.title, i.isbn,
@@ -218,23 +169,23 @@ type ItemTuple = [
   ...[number, number, number, number, number, string, string, number],
   ...[number | null, number | null, number, number, number, number, string | null, string | null],
 ];
-const toItemView = (r: ItemTuple): ItemViewRow => ({
-  order_item_id: r[0],
-  order_id: r[1],
-  line_no: r[2],
-  listing_id: r[3],
-  vendor_id: r[4],
+const toItemView = (r: ItemTuple): ItemView => ({
+  orderItemId: r[0],
+  orderId: r[1],
+  lineNo: r[2],
+  listingId: r[3],
+  vendorId: r[4],
   title: r[5],
   isbn: r[6],
-  line_quantity: r[7],
-  min_days: r[8],
-  max_days: r[9],
-  cost_cents: r[10],
-  shipcost_cents: r[11],
+  lineQuantity: r[7],
+  minDays: r[8],
+  maxDays: r[9],
+  costCents: r[10],
+  shipcostCents: r[11],
   status: r[12],
-  updated_at: r[13],
-  shipping_company: r[14],
-  tracking_id: r[15],
+  updatedAt: r[13],
+  shippingCompany: r[14],
+  trackingId: r[15],
 });
 
 const PROBE_SQL = `SELECT count(*) FROM (
@@ -242,67 +193,25 @@ const PROBE_SQL = `SELECT count(*) FROM (
    WHERE client_id = @clientId AND updated_at >= @scanFrom AND updated_at < @scanTo
    LIMIT @scanCap)`;
 
-interface Shape {
-  driver: Driver;
-  desc: boolean;
-  after: boolean;
-  reference: boolean;
-  vendor: boolean;
-  itemFrom: boolean;
-  itemTo: boolean;
-  itemIds: boolean;
-}
-
-const shapeOf = (driver: Driver, c: SearchCriteria): Shape => ({
-  driver,
-  desc: c.sortOrder === 'descending',
-  after: c.after !== undefined,
-  reference: c.referenceId !== undefined,
-  vendor: c.vendorId !== undefined,
-  itemFrom: c.itemUpdateStart !== undefined,
-  itemTo: c.itemUpdateEnd !== undefined,
-  itemIds: c.orderItemIds !== undefined,
-});
-
-/**
- * An item is updated after its order is created, give or take the clocks of the processes that wrote them:
- * the bounds derived from that (scanFrom, createdTo) keep this margin, the exact criteria are checked apart.
- */
-const CLOCK_MARGIN_MS = 3_600_000;
-
 function bind(clientId: number, c: SearchCriteria): Bindings {
-  // An item updated before itemUpdateEnd belongs to an order created before it too.
-  const createdTo = Math.min(c.dateEnd, (c.itemUpdateEnd ?? c.dateEnd) + CLOCK_MARGIN_MS);
-  const lowest = (c.after && c.sortOrder === 'ascending' ? c.after.createdAt : c.dateStart) - CLOCK_MARGIN_MS;
   return {
     clientId,
-    createdFrom: c.dateStart,
-    createdTo,
-    afterAt: c.after?.createdAt ?? null,
-    afterId: c.after?.orderId ?? null,
-    referenceId: c.referenceId ?? null,
-    vendorId: c.vendorId ?? null,
+    ...searchBounds(c),
     // Each id once: the order-ids path joins the list as given.
     orderIds: c.orderIds ? JSON.stringify([...new Set(c.orderIds)]) : null,
     orderItemIds: c.orderItemIds ? JSON.stringify([...new Set(c.orderItemIds)]) : null,
-    itemFrom: c.itemUpdateStart ?? null,
-    itemTo: c.itemUpdateEnd ?? null,
-    // An item is updated no earlier than its order was created, so the scan of update times starts there.
-    scanFrom: Math.max(c.itemUpdateStart ?? lowest, lowest),
-    scanTo: c.itemUpdateEnd ?? Number.MAX_SAFE_INTEGER,
-    limit: c.limit + 1,
   };
 }
 
 /** The created-date bounds, with the cursor replacing the one it passes: SQLite seeks on a single lower bound. */
-function keyRange(at: string, id: string, s: Shape): string {
+function keyRange(at: string, id: string, s: SearchShape): string {
   if (!s.after) return `${at} >= @createdFrom AND ${at} < @createdTo`;
   return s.desc
     ? `${at} >= @createdFrom AND (${at}, ${id}) < (@afterAt, @afterId)`
     : `(${at}, ${id}) > (@afterAt, @afterId) AND ${at} < @createdTo`;
 }
 
-function itemTerms(alias: string, s: Shape): string[] {
+function itemTerms(alias: string, s: SearchShape): string[] {
   return [
     ...(s.itemFrom ? [`${alias}.updated_at >= @itemFrom`] : []),
     ...(s.itemTo ? [`${alias}.updated_at < @itemTo`] : []),
@@ -311,7 +220,7 @@ function itemTerms(alias: string, s: Shape): string[] {
 }
 
 /** Conditions on the order id `oid` that the driver does not already guarantee. */
-function existsTerms(oid: string, s: Shape): string[] {
+function existsTerms(oid: string, s: SearchShape): string[] {
   const items = itemTerms('i', s);
   const itemsGuaranteed = s.driver === 'updated-items' || s.driver === 'dated-items';
   return [
@@ -334,7 +243,7 @@ const ORDER_SOURCES: Partial<Record<Driver, string>> = {
                CROSS JOIN orders o ON o.order_id = c.order_id`,
 };
 
-const ITEM_DRIVERS: Partial<Record<Driver, { index: string; terms: (s: Shape) => string[] }>> = {
+const ITEM_DRIVERS: Partial<Record<Driver, { index: string; terms: (s: SearchShape) => string[] }>> = {
   'vendor-items': { index: 'order_items_client_vendor', terms: () => ['d.vendor_id = @vendorId'] },
   'dated-items': { index: 'order_items_search_created', terms: (s) => itemTerms('d', s) },
   'updated-items': {
@@ -343,7 +252,7 @@ const ITEM_DRIVERS: Partial<Record<Driver, { index: string; terms: (s: Shape) =>
   },
 };
 
-function pageSql(s: Shape): string {
+function pageSql(s: SearchShape): string {
   const dir = s.desc ? 'DESC' : 'ASC';
   const source = ORDER_SOURCES[s.driver];
   if (source) {
@@ -372,7 +281,7 @@ function pageSql(s: Shape): string {
           ORDER BY k.at ${dir}, k.id ${dir}`;
 }
 
-function itemsSql(s: Shape): string {
+function itemsSql(s: SearchShape): string {
   const where = ['i.order_id IN (SELECT value FROM json_each(@pageIds))', ...itemTerms('i', s)];
   return `SELECT ${ITEM_COLUMNS} FROM order_items i WHERE ${where.join(' AND ')} ORDER BY i.order_id, i.order_item_id`;
 }

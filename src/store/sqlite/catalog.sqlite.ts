@@ -1,23 +1,7 @@
-import type { Currency } from '../domain/money.js';
-import type { PricingListing, PricingVendor, ShippingMode, ShippingRate, Zone } from '../domain/pricing.js';
-import type { Db } from './db.js';
-
-export interface CatalogVendor {
-  vendorId: number;
-  name: string;
-  country: string;
-  currency: Currency;
-  rates: { mode: ShippingMode; zone: Zone; rate: ShippingRate }[];
-}
-
-export interface CatalogListing {
-  listingId: number;
-  vendorId: number;
-  title: string;
-  isbn: string;
-  priceCents: number;
-  quantity: number;
-}
+import type { Currency } from '../../domain/money.js';
+import type { PricingListing, PricingVendor, ShippingMode, Zone } from '../../domain/pricing.js';
+import type { CatalogStore, PricingCatalog } from '../store.port.js';
+import type { Db } from './sqlite.db.js';
 
 interface ListingRow {
   listing_id: number;
@@ -41,15 +25,8 @@ interface VendorRateRow {
   max_days: number | null;
 }
 
-export interface PricingCatalog {
-  listings: Map<number, PricingListing>;
-  vendors: Map<number, PricingVendor>;
-}
-
-export type CatalogRepository = ReturnType<typeof createCatalogRepository>;
-
 /** Vendors, their shipping rates and listings with stock. */
-export function createCatalogRepository(db: Db) {
+export function sqliteCatalog(db: Db): CatalogStore {
   const listingById = db.prepare<[number], ListingRow>('SELECT * FROM listings WHERE listing_id = ?');
   const vendorWithRates = db.prepare<[number], VendorRateRow>(
     `SELECT v.vendor_id, v.country, v.currency, v.active, r.mode, r.zone, r.first_cents, r.additional_cents,
@@ -105,7 +82,7 @@ export function createCatalogRepository(db: Db) {
 
   return {
     /** The listings asked for (those that exist) and their vendors, as pricing reads them. */
-    loadForPricing(listingIds: readonly number[]): PricingCatalog {
+    async loadForPricing(listingIds) {
       const listings = new Map<number, PricingListing>();
       const vendors = new Map<number, PricingVendor>();
       for (const id of listingIds) {
@@ -124,10 +101,10 @@ export function createCatalogRepository(db: Db) {
           if (vendor) vendors.set(row.vendor_id, vendor);
         }
       }
-      return { listings, vendors };
+      return { listings, vendors } satisfies PricingCatalog;
     },
     /** Upserts a whole validated catalog in one transaction; a vendor's rates are replaced by the file's. */
-    importCatalog(vendors: readonly CatalogVendor[], listings: readonly CatalogListing[]): void {
+    async importCatalog(vendors, listings) {
       db.transaction(() => {
         for (const v of vendors) {
           upsertVendor.run(v);
@@ -147,10 +124,10 @@ export function createCatalogRepository(db: Db) {
         for (const l of listings) upsertListing.run(l);
       }).immediate();
     },
-    vendorExists(vendorId: number): boolean {
+    async vendorExists(vendorId) {
       return vendorExists.get(vendorId) !== undefined;
     },
-    deactivateVendor(vendorId: number): boolean {
+    async deactivateVendor(vendorId) {
       return deactivate.get(vendorId) !== undefined;
     },
   };

@@ -1,18 +1,18 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { MIGRATIONS } from './migrations.js';
+import { MIGRATIONS } from './sqlite.migrations.js';
 
 export type Db = Database.Database;
 
 /** Opens the one connection of a process: WAL, foreign keys, a busy timeout, and every migration applied. */
-export function openDb(dbPath: string): Db {
+export function openDb(dbPath: string, busyTimeoutMs = 10_000): Db {
   if (dbPath !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(dbPath)), { recursive: true });
   const db = new Database(dbPath);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
-  db.pragma('busy_timeout = 10000');
+  db.pragma(`busy_timeout = ${Math.trunc(busyTimeoutMs)}`);
   migrate(db);
   return db;
 }

@@ -1,0 +1,20 @@
+import crypto from 'node:crypto';
+import type { Card, Client, ClientStore } from '../store/store.port.js';
+
+const randomId = (prefix: string, bytes: number): string =>
+  `${prefix}${crypto.randomBytes(bytes).toString('hex')}`;
+
+/** A new API client with a fresh access key (public) and secret key (the HMAC key of its signatures). */
+export function createClient(clients: ClientStore, name: string, now: number): Promise<Client> {
+  return clients.create({ name, accessKey: randomId('AK', 10), secretKey: randomId('sk_', 32), now });
+}
+
+/** A sandbox card for a client, under a fresh random token; `declines` makes every authorisation fail. */
+export function addCard(
+  clients: ClientStore,
+  clientId: number,
+  declines: boolean,
+  now: number,
+): Promise<Card> {
+  return clients.addCard({ clientId, token: randomId('cc_', 12), declines, now });
+}

@@ -1,0 +1,113 @@
+import type pg from 'pg';
+import type { AcceptResult, NewOrder, OrderPhase, OrderStore, OrderWithItems } from '../store.port.js';
+import type { Queryable } from './postgres.pool.js';
+import { canBeId, toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './postgres.rows.js';
+
+// One statement, so one atomic write: the order, then its items from parallel arrays in request order.
+// On a duplicate key the order insert returns nothing and so inserts no items; a concurrent insert of the same
+// key waits for the first to commit and then returns nothing too.
+const ACCEPT_SQL = `
+  WITH accepted AS (
+    INSERT INTO orders (client_id, request_id, request_hash, reference_id, domain, currency, shipping_mode,
+      ship_addr, bill_addr, card_id, total_max_price_cents, created_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12)
+    ON CONFLICT (client_id, request_id) DO NOTHING
+    RETURNING order_id, client_id, created_at),
+  items AS (
+    INSERT INTO order_items (order_id, client_id, order_created_at, line_no, listing_id, vendor_id, title, isbn,
+      line_quantity, max_price_cents, min_days, max_days, cost_cents, updated_at, status_changed_at)
+    SELECT a.order_id, a.client_id, a.created_at, t.line_no, t.listing_id, t.vendor_id, t.title, t.isbn,
+           t.line_quantity, t.max_price_cents, t.min_days, t.max_days, t.cost_cents, a.created_at, a.created_at
+      FROM accepted a
+     CROSS JOIN unnest($13::int[], $14::bigint[], $15::bigint[], $16::text[], $17::text[], $18::int[],
+                       $19::bigint[], $20::int[], $21::int[], $22::bigint[]) WITH ORDINALITY
+           AS t(line_no, listing_id, vendor_id, title, isbn, line_quantity, max_price_cents, min_days, max_days,
+                cost_cents, n)
+     ORDER BY t.n)
+  SELECT order_id FROM accepted`;
+
+// The order and its items in one statement, hence one snapshot.
+const ORDER_WITH_ITEMS_SQL = `
+  SELECT o.*, coalesce((SELECT json_agg(i ORDER BY i.order_item_id) FROM order_items i
+                         WHERE i.order_id = o.order_id), '[]') AS items
+    FROM orders o WHERE o.order_id = $1`;
+
+type OrderWithItemsRow = OrderRow & { items: ItemRow[] };
+
+/** The order with its items (sorted by order_item_id), read in one snapshot; only the client's when given. */
+export async function readOrder(
+  db: Queryable,
+  orderId: number,
+  clientId: number | null = null,
+): Promise<OrderWithItems | null> {
+  if (!canBeId(orderId)) return null;
+  const { rows } = await db.query<OrderWithItemsRow>(
+    clientId === null ? ORDER_WITH_ITEMS_SQL : `${ORDER_WITH_ITEMS_SQL} AND o.client_id = $2`,
+    clientId === null ? [orderId] : [orderId, clientId],
+  );
+  const row = rows[0];
+  return row ? { order: toStoredOrder(row), items: row.items.map(toStoredItem) } : null;
+}
+
+function acceptParams(order: NewOrder): unknown[] {
+  const items = order.items;
+  return [
+    order.clientId,
+    order.requestId,
+    order.requestHash,
+    order.referenceId,
+    order.domain,
+    order.currency,
+    order.shippingMode,
+    JSON.stringify(order.shipAddr),
+    JSON.stringify(order.billAddr),
+    order.cardId,
+    order.totalMaxPriceCents,
+    order.createdAt,
+    items.map((i) => i.lineNo),
+    items.map((i) => i.listingId),
+    items.map((i) => i.vendorId),
+    items.map((i) => i.title),
+    items.map((i) => i.isbn),
+    items.map((i) => i.lineQuantity),
+    items.map((i) => i.maxPriceCents),
+    items.map((i) => i.minDays),
+    items.map((i) => i.maxDays),
+    items.map((i) => i.costCents),
+  ];
+}
+
+/** Accepting orders and reading one back. */
+export function postgresOrders(pool: pg.Pool): OrderStore {
+  return {
+    async accept(order): Promise<AcceptResult> {
+      const inserted = await pool.query<{ order_id: number }>(ACCEPT_SQL, acceptParams(order));
+      const created = inserted.rows[0];
+      if (created) return { kind: 'created', orderId: created.order_id };
+      // A new statement under READ COMMITTED: it sees the row whose commit the insert waited for.
+      const existing = await pool.query<{ order_id: number; request_hash: string }>(
+        'SELECT order_id, request_hash FROM orders WHERE client_id = $1 AND request_id = $2',
+        [order.clientId, order.requestId],
+      );
+      const row = existing.rows[0];
+      if (!row) throw new Error(`order of request ${order.requestId} conflicted but cannot be found`);
+      return row.request_hash === order.requestHash
+        ? { kind: 'duplicate', orderId: row.order_id }
+        : { kind: 'conflict' };
+    },
+    get(orderId) {
+      return readOrder(pool, orderId);
+    },
+    getForClient(clientId, orderId) {
+      return readOrder(pool, orderId, clientId);
+    },
+    async phaseOf(orderId) {
+      if (!canBeId(orderId)) return null;
+      const { rows } = await pool.query<{ phase: OrderPhase }>(
+        'SELECT phase FROM orders WHERE order_id = $1',
+        [orderId],
+      );
+      return rows[0]?.phase ?? null;
+    },
+  };
+}

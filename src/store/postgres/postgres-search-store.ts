@@ -1,0 +1,132 @@
+import crypto from 'node:crypto';
+import type pg from 'pg';
+import type { Currency } from '../../domain/money.js';
+import type { ItemView, OrderView, SearchCursor, SearchStore } from '../store.port.js';
+import { canBeId } from './postgres.rows.js';
+import { NARROW_UPDATE_SCAN } from '../search-plan.js';
+import { planSearch, updateRangeProbe } from './postgres-search.js';
+
+export interface PostgresSearchOptions {
+  /** Tests lower or raise it to force either path for an update range. */
+  narrowUpdateScan?: number;
+}
+
+interface PageRow {
+  order_id: number;
+  created_at: number;
+  currency: Currency;
+  tax_cents: number | null;
+  tax_model: string | null;
+  reference_id: string | null;
+  items: ItemTuple[] | null;
+}
+
+// As ITEM_COLUMNS lists them.
+type ItemTuple = [
+  ...[number, number, number, number, number, string, string, number],
+  ...[number | null, number | null, number, number, number, number, string | null, string | null],
+];
+
+const toOrderView = (r: PageRow): OrderView => ({
+  orderId: r.order_id,
+  createdAt: r.created_at,
+  currency: r.currency,
+  taxCents: r.tax_cents,
+  taxModel: r.tax_model,
+  referenceId: r.reference_id,
+});
+
+const toItemView = (r: ItemTuple): ItemView => ({
+  orderItemId: r[0],
+  orderId: r[1],
+  lineNo: r[2],
+  listingId: r[3],
+  vendorId: r[4],
+  title: r[5],
+  isbn: r[6],
+  lineQuantity: r[7],
+  minDays: r[8],
+  maxDays: r[9],
+  costCents: r[10],
+  shipcostCents: r[11],
+  status: r[12],
+  updatedAt: r[13],
+  shippingCompany: r[14],
+  trackingId: r[15],
+});
+
+interface CursorRow {
+  cursor_id: number;
+  client_id: number;
+  criteria_hash: string;
+  date_start: number;
+  date_end: number;
+  after_created_at: number;
+  after_order_id: number;
+  created_at: number;
+}
+
+const toCursor = (r: CursorRow): SearchCursor => ({
+  cursorId: r.cursor_id,
+  clientId: r.client_id,
+  criteriaHash: r.criteria_hash,
+  dateStart: r.date_start,
+  dateEnd: r.date_end,
+  after: { createdAt: r.after_created_at, orderId: r.after_order_id },
+  createdAt: r.created_at,
+});
+
+/** Order history search (one statement per page, after a probe for an update range) and its paging cursors. */
+export function postgresSearch(
+  pool: pg.Pool,
+  { narrowUpdateScan = NARROW_UPDATE_SCAN }: PostgresSearchOptions = {},
+): SearchStore {
+  return {
+    async search(clientId, criteria) {
+      const probe = updateRangeProbe(clientId, criteria, narrowUpdateScan);
+      const counted = probe
+        ? (await pool.query<{ n: number }>(probe.sql, probe.params)).rows[0]?.n
+        : undefined;
+      const updateRangeIsNarrow = counted !== undefined && counted < narrowUpdateScan;
+      const plan = planSearch(clientId, criteria, { updateRangeIsNarrow });
+      const { rows } = await pool.query<PageRow>(plan.sql, plan.params);
+      return {
+        orders: rows.slice(0, criteria.limit).map((r) => ({
+          order: toOrderView(r),
+          items: (r.items ?? []).map(toItemView),
+        })),
+        more: rows.length > criteria.limit,
+      };
+    },
+    async issueCursor(cursor, expiredBefore) {
+      await pool.query('DELETE FROM search_cursors WHERE created_at < $1', [expiredBefore]);
+      for (;;) {
+        const cursorId = crypto.randomInt(1, 2 ** 48 - 1);
+        const saved = await pool.query(
+          `INSERT INTO search_cursors (cursor_id, client_id, criteria_hash, date_start, date_end, after_created_at,
+             after_order_id, created_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (cursor_id) DO NOTHING`,
+          [
+            cursorId,
+            cursor.clientId,
+            cursor.criteriaHash,
+            cursor.dateStart,
+            cursor.dateEnd,
+            cursor.after.createdAt,
+            cursor.after.orderId,
+            cursor.createdAt,
+          ],
+        );
+        if (saved.rowCount === 1) return cursorId;
+      }
+    },
+    async findCursor(cursorId, clientId, issuedSince) {
+      if (!canBeId(cursorId)) return null;
+      const { rows } = await pool.query<CursorRow>(
+        'SELECT * FROM search_cursors WHERE cursor_id = $1 AND client_id = $2 AND created_at >= $3',
+        [cursorId, clientId, issuedSince],
+      );
+      return rows[0] ? toCursor(rows[0]) : null;
+    },
+  };
+}

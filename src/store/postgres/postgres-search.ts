@@ -1,0 +1,184 @@
+import type { SearchCriteria } from '../store.port.js';
+import { chooseDriver, searchBounds, shapeOf, type Driver, type SearchShape } from '../search-plan.js';
+import { canBeId } from './postgres.rows.js';
+
+/** One statement with positional parameters, ready for `pool.query` or `EXPLAIN`. */
+export interface SearchStatement {
+  sql: string;
+  params: unknown[];
+}
+
+export interface SearchPlan extends SearchStatement {
+  driver: Driver;
+}
+
+/**
+ * The statement that reads one page of the client's orders, each with its matching items as a JSON array of
+ * tuples (see ITEM_COLUMNS), in one snapshot. It reads `limit + 1` orders: the extra one says more follow.
+ * `updateRangeIsNarrow` is what the probe of `updateRangeProbe` found; it only matters for an update range.
+ */
+export function planSearch(
+  clientId: number,
+  criteria: SearchCriteria,
+  { updateRangeIsNarrow = false }: { updateRangeIsNarrow?: boolean } = {},
+): SearchPlan {
+  const driver = chooseDriver(criteria, () => updateRangeIsNarrow);
+  return { driver, ...positional(searchSql(shapeOf(driver, criteria)), bind(clientId, criteria)) };
+}
+
+/**
+ * The count that decides whether an update range is narrow (fewer than `cap` items of the client updated in
+ * it), or null when the criteria lead by something else.
+ */
+export function updateRangeProbe(clientId: number, c: SearchCriteria, cap: number): SearchStatement | null {
+  let asked = false;
+  chooseDriver(c, () => (asked = true));
+  if (!asked) return null;
+  return positional(
+    `SELECT count(*) AS n FROM (
+       SELECT 1 FROM order_items
+        WHERE client_id = @clientId AND updated_at >= @scanFrom AND updated_at < @scanTo
+        LIMIT @scanCap) s`,
+    { ...bind(clientId, c), scanCap: cap },
+  );
+}
+
+/** Rewrites `@name` to `$n`, binding only the names the statement uses (PostgreSQL types every parameter). */
+function positional(sql: string, named: Record<string, unknown>): SearchStatement {
+  const index = new Map<string, number>();
+  const params: unknown[] = [];
+  const text = sql.replace(/@(\w+)/g, (_match, name: string) => {
+    let n = index.get(name);
+    if (n === undefined) {
+      if (!(name in named)) throw new Error(`search statement uses @${name}, which is not bound`);
+      params.push(named[name]);
+      index.set(name, (n = params.length));
+    }
+    return `$${n}`;
+  });
+  return { sql: text, params };
+}
+
+function bind(clientId: number, c: SearchCriteria): Record<string, unknown> {
+  return {
+    clientId,
+    ...searchBounds(c),
+    // An id no row can have matches nothing, as in SQLite, instead of failing the statement.
+    orderIds: c.orderIds ? [...new Set(c.orderIds.filter(canBeId))] : null,
+    orderItemIds: c.orderItemIds ? [...new Set(c.orderItemIds.filter(canBeId))] : null,
+  };
+}
+
+/** The created-date bounds, with the cursor replacing the one it passes: the index seeks from the cursor. */
+function keyRange(at: string, id: string, s: SearchShape): string {
+  if (!s.after) return `${at} >= @createdFrom AND ${at} < @createdTo`;
+  return s.desc
+    ? `${at} >= @createdFrom AND (${at}, ${id}) < (@afterAt, @afterId)`
+    : `(${at}, ${id}) > (@afterAt, @afterId) AND ${at} < @createdTo`;
+}
+
+function itemTerms(alias: string, s: SearchShape): string[] {
+  return [
+    ...(s.itemFrom ? [`${alias}.updated_at >= @itemFrom`] : []),
+    ...(s.itemTo ? [`${alias}.updated_at < @itemTo`] : []),
+    ...(s.itemIds ? [`${alias}.order_item_id = ANY(@orderItemIds::bigint[])`] : []),
+  ];
+}
+
+/** Conditions on the order id `oid` that the driver does not already guarantee. */
+function existsTerms(oid: string, s: SearchShape): string[] {
+  const items = itemTerms('i', s);
+  const itemsGuaranteed = s.driver === 'updated-items' || s.driver === 'dated-items';
+  return [
+    ...(s.vendor && s.driver !== 'vendor-items'
+      ? [`EXISTS (SELECT 1 FROM order_items v WHERE v.order_id = ${oid} AND v.vendor_id = @vendorId)`]
+      : []),
+    ...(items.length > 0 && !itemsGuaranteed
+      ? [`EXISTS (SELECT 1 FROM order_items i WHERE i.order_id = ${oid} AND ${items.join(' AND ')})`]
+      : []),
+  ];
+}
+
+// Drivers that read orders: by (client_id, created_at, order_id), by reference, or by the ids given; the
+// reference's own term is added for every driver that reads orders.
+const ORDER_TERMS: Partial<Record<Driver, string[]>> = {
+  orders: [],
+  reference: [],
+  'order-ids': ['o.order_id = ANY(@orderIds::bigint[])'],
+  'item-ids': [
+    `o.order_id IN (SELECT i.order_id FROM order_items i
+                     WHERE i.order_item_id = ANY(@orderItemIds::bigint[]) AND i.client_id = @clientId)`,
+  ],
+};
+
+// Drivers that read the keys of orders from an index of items, each its own: the terms it seeks on.
+const ITEM_TERMS: Partial<Record<Driver, (s: SearchShape) => string[]>> = {
+  // order_items_client_vendor (client_id, vendor_id, order_created_at, order_id)
+  'vendor-items': () => ['d.vendor_id = @vendorId'],
+  // order_items_search_created (client_id, order_created_at, order_id, updated_at): in result order, the update
+  // times checked inside the index.
+  'dated-items': (s) => itemTerms('d', s),
+  // order_items_search_updated (client_id, updated_at, order_created_at, order_id): the few items updated.
+  'updated-items': () => ['d.updated_at >= @scanFrom', 'd.updated_at < @scanTo'],
+};
+
+function pageSql(s: SearchShape): string {
+  const dir = s.desc ? 'DESC' : 'ASC';
+  const orderTerms = ORDER_TERMS[s.driver];
+  if (orderTerms) {
+    const where = [
+      'o.client_id = @clientId',
+      keyRange('o.created_at', 'o.order_id', s),
+      ...orderTerms,
+      ...(s.reference ? ['o.reference_id = @referenceId'] : []),
+      ...existsTerms('o.order_id', s),
+    ];
+    return `SELECT o.* FROM orders o WHERE ${where.join(' AND ')}
+             ORDER BY o.created_at ${dir}, o.order_id ${dir} LIMIT @limit`;
+  }
+  const terms = ITEM_TERMS[s.driver]!(s);
+  const where = [
+    'd.client_id = @clientId',
+    ...terms,
+    keyRange('d.order_created_at', 'd.order_id', s),
+    ...existsTerms('d.order_id', s),
+  ];
+  // Keys first, from the index alone; the orders table is read for the page only.
+  return `SELECT o.* FROM (
+            SELECT d.order_created_at AS at, d.order_id AS id FROM order_items d
+             WHERE ${where.join(' AND ')}
+             GROUP BY d.order_created_at, d.order_id ORDER BY at ${dir}, id ${dir} LIMIT @limit) k
+          JOIN orders o ON o.order_id = k.id`;
+}
+
+/** The item columns of a page, in the order of the tuples in `items`. */
+export const ITEM_COLUMNS = [
+  'order_item_id',
+  'order_id',
+  'line_no',
+  'listing_id',
+  'vendor_id',
+  'title',
+  'isbn',
+  'line_quantity',
+  'min_days',
+  'max_days',
+  'cost_cents',
+  'shipcost_cents',
+  'status',
+  'updated_at',
+  'shipping_company',
+  'tracking_id',
+] as const;
+
+function searchSql(s: SearchShape): string {
+  const dir = s.desc ? 'DESC' : 'ASC';
+  const items = [`i.order_id = p.order_id`, ...itemTerms('i', s)];
+  const tuple = ITEM_COLUMNS.map((c) => `i.${c}`).join(', ');
+  // Each order's items by order_items_order (order_id, order_item_id), in the same statement: one snapshot.
+  return `SELECT p.order_id, p.created_at, p.currency, p.tax_cents, p.tax_model, p.reference_id,
+                 (SELECT json_agg(json_build_array(${tuple}) ORDER BY i.order_item_id)
+                    FROM order_items i WHERE ${items.join(' AND ')}) AS items
+            FROM (${pageSql(s)}) p
+           ORDER BY p.created_at ${dir}, p.order_id ${dir}`;
+}

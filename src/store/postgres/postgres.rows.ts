@@ -1,0 +1,15 @@
+import type { OrderAddress, StoredOrder } from '../store.port.js';
+import { toStoredOrder as mapOrder, type OrderRow as Row } from '../order.rows.js';
+
+export { toItemWithCurrency, toStoredItem, type ItemRow, type ItemWithCurrencyRow } from '../order.rows.js';
+
+/** An order row as PostgreSQL returns it: BIGINT already numbers, JSONB addresses already objects. */
+export type OrderRow = Row<OrderAddress>;
+
+export const toStoredOrder = (r: OrderRow): StoredOrder => mapOrder(r, (address) => address);
+
+/**
+ * Whether a number can be a stored id. An id from outside (a URL, a query, the CLI) beyond BIGINT or with a
+ * fraction would fail the query in PostgreSQL, where SQLite just finds nothing: it names no row here either.
+ */
+export const canBeId = (n: number): boolean => Number.isSafeInteger(n);

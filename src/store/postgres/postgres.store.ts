@@ -1,0 +1,60 @@
+import type { Store, StoreCounts } from '../store.port.js';
+import { postgresCatalog } from './postgres-catalog.js';
+import { postgresClients } from './postgres-clients.js';
+import { postgresItems } from './postgres-items.js';
+import { postgresOrders } from './postgres-orders.js';
+import { postgresPayments } from './postgres-payments.js';
+import { postgresProcessing } from './postgres-processing.js';
+import { postgresReconcile } from './postgres-reconcile.js';
+import { postgresSearch, type PostgresSearchOptions } from './postgres-search-store.js';
+import { migratePostgres } from './postgres.migrations.js';
+import { createPool, type PoolOptions } from './postgres.pool.js';
+
+export type PostgresStoreOptions = PoolOptions & PostgresSearchOptions;
+
+/**
+ * The store on the PostgreSQL database at `url`: a pool of `poolSize` connections (default 10), every
+ * migration applied before it resolves. Many processes may open it at once.
+ */
+export async function openPostgresStore(url: string, options: PostgresStoreOptions = {}): Promise<Store> {
+  const pool = createPool(url, options);
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => (closing ??= pool.end());
+
+  const counts = async (): Promise<StoreCounts> => {
+    const [items, orders] = await Promise.all([
+      pool.query<{ status: number; count: number }>(
+        'SELECT status, count(*) AS count FROM order_items GROUP BY status ORDER BY status',
+      ),
+      pool.query<{ phase: 'queued' | 'reserved'; count: number }>(
+        `SELECT phase, count(*) AS count FROM orders WHERE phase <> 'settled' GROUP BY phase ORDER BY phase`,
+      ),
+    ]);
+    return { itemsByStatus: items.rows, unsettledByPhase: orders.rows };
+  };
+
+  const store: Store = {
+    kind: 'postgres',
+    clients: postgresClients(pool),
+    catalog: postgresCatalog(pool),
+    orders: postgresOrders(pool),
+    processing: postgresProcessing(pool),
+    items: postgresItems(pool),
+    payments: postgresPayments(pool),
+    reconcile: postgresReconcile(pool),
+    search: postgresSearch(pool, options),
+    counts,
+    migrate: () => migratePostgres(pool),
+    async ping() {
+      await pool.query('SELECT 1');
+    },
+    close,
+  };
+  try {
+    await store.migrate();
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  return store;
+}

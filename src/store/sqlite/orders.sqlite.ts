@@ -1,0 +1,81 @@
+import type { AcceptResult, NewOrder, OrderStore, OrderWithItems } from '../store.port.js';
+import { toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './rows.sqlite.js';
+import type { Db } from './sqlite.db.js';
+
+/** Accepting orders and reading one back. */
+export function sqliteOrders(db: Db): OrderStore {
+  const insertOrder = db.prepare(
+    `INSERT INTO orders (client_id, request_id, request_hash, reference_id, domain, currency, shipping_mode,
+       ship_addr, bill_addr, card_id, total_max_price_cents, created_at)
+     VALUES (@clientId, @requestId, @requestHash, @referenceId, @domain, @currency, @shippingMode,
+       @shipAddr, @billAddr, @cardId, @totalMaxPriceCents, @createdAt)
+     ON CONFLICT (client_id, request_id) DO NOTHING`,
+  );
+  const byRequest = db.prepare<[number, string], Pick<OrderRow, 'order_id' | 'request_hash'>>(
+    'SELECT order_id, request_hash FROM orders WHERE client_id = ? AND request_id = ?',
+  );
+  const insertItem = db.prepare(
+    `INSERT INTO order_items (order_id, client_id, order_created_at, line_no, listing_id, vendor_id, title, isbn,
+       line_quantity, max_price_cents, min_days, max_days, cost_cents, shipcost_cents, status, updated_at,
+       status_changed_at)
+     VALUES (@orderId, @clientId, @createdAt, @lineNo, @listingId, @vendorId, @title, @isbn, @lineQuantity,
+       @maxPriceCents, @minDays, @maxDays, @costCents, 0, 1, @createdAt, @createdAt)`,
+  );
+  const phaseOf = db.prepare<[number], { phase: OrderRow['phase'] }>(
+    'SELECT phase FROM orders WHERE order_id = ?',
+  );
+  const read = orderReader(db);
+
+  const accept = db.transaction((order: NewOrder): AcceptResult => {
+    const { items, ...head } = order;
+    const inserted = insertOrder.run({
+      ...head,
+      shipAddr: JSON.stringify(order.shipAddr),
+      billAddr: JSON.stringify(order.billAddr),
+    });
+    if (inserted.changes === 0) {
+      const existing = byRequest.get(order.clientId, order.requestId)!;
+      return existing.request_hash === order.requestHash
+        ? { kind: 'duplicate', orderId: existing.order_id }
+        : { kind: 'conflict' };
+    }
+    const orderId = Number(inserted.lastInsertRowid);
+    for (const item of items) {
+      insertItem.run({ ...item, orderId, clientId: order.clientId, createdAt: order.createdAt });
+    }
+    return { kind: 'created', orderId };
+  });
+
+  // One snapshot for the order and its items; another client's order is reported as absent.
+  const getWithItems = db.transaction((orderId: number, clientId: number | null) => {
+    const found = read(orderId);
+    return found && (clientId === null || found.order.clientId === clientId) ? found : null;
+  });
+
+  return {
+    async accept(order) {
+      return accept.immediate(order);
+    },
+    async get(orderId) {
+      return getWithItems.deferred(orderId, null);
+    },
+    async getForClient(clientId, orderId) {
+      return getWithItems.deferred(orderId, clientId);
+    },
+    async phaseOf(orderId) {
+      return phaseOf.get(orderId)?.phase ?? null;
+    },
+  };
+}
+
+/** The order and its items inside a running transaction, for the adapter's own read-then-write steps. */
+export function orderReader(db: Db) {
+  const orderById = db.prepare<[number], OrderRow>('SELECT * FROM orders WHERE order_id = ?');
+  const itemsOf = db.prepare<[number], ItemRow>(
+    'SELECT * FROM order_items WHERE order_id = ? ORDER BY order_item_id',
+  );
+  return (orderId: number): OrderWithItems | null => {
+    const row = orderById.get(orderId);
+    return row ? { order: toStoredOrder(row), items: itemsOf.all(orderId).map(toStoredItem) } : null;
+  };
+}

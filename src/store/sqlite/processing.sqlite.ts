@@ -1,0 +1,103 @@
+import { ItemStatus } from '../../domain/item-status.js';
+import type {
+  OrderWithItems,
+  ProcessingStore,
+  Reservation,
+  ReserveResult,
+  Settlement,
+  StockChange,
+} from '../store.port.js';
+import { ledgerWriter } from './ledger.sqlite.js';
+import { orderReader } from './orders.sqlite.js';
+import type { Db } from './sqlite.db.js';
+
+/** Raised inside a reservation to roll it back whole when a listing no longer has the stock. */
+class ShortOfStock extends Error {}
+
+/** The worker's atomic steps: count an attempt, apply a priced reservation, settle. */
+export function sqliteProcessing(db: Db): ProcessingStore {
+  const read = orderReader(db);
+  const countAttempt = db.prepare(
+    `UPDATE orders SET attempts = attempts + 1 WHERE order_id = ? AND phase <> 'settled'`,
+  );
+  const reservePhase = db.prepare(
+    `UPDATE orders SET phase = @phase, tax_cents = @taxCents, tax_model = @taxModel, total_cents = @totalCents
+      WHERE order_id = @orderId AND phase = 'queued'`,
+  );
+  const takeStock = db.prepare('UPDATE listings SET stock = stock - ? WHERE listing_id = ? AND stock >= ?');
+  const returnStock = db.prepare('UPDATE listings SET stock = stock + ? WHERE listing_id = ?');
+  const priceItem = db.prepare(
+    `UPDATE order_items SET cost_cents = ?, shipcost_cents = ?, tax_cents = ?, min_days = ?, max_days = ?
+      WHERE order_item_id = ?`,
+  );
+  const rejectItem = db.prepare(
+    `UPDATE order_items SET status = ?, updated_at = ?, status_changed_at = ?
+      WHERE order_item_id = ? AND status = 1`,
+  );
+  const settlePhase = db.prepare(
+    `UPDATE orders SET phase = 'settled',
+            tax_cents = CASE WHEN @zeroTax = 1 AND tax_cents IS NOT NULL THEN 0 ELSE tax_cents END
+      WHERE order_id = @orderId AND phase = @fromPhase`,
+  );
+  const settleItems = db.prepare(
+    `UPDATE order_items SET status = @status, updated_at = @now, status_changed_at = @now,
+            shipcost_cents = CASE WHEN @clear = 1 THEN 0 ELSE shipcost_cents END,
+            tax_cents = CASE WHEN @clear = 1 THEN 0 ELSE tax_cents END
+      WHERE order_id = @orderId AND status = 1`,
+  );
+  const writeLedger = ledgerWriter(db);
+
+  const giveBack = (changes: readonly StockChange[]) => {
+    for (const { listingId, copies } of changes) returnStock.run(copies, listingId);
+  };
+
+  const beginAttempt = db.transaction((orderId: number): OrderWithItems | null => {
+    countAttempt.run(orderId);
+    return read(orderId);
+  });
+
+  const reserve = db.transaction((r: Reservation): ReserveResult => {
+    if (reservePhase.run(r).changes === 0) return 'not-queued';
+    for (const { listingId, copies } of r.take) {
+      if (takeStock.run(copies, listingId, copies).changes !== 1) throw new ShortOfStock();
+    }
+    for (const item of r.items) {
+      priceItem.run(
+        item.costCents,
+        item.shipcostCents,
+        item.taxCents,
+        item.minDays,
+        item.maxDays,
+        item.orderItemId,
+      );
+      if (item.status !== ItemStatus.QUEUED) rejectItem.run(item.status, r.now, r.now, item.orderItemId);
+    }
+    return 'applied';
+  });
+
+  const settle = db.transaction((s: Settlement): boolean => {
+    const { orderId, fromPhase, now } = s;
+    if (settlePhase.run({ orderId, fromPhase, zeroTax: s.zeroTax ? 1 : 0 }).changes === 0) return false;
+    settleItems.run({ orderId, status: s.itemStatus, now, clear: s.clearCharges ? 1 : 0 });
+    giveBack(s.giveBack);
+    if (s.ledger) writeLedger(s.ledger, now);
+    return true;
+  });
+
+  return {
+    async beginAttempt(orderId) {
+      return beginAttempt.immediate(orderId);
+    },
+    async reserve(reservation) {
+      try {
+        return reserve.immediate(reservation);
+      } catch (err) {
+        if (err instanceof ShortOfStock) return 'short';
+        throw err;
+      }
+    },
+    async settle(settlement) {
+      return settle.immediate(settlement);
+    },
+  };
+}

@@ -1,0 +1,43 @@
+import type { LedgerKind } from '../../domain/item-status.js';
+import type { ReconcileStore, StaleItem, StaleItemKey, StaleOrder, StaleOrderKey } from '../store.port.js';
+import type { Db } from './sqlite.db.js';
+
+const START_ORDER: StaleOrderKey = { createdAt: Number.MIN_SAFE_INTEGER, orderId: 0 };
+const START_ITEM: StaleItemKey = { statusChangedAt: Number.MIN_SAFE_INTEGER, orderItemId: 0 };
+
+/** Read-only, batched queries for what reconciliation moves on; the moves go through the other stores. */
+export function sqliteReconcile(db: Db): ReconcileStore {
+  // Unsettled orders are exactly those with QUEUED items; served by the partial index orders_unsettled.
+  const staleOrders = db.prepare<[number, number, number, number], StaleOrder>(
+    `SELECT order_id AS orderId, attempts, created_at AS createdAt FROM orders
+      WHERE phase <> 'settled' AND created_at < ? AND (created_at, order_id) > (?, ?)
+      ORDER BY created_at, order_id LIMIT ?`,
+  );
+  // Served by order_items_status (status, status_changed_at).
+  const staleItems = db.prepare<[number, number, number, number, number], StaleItem>(
+    `SELECT order_item_id AS orderItemId, status, status_changed_at AS statusChangedAt FROM order_items
+      WHERE status = ? AND status_changed_at < ? AND (status_changed_at, order_item_id) > (?, ?)
+      ORDER BY status_changed_at, order_item_id LIMIT ?`,
+  );
+  const pending = db.prepare<
+    [number, number],
+    { entryId: number; entryKey: string; orderId: number; kind: LedgerKind; amountCents: number }
+  >(
+    `SELECT entry_id AS entryId, entry_key AS entryKey, order_id AS orderId, kind, amount_cents AS amountCents
+       FROM ledger_entries
+      WHERE applied_at IS NULL AND kind IN ('void', 'extra_shipping', 'refund') AND entry_id > ?
+      ORDER BY entry_id LIMIT ?`,
+  );
+
+  return {
+    async staleOrders(createdBefore, limit, after = START_ORDER) {
+      return staleOrders.all(createdBefore, after.createdAt, after.orderId, limit);
+    },
+    async staleItems(status, changedBefore, limit, after = START_ITEM) {
+      return staleItems.all(status, changedBefore, after.statusChangedAt, after.orderItemId, limit);
+    },
+    async pendingAdjustments(limit, afterEntryId = 0) {
+      return pending.all(afterEntryId, limit);
+    },
+  };
+}

@@ -1,0 +1,467 @@
+/**
+ * The store port: the domain operations every process needs of its database, each atomic, each a Promise of
+ * plain camelCase objects. Services decide; an adapter (sqlite/, postgres/) applies a decision in one
+ * transaction and reports what it found. Nothing here names a driver, a row or a SQL type.
+ */
+import type { ItemStatusCode, LedgerKind } from '../domain/item-status.js';
+import type { Currency } from '../domain/money.js';
+import type { PricingListing, PricingVendor, ShippingMode, ShippingRate, Zone } from '../domain/pricing.js';
+
+// ---- clients and cards ----------------------------------------------------------------------------------
+
+export interface Client {
+  clientId: number;
+  name: string;
+  accessKey: string;
+  secretKey: string;
+  disabled: boolean;
+}
+
+export interface Card {
+  cardId: number;
+  clientId: number;
+  token: string;
+  declines: boolean;
+  active: boolean;
+}
+
+export interface ClientStore {
+  findByAccessKey(accessKey: string): Promise<Client | null>;
+  /** Stores a client with the keys the caller generated. */
+  create(client: { name: string; accessKey: string; secretKey: string; now: number }): Promise<Client>;
+  /** The client after disabling it; null when no client has that key. */
+  disable(accessKey: string): Promise<Client | null>;
+  addCard(card: { clientId: number; token: string; declines: boolean; now: number }): Promise<Card>;
+  findCard(token: string): Promise<Card | null>;
+  findCardById(cardId: number): Promise<Card | null>;
+}
+
+// ---- catalog --------------------------------------------------------------------------------------------
+
+export interface CatalogVendor {
+  vendorId: number;
+  name: string;
+  country: string;
+  currency: Currency;
+  rates: { mode: ShippingMode; zone: Zone; rate: ShippingRate }[];
+}
+
+export interface CatalogListing {
+  listingId: number;
+  vendorId: number;
+  title: string;
+  isbn: string;
+  priceCents: number;
+  quantity: number;
+}
+
+/** The listings asked for that exist, with current stock, and their vendors with rates, as pricing reads them. */
+export interface PricingCatalog {
+  listings: Map<number, PricingListing>;
+  vendors: Map<number, PricingVendor>;
+}
+
+export interface CatalogStore {
+  loadForPricing(listingIds: readonly number[]): Promise<PricingCatalog>;
+  /** Upserts a whole validated catalog in one transaction; a vendor's rates are replaced by the file's. */
+  importCatalog(vendors: readonly CatalogVendor[], listings: readonly CatalogListing[]): Promise<void>;
+  vendorExists(vendorId: number): Promise<boolean>;
+  /** False when there is no such vendor. */
+  deactivateVendor(vendorId: number): Promise<boolean>;
+}
+
+// ---- orders and items -----------------------------------------------------------------------------------
+
+/** queued: nothing taken; reserved: stock taken and amount fixed, payment pending; settled: final. */
+export type OrderPhase = 'queued' | 'reserved' | 'settled';
+
+export interface OrderAddress {
+  name: string;
+  address1: string;
+  address2?: string | null;
+  city: string;
+  provstate?: string | null;
+  country: string;
+  zipcode: string;
+  phone: string;
+}
+
+export interface StoredOrder {
+  orderId: number;
+  clientId: number;
+  requestId: string;
+  requestHash: string;
+  referenceId: string | null;
+  domain: string;
+  currency: Currency;
+  shippingMode: ShippingMode;
+  shipAddr: OrderAddress;
+  billAddr: OrderAddress;
+  cardId: number;
+  totalMaxPriceCents: number | null;
+  taxCents: number | null;
+  taxModel: string | null;
+  totalCents: number | null;
+  phase: OrderPhase;
+  attempts: number;
+  createdAt: number;
+}
+
+/** One copy of a listing in an order. The line fields are the listing as ordered, copied once. */
+export interface StoredItem {
+  orderItemId: number;
+  orderId: number;
+  clientId: number;
+  orderCreatedAt: number;
+  lineNo: number;
+  listingId: number;
+  vendorId: number;
+  title: string;
+  isbn: string;
+  lineQuantity: number;
+  maxPriceCents: number | null;
+  minDays: number | null;
+  maxDays: number | null;
+  costCents: number;
+  shipcostCents: number;
+  taxCents: number;
+  status: number;
+  updatedAt: number;
+  statusChangedAt: number;
+  shippingCompany: string | null;
+  trackingId: string | null;
+  extraShippingCents: number | null;
+}
+
+/** An order with all its items, sorted by orderItemId. */
+export interface OrderWithItems {
+  order: StoredOrder;
+  items: StoredItem[];
+}
+
+/** The fields of an order that its OrderResponse shows: all a search reads. */
+export type OrderView = Pick<
+  StoredOrder,
+  'orderId' | 'createdAt' | 'currency' | 'taxCents' | 'taxModel' | 'referenceId'
+>;
+
+/** The fields of an item that its OrderResponse shows, and orderId to group by. */
+export type ItemView = Pick<
+  StoredItem,
+  | 'orderItemId'
+  | 'orderId'
+  | 'lineNo'
+  | 'listingId'
+  | 'vendorId'
+  | 'title'
+  | 'isbn'
+  | 'lineQuantity'
+  | 'minDays'
+  | 'maxDays'
+  | 'costCents'
+  | 'shipcostCents'
+  | 'status'
+  | 'updatedAt'
+  | 'shippingCompany'
+  | 'trackingId'
+>;
+
+export interface NewOrderItem {
+  lineNo: number;
+  listingId: number;
+  vendorId: number;
+  title: string;
+  isbn: string;
+  lineQuantity: number;
+  maxPriceCents: number | null;
+  minDays: number | null;
+  maxDays: number | null;
+  costCents: number;
+}
+
+export interface NewOrder {
+  clientId: number;
+  requestId: string;
+  requestHash: string;
+  referenceId: string | null;
+  domain: string;
+  currency: Currency;
+  shippingMode: ShippingMode;
+  shipAddr: OrderAddress;
+  billAddr: OrderAddress;
+  cardId: number;
+  totalMaxPriceCents: number | null;
+  createdAt: number;
+  /** Every item QUEUED, in request order. */
+  items: NewOrderItem[];
+}
+
+/** created: stored now; duplicate: the same request was stored before; conflict: the request id was used for another. */
+export type AcceptResult =
+  { kind: 'created'; orderId: number } | { kind: 'duplicate'; orderId: number } | { kind: 'conflict' };
+
+export interface OrderStore {
+  /** Records an order and its QUEUED items in one transaction, unique on (client, request id). */
+  accept(order: NewOrder): Promise<AcceptResult>;
+  get(orderId: number): Promise<OrderWithItems | null>;
+  /** The order only when it belongs to the client. */
+  getForClient(clientId: number, orderId: number): Promise<OrderWithItems | null>;
+  phaseOf(orderId: number): Promise<OrderPhase | null>;
+}
+
+// ---- processing: the worker's atomic steps --------------------------------------------------------------
+
+export interface StockChange {
+  listingId: number;
+  copies: number;
+}
+
+/** What a priced attempt writes: each item's figures and status, the stock it takes, the order's totals. */
+export interface Reservation {
+  orderId: number;
+  /** Every item of the order; a status other than QUEUED rejects it (stock is not taken for it). */
+  items: {
+    orderItemId: number;
+    costCents: number;
+    shipcostCents: number;
+    taxCents: number;
+    minDays: number | null;
+    maxDays: number | null;
+    status: ItemStatusCode;
+  }[];
+  /** Taken all or nothing, each guarded by `stock >= copies`. */
+  take: StockChange[];
+  /** 'reserved' when something is bought and a payment follows, else 'settled'. */
+  phase: 'reserved' | 'settled';
+  taxCents: number | null;
+  taxModel: string | null;
+  totalCents: number;
+  now: number;
+}
+
+/** not-queued: another attempt reserved or settled it first; short: a listing no longer has the stock. */
+export type ReserveResult = 'applied' | 'not-queued' | 'short';
+
+/** Every kind of ledger entry: the worker's authorisation or decline, and the moves' adjustments. */
+export type LedgerEntryKind = 'authorize' | 'decline' | LedgerKind;
+
+export interface LedgerWrite {
+  entryKey: string;
+  orderId: number;
+  orderItemId: number | null;
+  kind: LedgerEntryKind;
+  amountCents: number;
+  currency: string;
+}
+
+/** How an order leaves the unsettled phases: its QUEUED items all move to `itemStatus`. */
+export interface Settlement {
+  orderId: number;
+  /** Applied only while the order is still in this phase. */
+  fromPhase: 'queued' | 'reserved';
+  itemStatus: ItemStatusCode;
+  /** Rejected items keep their cost but lose their shipping and tax shares. */
+  clearCharges: boolean;
+  /** The order's tax becomes 0 (where it had one): nothing was bought. */
+  zeroTax: boolean;
+  /** Stock the reservation had taken, given back. */
+  giveBack: StockChange[];
+  ledger: LedgerWrite | null;
+  now: number;
+}
+
+export interface ProcessingStore {
+  /**
+   * Counts an attempt at an unsettled order and returns it with its items as they stand after the count;
+   * a settled order is returned as it is, uncounted. Null when there is no such order.
+   */
+  beginAttempt(orderId: number): Promise<OrderWithItems | null>;
+  /** Applies a priced attempt while the order is still queued, taking every stock change or none. */
+  reserve(reservation: Reservation): Promise<ReserveResult>;
+  /** Settles the order while it is still in `fromPhase`; false when it no longer is. */
+  settle(settlement: Settlement): Promise<boolean>;
+}
+
+// ---- item moves and the payment outbox ------------------------------------------------------------------
+
+export interface StoredItemWithCurrency extends StoredItem {
+  currency: Currency;
+}
+
+/** One item's move as the service decided it, applied only while the item is as the service read it. */
+export interface ItemMoveWrite {
+  orderItemId: number;
+  from: ItemStatusCode;
+  /** The item's statusChangedAt as read: together with `from`, the compare of a compare-and-set. */
+  fromChangedAt: number;
+  to: ItemStatusCode;
+  now: number;
+  addShipcostCents: number;
+  /** Values left null keep what is stored. */
+  extraShippingCents: number | null;
+  shippingCompany: string | null;
+  trackingId: string | null;
+  /** One copy of this listing goes back to stock. */
+  returnStockOf: number | null;
+  ledger: LedgerWrite | null;
+}
+
+export type ItemMoveWriteResult =
+  { kind: 'moved'; item: StoredItemWithCurrency; entryId: number | null } | { kind: 'changed' };
+
+/** A ledger entry whose gateway adjustment is not applied yet: the outbox row. */
+export interface LedgerOutboxEntry {
+  entryId: number;
+  entryKey: string;
+  orderId: number;
+  kind: LedgerKind;
+  amountCents: number;
+}
+
+export interface ItemStore {
+  getItem(orderItemId: number): Promise<StoredItemWithCurrency | null>;
+  applyMove(move: ItemMoveWrite): Promise<ItemMoveWriteResult>;
+  /** Marks an outbox entry applied at the gateway; false when it already was. */
+  markApplied(entryKey: string, now: number): Promise<boolean>;
+}
+
+// ---- the sandbox payment processor's own records --------------------------------------------------------
+
+export interface PaymentRecord {
+  status: 'authorized' | 'declined';
+  amountCents: number;
+}
+
+export interface PaymentStore {
+  /** Records the first outcome for `key` and returns whichever outcome is stored for it. */
+  authorizeOnce(request: {
+    key: string;
+    cardId: number;
+    currency: string;
+    amountCents: number;
+    approved: boolean;
+    now: number;
+  }): Promise<PaymentRecord>;
+  /**
+   * Changes an authorised payment by `deltaCents` once per `stepKey` (never below 0); null releases all of
+   * it. A key never authorised, or declined, is left alone.
+   */
+  adjustOnce(key: string, stepKey: string, deltaCents: number | null, now: number): Promise<void>;
+  find(key: string): Promise<PaymentRecord | null>;
+}
+
+// ---- reconciliation -------------------------------------------------------------------------------------
+
+export interface StaleOrder {
+  orderId: number;
+  attempts: number;
+  createdAt: number;
+}
+
+export interface StaleItem {
+  orderItemId: number;
+  status: ItemStatusCode;
+  statusChangedAt: number;
+}
+
+/** Where the previous batch ended: batches are keyset-paged so a row that stays put is read once. */
+export interface StaleOrderKey {
+  createdAt: number;
+  orderId: number;
+}
+export interface StaleItemKey {
+  statusChangedAt: number;
+  orderItemId: number;
+}
+
+export interface ReconcileStore {
+  /** Unsettled orders accepted before `createdBefore`, oldest first. */
+  staleOrders(createdBefore: number, limit: number, after?: StaleOrderKey): Promise<StaleOrder[]>;
+  /** Items in `status` since before `changedBefore`, longest waiting first. */
+  staleItems(
+    status: ItemStatusCode,
+    changedBefore: number,
+    limit: number,
+    after?: StaleItemKey,
+  ): Promise<StaleItem[]>;
+  /** Outbox entries not applied at the gateway yet, in the order they were written. */
+  pendingAdjustments(limit: number, afterEntryId?: number): Promise<LedgerOutboxEntry[]>;
+}
+
+// ---- search ---------------------------------------------------------------------------------------------
+
+export type SortOrder = 'ascending' | 'descending';
+
+/** Where an order sits in a result: by createDate, then orderId. */
+export interface OrderKey {
+  createdAt: number;
+  orderId: number;
+}
+
+/** A search with every default resolved (epoch ms, ranges inclusive start, exclusive end); applied literally. */
+export interface SearchCriteria {
+  dateStart: number;
+  dateEnd: number;
+  itemUpdateStart?: number;
+  itemUpdateEnd?: number;
+  vendorId?: number;
+  referenceId?: string;
+  orderIds?: readonly number[];
+  orderItemIds?: readonly number[];
+  sortOrder: SortOrder;
+  limit: number;
+  /** Continue strictly after this key (keyset paging). */
+  after?: OrderKey;
+}
+
+export interface SearchPage {
+  /** Each order with only the items matching the item criteria, sorted by orderItemId; read in one snapshot. */
+  orders: { order: OrderView; items: ItemView[] }[];
+  more: boolean;
+}
+
+export interface SearchCursor {
+  cursorId: number;
+  clientId: number;
+  criteriaHash: string;
+  dateStart: number;
+  dateEnd: number;
+  after: OrderKey;
+  createdAt: number;
+}
+
+export interface SearchStore {
+  /** One page of the client's orders matching the criteria, and whether more follow. */
+  search(clientId: number, criteria: SearchCriteria): Promise<SearchPage>;
+  /** Stores a cursor under a fresh random id and returns it; cursors created before `expiredBefore` are dropped. */
+  issueCursor(cursor: Omit<SearchCursor, 'cursorId'>, expiredBefore: number): Promise<number>;
+  /** The cursor, only when this client was given it at or after `issuedSince`. */
+  findCursor(cursorId: number, clientId: number, issuedSince: number): Promise<SearchCursor | null>;
+}
+
+// ---- the whole store ------------------------------------------------------------------------------------
+
+export interface StoreCounts {
+  itemsByStatus: { status: number; count: number }[];
+  unsettledByPhase: { phase: 'queued' | 'reserved'; count: number }[];
+}
+
+export interface Store {
+  /** Which adapter: for logs, /readyz and benchmarks. */
+  readonly kind: 'sqlite' | 'postgres';
+  readonly clients: ClientStore;
+  readonly catalog: CatalogStore;
+  readonly orders: OrderStore;
+  readonly processing: ProcessingStore;
+  readonly items: ItemStore;
+  readonly payments: PaymentStore;
+  readonly reconcile: ReconcileStore;
+  readonly search: SearchStore;
+  /** Figures for /metrics, read at scrape time. */
+  counts(): Promise<StoreCounts>;
+  /** Applies the migrations not applied yet; safe when several processes start at once. Returns their versions. */
+  migrate(): Promise<number[]>;
+  /** Resolves when the database answers. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,475 @@
+// The store port's contract: the same cases on whichever adapter the project names (SQLite or PostgreSQL).
+// Each case arranges its own rows through the port and asserts what the port reports and stores.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { ItemStatus as S } from '../../src/domain/item-status.js';
+import { addCard, createClient } from '../../src/services/client-keys.js';
+import { openStore } from '../../src/store/open-store.js';
+import type { NewOrder, Store } from '../../src/store/store.port.js';
+import type { Probe } from '../../src/store/store.probe.js';
+import { LISTINGS, VENDORS } from '../helpers/fixtures.js';
+import { openProbe, TEST_STORE, testStoreEnv, type TestStoreEnv } from '../helpers/test-store.js';
+
+const T0 = Date.parse('2026-11-01T10:00:00.000Z');
+const MIDDLEMARCH = 1001; // 3 copies, vendor 501
+const WALDEN = 2002; // 50 copies, vendor 601
+
+let dir: string;
+let testStore: TestStoreEnv;
+let store: Store;
+let probe: Probe;
+let clientId: number;
+let cardId: number;
+let requestSeq = 0;
+
+beforeAll(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bookorders-contract-'));
+  testStore = await testStoreEnv(dir);
+  store = await openStore(loadConfig(testStore.env));
+  probe = openProbe(testStore.env);
+  await store.catalog.importCatalog(VENDORS, LISTINGS);
+  const client = await createClient(store.clients, 'contract', T0);
+  clientId = client.clientId;
+  cardId = (await addCard(store.clients, clientId, false, T0)).cardId;
+});
+
+afterAll(async () => {
+  await probe?.close();
+  await store?.close();
+  await testStore?.drop();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+const address = {
+  name: 'Ada',
+  address1: '1 Main St',
+  city: 'Springfield',
+  provstate: 'CA',
+  country: 'USA',
+  zipcode: '12345',
+  phone: '555',
+};
+
+function newOrder(
+  lines: { listingId: number; copies: number }[],
+  overrides: Partial<NewOrder> = {},
+): NewOrder {
+  requestSeq += 1;
+  return {
+    clientId,
+    requestId: `req-${requestSeq}`,
+    requestHash: `hash-${requestSeq}`,
+    referenceId: null,
+    domain: 'bookmarket.com',
+    currency: 'USD',
+    shippingMode: 'S',
+    shipAddr: address,
+    billAddr: { ...address, address2: null },
+    cardId,
+    totalMaxPriceCents: null,
+    createdAt: T0 + requestSeq,
+    items: lines.flatMap(({ listingId, copies }, lineNo) =>
+      Array.from({ length: copies }, () => ({
+        lineNo,
+        listingId,
+        vendorId: LISTINGS.find((l) => l.listingId === listingId)!.vendorId,
+        title: 'A title',
+        isbn: '9780000000000',
+        lineQuantity: copies,
+        maxPriceCents: null,
+        minDays: 2,
+        maxDays: 5,
+        costCents: 1000,
+      })),
+    ),
+    ...overrides,
+  };
+}
+
+async function accepted(lines: { listingId: number; copies: number }[]): Promise<number> {
+  const result = await store.orders.accept(newOrder(lines));
+  if (result.kind !== 'created') throw new Error(`expected a new order, got ${result.kind}`);
+  return result.orderId;
+}
+
+const stockOf = (listingId: number) =>
+  probe.scalar('SELECT stock FROM listings WHERE listing_id = ?', listingId);
+
+/** A reservation that buys every item of the order at 1000 + 100 shipping, taking `copies` of `listingId`. */
+async function reserveAll(orderId: number, take: { listingId: number; copies: number }[]) {
+  const { items } = (await store.orders.get(orderId))!;
+  return store.processing.reserve({
+    orderId,
+    items: items.map((i) => ({
+      orderItemId: i.orderItemId,
+      costCents: 1000,
+      shipcostCents: 100,
+      taxCents: 0,
+      minDays: 2,
+      maxDays: 5,
+      status: S.QUEUED,
+    })),
+    take,
+    phase: 'reserved',
+    taxCents: null,
+    taxModel: null,
+    totalCents: 1100 * items.length,
+    now: T0 + 1000,
+  });
+}
+
+describe(`the store port on ${TEST_STORE}`, () => {
+  it('migrates idempotently: a second run applies nothing', async () => {
+    expect(await store.migrate()).toEqual([]);
+    await store.ping();
+    expect(store.kind).toBe(TEST_STORE);
+  });
+
+  it('keeps clients and cards, finds them by key and token, and disables a client', async () => {
+    const client = await createClient(store.clients, 'Acme', T0);
+    expect(await store.clients.findByAccessKey(client.accessKey)).toEqual(client);
+    const card = await addCard(store.clients, client.clientId, true, T0);
+    expect(await store.clients.findCard(card.token)).toEqual(card);
+    expect(await store.clients.findCardById(card.cardId)).toEqual({ ...card, declines: true, active: true });
+    expect(await store.clients.disable(client.accessKey)).toMatchObject({ disabled: true });
+    expect(await store.clients.disable('AK-none')).toBeNull();
+    expect(await store.clients.findCard('cc_none')).toBeNull();
+  });
+
+  it('loads listings and vendors with their rates for pricing; an unknown listing is absent', async () => {
+    const catalog = await store.catalog.loadForPricing([MIDDLEMARCH, 999_999]);
+    expect(catalog.listings.get(MIDDLEMARCH)).toMatchObject({ vendorId: 501, priceCents: 1250 });
+    expect(catalog.listings.has(999_999)).toBe(false);
+    expect(catalog.vendors.get(501)).toMatchObject({
+      country: 'GBR',
+      currency: 'GBP',
+      active: true,
+      rates: { S: { domestic: { firstCents: 350, additionalCents: 100, minDays: 2, maxDays: 5 } } },
+    });
+    expect(await store.catalog.vendorExists(501)).toBe(true);
+    expect(await store.catalog.vendorExists(999)).toBe(false);
+    expect(await store.catalog.deactivateVendor(999)).toBe(false);
+  });
+
+  it('accepts an order once per request id: the same hash is a duplicate, another is a conflict', async () => {
+    const order = newOrder([{ listingId: WALDEN, copies: 2 }]);
+    const first = await store.orders.accept(order);
+    expect(first.kind).toBe('created');
+    const orderId = (first as { orderId: number }).orderId;
+    expect(await store.orders.accept(order)).toEqual({ kind: 'duplicate', orderId });
+    expect(await store.orders.accept({ ...order, requestHash: 'other' })).toEqual({ kind: 'conflict' });
+    const stored = (await store.orders.getForClient(clientId, orderId))!;
+    expect(stored.order).toMatchObject({
+      phase: 'queued',
+      attempts: 0,
+      shipAddr: address,
+      createdAt: order.createdAt,
+    });
+    expect(stored.items.map((i) => [i.status, i.costCents, i.shipcostCents, i.updatedAt])).toEqual([
+      [S.QUEUED, 1000, 0, order.createdAt],
+      [S.QUEUED, 1000, 0, order.createdAt],
+    ]);
+    expect(await store.orders.getForClient(clientId + 1000, orderId)).toBeNull();
+    expect(await store.orders.phaseOf(orderId)).toBe('queued');
+  });
+
+  it('creates one order for concurrent duplicates', async () => {
+    const order = newOrder([{ listingId: WALDEN, copies: 1 }]);
+    const results = await Promise.all(Array.from({ length: 8 }, () => store.orders.accept(order)));
+    expect(results.filter((r) => r.kind === 'created')).toHaveLength(1);
+    expect(new Set(results.map((r) => (r as { orderId: number }).orderId)).size).toBe(1);
+    expect(await probe.scalar('SELECT count(*) FROM orders WHERE request_id = ?', order.requestId)).toBe(1);
+  });
+
+  it('counts attempts of unsettled orders only', async () => {
+    const orderId = await accepted([{ listingId: WALDEN, copies: 1 }]);
+    expect((await store.processing.beginAttempt(orderId))!.order.attempts).toBe(1);
+    expect((await store.processing.beginAttempt(orderId))!.order.attempts).toBe(2);
+    expect(await store.processing.beginAttempt(987_654)).toBeNull();
+  });
+
+  it('reserves all or nothing: a listing short of stock rolls the whole reservation back', async () => {
+    const walden = await stockOf(WALDEN);
+    const middlemarch = await stockOf(MIDDLEMARCH);
+    const orderId = await accepted([
+      { listingId: MIDDLEMARCH, copies: 1 },
+      { listingId: WALDEN, copies: 1 },
+    ]);
+    const short = await reserveAll(orderId, [
+      { listingId: MIDDLEMARCH, copies: middlemarch + 1 },
+      { listingId: WALDEN, copies: 1 },
+    ]);
+    expect(short).toBe('short');
+    expect([await stockOf(MIDDLEMARCH), await stockOf(WALDEN)]).toEqual([middlemarch, walden]);
+    expect(await store.orders.phaseOf(orderId)).toBe('queued');
+    expect((await store.orders.get(orderId))!.items.every((i) => i.shipcostCents === 0)).toBe(true);
+
+    const take = [
+      { listingId: MIDDLEMARCH, copies: 1 },
+      { listingId: WALDEN, copies: 1 },
+    ];
+    expect(await reserveAll(orderId, take)).toBe('applied');
+    expect([await stockOf(MIDDLEMARCH), await stockOf(WALDEN)]).toEqual([middlemarch - 1, walden - 1]);
+    const stored = (await store.orders.get(orderId))!;
+    expect(stored.order).toMatchObject({ phase: 'reserved', totalCents: 2200 });
+    expect(stored.items.map((i) => [i.status, i.shipcostCents])).toEqual([
+      [S.QUEUED, 100],
+      [S.QUEUED, 100],
+    ]);
+    expect(await reserveAll(orderId, take)).toBe('not-queued');
+    expect(await stockOf(WALDEN)).toBe(walden - 1);
+  });
+
+  it('lets exactly one of two concurrent reservations of the last copies through', async () => {
+    await store.catalog.importCatalog(
+      [],
+      [{ ...LISTINGS.find((l) => l.listingId === MIDDLEMARCH)!, quantity: 2 }],
+    );
+    const orders = [
+      await accepted([{ listingId: MIDDLEMARCH, copies: 2 }]),
+      await accepted([{ listingId: MIDDLEMARCH, copies: 2 }]),
+    ];
+    const results = await Promise.all(
+      orders.map((id) => reserveAll(id, [{ listingId: MIDDLEMARCH, copies: 2 }])),
+    );
+    expect(results.sort()).toEqual(['applied', 'short']);
+    expect(await stockOf(MIDDLEMARCH)).toBe(0);
+  });
+
+  it('settles only from the phase it expects, moving the QUEUED items and writing the ledger once', async () => {
+    const walden = await stockOf(WALDEN);
+    const orderId = await accepted([{ listingId: WALDEN, copies: 2 }]);
+    await reserveAll(orderId, [{ listingId: WALDEN, copies: 2 }]);
+    const decline = {
+      orderId,
+      fromPhase: 'reserved' as const,
+      itemStatus: S.CREDIT_CARD_REJECTED,
+      clearCharges: true,
+      zeroTax: true,
+      giveBack: [{ listingId: WALDEN, copies: 2 }],
+      ledger: {
+        entryKey: `decline:order-${orderId}`,
+        orderId,
+        orderItemId: null,
+        kind: 'decline' as const,
+        amountCents: 2200,
+        currency: 'USD',
+      },
+      now: T0 + 2000,
+    };
+    expect(await store.processing.settle({ ...decline, fromPhase: 'queued' })).toBe(false);
+    expect(await store.orders.phaseOf(orderId)).toBe('reserved');
+    expect(await store.processing.settle(decline)).toBe(true);
+    expect(await store.processing.settle(decline)).toBe(false);
+    const stored = (await store.orders.get(orderId))!;
+    expect(stored.order.phase).toBe('settled');
+    expect(stored.items.map((i) => [i.status, i.costCents, i.shipcostCents, i.updatedAt])).toEqual([
+      [S.CREDIT_CARD_REJECTED, 1000, 0, T0 + 2000],
+      [S.CREDIT_CARD_REJECTED, 1000, 0, T0 + 2000],
+    ]);
+    expect(await stockOf(WALDEN)).toBe(walden);
+    expect(await probe.scalar('SELECT count(*) FROM ledger_entries WHERE order_id = ?', orderId)).toBe(1);
+    expect((await store.processing.beginAttempt(orderId))!.order.attempts).toBe(0);
+  });
+
+  it('moves an item only while it is as read (compare-and-set), with its stock and ledger entry', async () => {
+    const walden = await stockOf(WALDEN);
+    const orderId = await accepted([{ listingId: WALDEN, copies: 1 }]);
+    await reserveAll(orderId, [{ listingId: WALDEN, copies: 1 }]);
+    await store.processing.settle({
+      orderId,
+      fromPhase: 'reserved',
+      itemStatus: S.ORDERED,
+      clearCharges: false,
+      zeroTax: false,
+      giveBack: [],
+      ledger: null,
+      now: T0 + 3000,
+    });
+    const item = (await store.items.getItem((await store.orders.get(orderId))!.items[0]!.orderItemId))!;
+    expect(item).toMatchObject({ status: S.ORDERED, statusChangedAt: T0 + 3000, currency: 'USD' });
+    const move = {
+      orderItemId: item.orderItemId,
+      from: S.ORDERED,
+      fromChangedAt: item.statusChangedAt,
+      to: S.CANCELLED_BY_BUYER,
+      now: T0 + 4000,
+      addShipcostCents: 0,
+      extraShippingCents: null,
+      shippingCompany: null,
+      trackingId: null,
+      returnStockOf: WALDEN,
+      ledger: {
+        entryKey: `void:item-${item.orderItemId}`,
+        orderId,
+        orderItemId: item.orderItemId,
+        kind: 'void' as const,
+        amountCents: 1100,
+        currency: 'USD',
+      },
+    };
+    expect(await store.items.applyMove({ ...move, fromChangedAt: item.statusChangedAt - 1 })).toEqual({
+      kind: 'changed',
+    });
+    const moved = await store.items.applyMove(move);
+    expect(moved).toMatchObject({
+      kind: 'moved',
+      item: { status: S.CANCELLED_BY_BUYER, updatedAt: T0 + 4000, statusChangedAt: T0 + 4000 },
+    });
+    expect((moved as { entryId: number | null }).entryId).toEqual(expect.any(Number));
+    expect(await store.items.applyMove(move)).toEqual({ kind: 'changed' });
+    expect(await stockOf(WALDEN)).toBe(walden);
+
+    const pending = await store.reconcile.pendingAdjustments(100);
+    expect(pending).toContainEqual({
+      entryId: (moved as { entryId: number }).entryId,
+      entryKey: move.ledger.entryKey,
+      orderId,
+      kind: 'void',
+      amountCents: 1100,
+    });
+    expect(await store.items.markApplied(move.ledger.entryKey, T0 + 5000)).toBe(true);
+    expect(await store.items.markApplied(move.ledger.entryKey, T0 + 5000)).toBe(false);
+    expect((await store.reconcile.pendingAdjustments(100)).map((e) => e.entryKey)).not.toContain(
+      move.ledger.entryKey,
+    );
+  });
+
+  it('keeps shipping details and extra shipping through moves that leave them out', async () => {
+    const orderId = await accepted([{ listingId: WALDEN, copies: 1 }]);
+    await reserveAll(orderId, [{ listingId: WALDEN, copies: 1 }]);
+    const settle = { orderId, fromPhase: 'reserved' as const, clearCharges: false, zeroTax: false };
+    await store.processing.settle({ ...settle, itemStatus: S.ORDERED, giveBack: [], ledger: null, now: T0 });
+    const id = (await store.orders.get(orderId))!.items[0]!.orderItemId;
+    const base = {
+      orderItemId: id,
+      returnStockOf: null,
+      ledger: null,
+      shippingCompany: null,
+      trackingId: null,
+    };
+    await store.items.applyMove({
+      ...base,
+      from: S.ORDERED,
+      fromChangedAt: T0,
+      to: S.EXTRA_SHIPPING_REQUESTED,
+      now: T0 + 1,
+      addShipcostCents: 0,
+      extraShippingCents: 250,
+    });
+    const accepted4 = await store.items.applyMove({
+      ...base,
+      from: S.EXTRA_SHIPPING_REQUESTED,
+      fromChangedAt: T0 + 1,
+      to: S.EXTRA_SHIPPING_ACCEPTED,
+      now: T0 + 2,
+      addShipcostCents: 250,
+      extraShippingCents: null,
+    });
+    expect(accepted4).toMatchObject({ item: { shipcostCents: 350, extraShippingCents: 250 } });
+    const shipped = await store.items.applyMove({
+      ...base,
+      from: S.EXTRA_SHIPPING_ACCEPTED,
+      fromChangedAt: T0 + 2,
+      to: S.SHIPPED,
+      now: T0 + 3,
+      addShipcostCents: 0,
+      extraShippingCents: null,
+      shippingCompany: 'DHL',
+      trackingId: 'JD1',
+    });
+    expect(shipped).toMatchObject({
+      item: { shippingCompany: 'DHL', trackingId: 'JD1', extraShippingCents: 250 },
+    });
+  });
+
+  it("records the sandbox processor's first outcome per key and each adjustment step once", async () => {
+    const first = { key: 'pay-1', cardId, currency: 'USD', amountCents: 5000, approved: true, now: T0 };
+    expect(await store.payments.authorizeOnce(first)).toEqual({ status: 'authorized', amountCents: 5000 });
+    expect(await store.payments.authorizeOnce({ ...first, amountCents: 1, approved: false })).toEqual({
+      status: 'authorized',
+      amountCents: 5000,
+    });
+    await store.payments.adjustOnce('pay-1', 'pay-1#a', -1200, T0);
+    await store.payments.adjustOnce('pay-1', 'pay-1#a', -1200, T0);
+    expect(await store.payments.find('pay-1')).toEqual({ status: 'authorized', amountCents: 3800 });
+    await store.payments.adjustOnce('pay-1', 'pay-1#all', null, T0);
+    await store.payments.adjustOnce('pay-1', 'pay-1#more', 100_000 * -1, T0);
+    expect(await store.payments.find('pay-1')).toEqual({ status: 'authorized', amountCents: 0 });
+    await store.payments.authorizeOnce({ ...first, key: 'pay-2', approved: false });
+    await store.payments.adjustOnce('pay-2', 'pay-2#a', 100, T0);
+    expect(await store.payments.find('pay-2')).toEqual({ status: 'declined', amountCents: 5000 });
+    await store.payments.adjustOnce('pay-none', 'pay-none#a', 100, T0);
+    expect(await store.payments.find('pay-none')).toBeNull();
+  });
+
+  it('applies concurrent adjustments of one payment each once', async () => {
+    await store.payments.authorizeOnce({
+      key: 'pay-c',
+      cardId,
+      currency: 'USD',
+      amountCents: 10_000,
+      approved: true,
+      now: T0,
+    });
+    await Promise.all(
+      Array.from({ length: 20 }, (_, i) => store.payments.adjustOnce('pay-c', `pay-c#${i % 10}`, -100, T0)),
+    );
+    expect(await store.payments.find('pay-c')).toEqual({ status: 'authorized', amountCents: 9000 });
+  });
+
+  it('pages stale orders and items by key, oldest first', async () => {
+    const before = await store.reconcile.staleOrders(Number.MAX_SAFE_INTEGER, 1000);
+    const ids = [
+      await accepted([{ listingId: WALDEN, copies: 1 }]),
+      await accepted([{ listingId: WALDEN, copies: 1 }]),
+      await accepted([{ listingId: WALDEN, copies: 1 }]),
+    ];
+    const all = await store.reconcile.staleOrders(Number.MAX_SAFE_INTEGER, 1000);
+    expect(all.slice(before.length).map((o) => o.orderId)).toEqual(ids);
+    const firstTwo = await store.reconcile.staleOrders(Number.MAX_SAFE_INTEGER, 2);
+    const rest = await store.reconcile.staleOrders(Number.MAX_SAFE_INTEGER, 1000, firstTwo.at(-1));
+    expect([...firstTwo, ...rest]).toEqual(all);
+    const created = all.find((o) => o.orderId === ids[1])!.createdAt;
+    expect((await store.reconcile.staleOrders(created, 1000)).map((o) => o.orderId)).not.toContain(ids[1]);
+
+    const queued = await store.reconcile.staleItems(S.QUEUED, Number.MAX_SAFE_INTEGER, 1000);
+    expect(queued.length).toBeGreaterThanOrEqual(3);
+    const page = await store.reconcile.staleItems(S.QUEUED, Number.MAX_SAFE_INTEGER, 1, queued[0]);
+    expect(page).toEqual([queued[1]]);
+  });
+
+  it('issues cursors with fresh ids, finds them only for their client, and drops expired ones', async () => {
+    const cursor = {
+      clientId,
+      criteriaHash: 'abc',
+      dateStart: T0,
+      dateEnd: T0 + 10,
+      after: { createdAt: T0 + 5, orderId: 7 },
+      createdAt: T0,
+    };
+    const id = await store.search.issueCursor(cursor, T0 - 1);
+    expect(id).toBeGreaterThan(0);
+    expect(id).toBeLessThan(2 ** 48);
+    expect(await store.search.findCursor(id, clientId, T0)).toEqual({ ...cursor, cursorId: id });
+    expect(await store.search.findCursor(id, clientId + 1, T0)).toBeNull();
+    expect(await store.search.findCursor(id, clientId, T0 + 1)).toBeNull();
+    await store.search.issueCursor({ ...cursor, createdAt: T0 + 100 }, T0 + 1);
+    expect(await probe.scalar('SELECT count(*) FROM search_cursors WHERE cursor_id = ?', id)).toBe(0);
+  });
+
+  it('counts items by status and unsettled orders by phase', async () => {
+    const counts = await store.counts();
+    const items = await probe.all<{ status: number; n: number }>(
+      'SELECT status, count(*) AS n FROM order_items GROUP BY status',
+    );
+    expect(counts.itemsByStatus.map((c) => [c.status, c.count]).sort((a, b) => a[0]! - b[0]!)).toEqual(
+      items.map((r) => [r.status, r.n]).sort((a, b) => a[0]! - b[0]!),
+    );
+    const queued = await probe.scalar("SELECT count(*) FROM orders WHERE phase = 'queued'");
+    expect(counts.unsettledByPhase.find((c) => c.phase === 'queued')?.count).toBe(queued);
+  });
+});

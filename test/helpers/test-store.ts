@@ -1,0 +1,58 @@
+// Which store the current vitest project tests (TEST_STORE, set per project in vitest.config.ts), a private
+// database for one test service on it, and a raw-SQL probe on that database.
+import crypto from 'node:crypto';
+import path from 'node:path';
+import { inject } from 'vitest';
+import { createDatabase, dropDatabase } from '../../scripts/postgres.js';
+import { postgresProbe } from '../../src/store/postgres/postgres.probe.js';
+import { sqliteProbe } from '../../src/store/sqlite/sqlite.probe.js';
+import type { Probe } from '../../src/store/store.probe.js';
+
+export type TestStoreKind = 'sqlite' | 'postgres';
+
+function storeFromEnv(value: string | undefined): TestStoreKind {
+  if (value === undefined || value === '' || value === 'sqlite') return 'sqlite';
+  if (value === 'postgres') return 'postgres';
+  throw new Error(`TEST_STORE must be 'sqlite' or 'postgres', not '${value}'`);
+}
+
+export const TEST_STORE: TestStoreKind = storeFromEnv(process.env.TEST_STORE);
+
+export interface TestStoreEnv {
+  /** DB_PATH, plus DATABASE_URL on PostgreSQL: merge into the service's environment. */
+  env: Record<string, string>;
+  /** Drops the private database (PostgreSQL); the SQLite file goes with the test's directory. */
+  drop(): Promise<void>;
+}
+
+/** A fresh, private store for one test service whose files live in `dir`. */
+export async function testStoreEnv(dir: string): Promise<TestStoreEnv> {
+  const dbPath = path.join(dir, 'orders.db');
+  if (TEST_STORE === 'sqlite') {
+    return { env: { DB_PATH: dbPath }, drop: () => Promise.resolve() };
+  }
+  const serverUrl = inject('postgresUrl');
+  if (!serverUrl) {
+    throw new Error(
+      'TEST_STORE=postgres but no PostgreSQL server was provided: run through vitest.config.ts (project "postgres")',
+    );
+  }
+  const name = `t_${crypto.randomBytes(8).toString('hex')}`;
+  const url = await createDatabase(serverUrl, name);
+  let dropped = false;
+  return {
+    env: { DATABASE_URL: url, DB_PATH: dbPath },
+    drop: async () => {
+      if (dropped) return;
+      dropped = true;
+      await dropDatabase(serverUrl, name);
+    },
+  };
+}
+
+/** A raw-SQL probe on the store that `env` (from testStoreEnv) selects. Close it when done. */
+export function openProbe(env: Record<string, string | undefined>): Probe {
+  if (env.DATABASE_URL) return postgresProbe(env.DATABASE_URL);
+  if (!env.DB_PATH) throw new Error('openProbe: the environment has neither DATABASE_URL nor DB_PATH');
+  return sqliteProbe(env.DB_PATH);
+}
