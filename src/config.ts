@@ -44,6 +44,7 @@ const ConfigSchema = z.object({
   WORKER_CONCURRENCY: positiveInt.default(8),
   WEB_CONCURRENCY: positiveInt.default(1),
   MAX_PROCESS_ATTEMPTS: positiveInt.default(5),
+  ATTEMPT_LEASE_S: positiveInt.default(60),
   QUEUED_STALE_AFTER_S: positiveInt.default(120),
   SHIP_DEADLINE_H: positiveInt.default(96),
   EXTRA_SHIPPING_TIMEOUT_H: positiveInt.default(48),

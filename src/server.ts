@@ -2,6 +2,7 @@ import cluster, { type Worker } from 'node:cluster';
 import type { Server } from 'node:http';
 import type { Config } from './config.js';
 import { closeDeps, createDeps } from './container.js';
+import { whenReady } from './queue/redis-lock.js';
 import type { Deps } from './deps.js';
 import { createApp } from './http/app.js';
 import { createDeploymentRegistry, metricsRoute } from './http/metrics.js';
@@ -45,12 +46,18 @@ export function createWebApp(deps: Deps, processMetrics: ProcessMetrics = create
   });
 }
 
+const REDIS_READY_WAIT_MS = 10_000;
+
 /** Starts one web process; resolves with a function that stops it cleanly. */
 export async function startWeb(
   config: Config,
   logger: Logger,
 ): Promise<{ server: Server; stop: () => Promise<void> }> {
   const deps = await createDeps(config, logger, { withOutcomes: true, role: 'web' });
+  // Signed requests need Redis for their lockout checks: listen once it is ready (or, bounded, fail open).
+  await whenReady(deps.redis, REDIS_READY_WAIT_MS).catch((err: Error) =>
+    logger.warn({ err: err.message }, 'web listening before redis is ready; lockout checks fail open'),
+  );
   const server = createWebApp(deps).listen(config.PORT);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   const address = server.address();

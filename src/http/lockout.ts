@@ -1,3 +1,4 @@
+import { whenReady } from '../queue/redis-lock.js';
 import type { RedisClient } from '../queue/redis.js';
 import type { Logger } from '../logger.js';
 
@@ -48,6 +49,8 @@ export class Lockout {
   async lockedForMs(subject: string, now: number): Promise<number> {
     const cached = this.known.get(subject);
     if (cached && now - cached.checkedAt < CACHE_MS) return Math.max(0, cached.until - now);
+    // A connection still being made (a process just started) is waited for: failing open is for outages only.
+    if (STARTING.has(this.redis.status)) await whenReady(this.redis, STARTUP_WAIT_MS).catch(() => undefined);
     try {
       const ttl = await this.redis.pttl(this.keys(subject)[1]);
       this.remember(subject, now, ttl > 0 ? now + ttl : 0);
@@ -88,6 +91,8 @@ export class Lockout {
 }
 
 const CACHE_MS = 1000;
+const STARTUP_WAIT_MS = 2000;
+const STARTING = new Set(['wait', 'connecting', 'connect']);
 const CACHE_ENTRIES = 10_000;
 
 export const AUTH_LOCKOUT: LockoutPolicy = {

@@ -9,9 +9,10 @@ export interface PaymentGateway {
   }): Promise<AuthorizeResult>;
   /**
    * Changes the key's authorisation by `deltaCents` (negative releases, positive adds), once per `step`;
-   * `deltaCents` null releases whatever is left. A key that was never authorised is a no-op.
+   * `deltaCents` null releases whatever is left. A key that is not authorised (yet) is a no-op that the same
+   * step can repeat later. True when this call changed the authorisation.
    */
-  adjust(key: string, step: string, deltaCents: number | null): Promise<void>;
+  adjust(key: string, step: string, deltaCents: number | null): Promise<boolean>;
 }
 
 export interface AuthorizeResult {

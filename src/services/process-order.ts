@@ -2,6 +2,7 @@ import { ItemStatus } from '../domain/item-status.js';
 import type { UsdPer } from '../domain/money.js';
 import { priceOrder, type PricingResult } from '../domain/pricing.js';
 import type { TaxRules } from '../domain/tax.js';
+import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import { paymentKey, type PaymentGateway } from '../payments/payment-gateway.js';
 import type {
@@ -20,10 +21,13 @@ export interface ProcessOrderDeps {
   taxRules: TaxRules;
   clock: () => number;
   maxAttempts: number;
+  /** ATTEMPT_LEASE_S: how long an attempt may take; until then nothing else gives up on its order. */
+  config: Pick<Config, 'ATTEMPT_LEASE_S'>;
   logger: Logger;
 }
 
-export type ProcessOutcome = 'missing' | 'settled' | 'already-settled' | 'failed';
+/** failed: given up on now; held: given up on once the attempt that holds its lease has ended or expired. */
+export type ProcessOutcome = 'missing' | 'settled' | 'already-settled' | 'failed' | 'held';
 
 // Stock taken by another order between pricing and reserving is rare; a few fresh prices settle it.
 const RESERVE_ROUNDS = 5;
@@ -115,8 +119,8 @@ export async function processOrder(deps: ProcessOrderDeps, orderId: number): Pro
     case 'settled':
       return step.byThisAttempt ? 'settled' : 'already-settled';
     case 'exhausted':
-      await failOrder(deps, orderId);
-      return 'failed';
+      // An earlier attempt may still be paying: it settles the order, or its lease runs out first.
+      return (await failOrder(deps, orderId, { leaseFreeAt: deps.clock() })) === 'held' ? 'held' : 'failed';
     case 'pay':
       await pay(deps, step.stored);
       return 'settled';
@@ -125,7 +129,11 @@ export async function processOrder(deps: ProcessOrderDeps, orderId: number): Pro
 
 /** Counts an attempt and, for an order still queued, prices it against current stock and reserves what it buys. */
 export async function startAttempt(deps: ProcessOrderDeps, orderId: number): Promise<AttemptStep> {
-  let stored = await deps.store.processing.beginAttempt(orderId);
+  const leaseUntil = deps.clock() + deps.config.ATTEMPT_LEASE_S * 1000;
+  let stored = await deps.store.processing.beginAttempt(orderId, {
+    leaseUntil,
+    maxAttempts: deps.maxAttempts,
+  });
   if (!stored) return { kind: 'missing' };
   if (stored.order.phase === 'settled') return { kind: 'settled', byThisAttempt: false };
   if (stored.order.attempts > deps.maxAttempts) return { kind: 'exhausted' };
@@ -185,7 +193,7 @@ async function pay(deps: ProcessOrderDeps, stored: OrderWithItems): Promise<void
     amountCents,
     currency: order.currency,
   };
-  await deps.store.processing.settle({
+  const settled = await deps.store.processing.settle({
     orderId: order.orderId,
     fromPhase: 'reserved',
     itemStatus: result.approved ? ItemStatus.ORDERED : ItemStatus.CREDIT_CARD_REJECTED,
@@ -195,21 +203,39 @@ async function pay(deps: ProcessOrderDeps, stored: OrderWithItems): Promise<void
     ledger,
     now: deps.clock(),
   });
-  deps.logger.info({ orderId: order.orderId, approved: result.approved, amountCents }, 'order settled');
+  if (!settled && result.approved) await voidIfUnaccounted(deps, order.orderId);
+  else deps.logger.info({ orderId: order.orderId, approved: result.approved, amountCents }, 'order settled');
 }
 
-/** Gives up on an order after its last attempt: any authorisation released first, then the items FAILED. */
+/**
+ * An authorisation that landed after the order was settled without it (given up on while this attempt was
+ * paying) is released at once; one the ledger holds belongs to a twin attempt that settled first.
+ */
+async function voidIfUnaccounted(deps: ProcessOrderDeps, orderId: number): Promise<void> {
+  const key = paymentKey(orderId);
+  if (await deps.store.processing.ledgerHas(`authorize:${key}`)) return;
+  await deps.payments.adjust(key, 'failed', null);
+  deps.logger.warn({ orderId }, 'authorisation landed after the order was given up on: released');
+}
+
+/**
+ * Gives up on an order after its last attempt: the items FAILED (guarded, so no attempt can settle it as bought
+ * afterwards), then any authorisation released. With `leaseFreeAt`, an order whose lease an attempt still holds
+ * is left to that attempt ('held'). The release is keyed 'failed' per order and does nothing before there is an
+ * authorisation: repeated later (reconciliation does), it catches one that landed after, or a crash in between.
+ */
 export async function failOrder(
   deps: Pick<ProcessOrderDeps, 'payments' | 'clock' | 'logger'> & {
     store: Pick<Store, 'orders' | 'processing'>;
   },
   orderId: number,
-): Promise<boolean> {
-  await deps.payments.adjust(paymentKey(orderId), 'failed', null);
-  // The order may move from queued to reserved meanwhile: read it again and settle from where it is.
+  { leaseFreeAt }: { leaseFreeAt?: number } = {},
+): Promise<'failed' | 'held' | 'settled'> {
   for (let round = 0; round < RESERVE_ROUNDS; round += 1) {
     const stored = await deps.store.orders.get(orderId);
-    if (!stored || stored.order.phase === 'settled') return false;
+    if (!stored || stored.order.phase === 'settled') return 'settled';
+    const { leaseUntil } = stored.order;
+    if (leaseFreeAt !== undefined && leaseUntil !== null && leaseUntil > leaseFreeAt) return 'held';
     const failed = await deps.store.processing.settle({
       orderId,
       fromPhase: stored.order.phase,
@@ -219,10 +245,12 @@ export async function failOrder(
       giveBack: stored.order.phase === 'reserved' ? stockHeldBy(stored.items) : [],
       ledger: null,
       now: deps.clock(),
+      ...(leaseFreeAt !== undefined ? { leaseFreeAt } : {}),
     });
     if (failed) {
       deps.logger.warn({ orderId }, 'order failed after its last attempt');
-      return true;
+      await deps.payments.adjust(paymentKey(orderId), 'failed', null);
+      return 'failed';
     }
   }
   throw new Error(`order ${orderId}: its phase kept changing while it was failed`);

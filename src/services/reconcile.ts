@@ -1,10 +1,11 @@
 import type { Config } from '../config.js';
 import { ItemStatus as S, type ItemStatusCode } from '../domain/item-status.js';
 import { orderJobId, type OrderQueue } from '../queue/order.queue.js';
-import { withLock } from '../queue/redis-lock.js';
+import { withLock, type LockResult } from '../queue/redis-lock.js';
 import type { RedisClient } from '../queue/redis.js';
 import type { StaleItemKey, StaleOrder, StaleOrderKey, Store } from '../store/store.port.js';
 import { applyAdjustment, moveItem, type ItemLifecycleDeps } from './item-lifecycle.js';
+import { paymentKey } from '../payments/payment-gateway.js';
 import { failOrder } from './process-order.js';
 import type { MetricsRecorder } from '../metrics/metrics.recorder.js';
 
@@ -19,6 +20,7 @@ export interface ReconcileDeps extends ItemLifecycleDeps {
     | 'SHIP_DEADLINE_H'
     | 'EXTRA_SHIPPING_TIMEOUT_H'
     | 'MAX_PROCESS_ATTEMPTS'
+    | 'ATTEMPT_LEASE_S'
     | 'REDIS_PREFIX'
   >;
 }
@@ -30,6 +32,8 @@ export interface ReconcileCounts {
   unshipped: number;
   extraShippingTimedOut: number;
   adjustmentsApplied: number;
+  /** Authorisations found on orders given up on (FAILED) lately, released: late ones, or a crash's. */
+  authorisationsReleased: number;
 }
 
 const BATCH = 200;
@@ -55,13 +59,21 @@ export async function runReconcilePass(
   // The lock and the queue both need Redis; deadlines measured in hours can wait for the next tick.
   if (deps.redis.status !== 'ready') return skipped(deps, 'redis unavailable');
   const key = `${deps.config.REDIS_PREFIX}:reconcile:lock`;
-  const result = await withLock(deps.redis, key, { ttlMs: LOCK_TTL_MS, waitMs: options.waitMs }, (lost) =>
-    reconcileOnce(
-      deps,
-      options.now ?? deps.clock(),
-      options.signal ? AbortSignal.any([lost, options.signal]) : lost,
-    ),
-  );
+  let result: LockResult<ReconcileCounts>;
+  try {
+    result = await withLock(deps.redis, key, { ttlMs: LOCK_TTL_MS, waitMs: options.waitMs }, (lost) =>
+      reconcileOnce(
+        deps,
+        options.now ?? deps.clock(),
+        options.signal ? AbortSignal.any([lost, options.signal]) : lost,
+      ),
+    );
+  } catch (err) {
+    // Redis lost mid-pass: every step already done is guarded and complete, the next pass does the rest.
+    if (await answers(deps.redis)) throw err;
+    deps.logger.warn({ err: (err as Error).message }, 'reconcile pass ended early: redis unavailable');
+    return { ran: false, reason: 'redis unavailable' };
+  }
   if (!result.acquired) return skipped(deps, 'another pass holds the lock');
   await deps.metrics.recordReconcileActions({ ...result.value });
   return { ran: true, counts: result.value };
@@ -69,8 +81,16 @@ export async function runReconcilePass(
 
 type SkipReason = Extract<PassResult, { ran: false }>['reason'];
 
+const answers = (redis: RedisClient): Promise<boolean> =>
+  redis.ping().then(
+    () => true,
+    () => false,
+  );
+
 function skipped(deps: ReconcileDeps, reason: SkipReason): PassResult {
-  deps.logger.info({ reason }, `reconcile pass skipped: ${reason}`);
+  // An outage is worth a warning; another clock's pass is the lock doing its job.
+  const level = reason === 'redis unavailable' ? 'warn' : 'info';
+  deps.logger[level]({ reason }, `reconcile pass skipped: ${reason}`);
   return { ran: false, reason };
 }
 
@@ -108,8 +128,16 @@ export async function reconcileOnce(
   lost: AbortSignal = new AbortController().signal,
 ): Promise<ReconcileCounts> {
   const startedAt = Date.now();
-  const counts = { requeued: 0, failed: 0, unshipped: 0, extraShippingTimedOut: 0, adjustmentsApplied: 0 };
+  const counts: ReconcileCounts = {
+    requeued: 0,
+    failed: 0,
+    unshipped: 0,
+    extraShippingTimedOut: 0,
+    adjustmentsApplied: 0,
+    authorisationsReleased: 0,
+  };
   counts.adjustmentsApplied = await applyPendingAdjustments(deps, now, lost);
+  counts.authorisationsReleased = await releaseLateAuthorisations(deps, now, lost);
   for (const deadline of DEADLINES) counts[deadline.count] += await expire(deps, deadline, now, lost);
   await forEachBatch(
     (after?: StaleOrderKey) =>
@@ -154,8 +182,9 @@ async function requeueOrFail(deps: ReconcileDeps, order: StaleOrder, now: number
   const state = job ? await job.getState() : 'missing';
   if (IN_QUEUE.has(state)) return 'in-queue';
   if (order.attempts >= deps.config.MAX_PROCESS_ATTEMPTS) {
-    await failOrder({ ...deps, clock: () => now }, order.orderId);
-    return 'failed';
+    // A worker inside the last attempt (its job lost with Redis) holds the lease: that attempt settles it.
+    const outcome = await failOrder({ ...deps, clock: () => now }, order.orderId, { leaseFreeAt: now });
+    return outcome === 'failed' ? 'failed' : 'in-queue';
   }
   // A finished job keeps its id, and an add with that id would be ignored.
   if (job) await job.remove();
@@ -165,6 +194,37 @@ async function requeueOrFail(deps: ReconcileDeps, order: StaleOrder, now: number
     'order enqueued again',
   );
   return 'requeued';
+}
+
+/**
+ * Orders that became FAILED within two attempt leases: an attempt that outlived its lease may have been
+ * authorised after the order was given up on and died before releasing it. The release is the one failOrder
+ * made (step 'failed'), so it applies once, and only where an authorisation is there to release.
+ */
+async function releaseLateAuthorisations(deps: ReconcileDeps, now: number, lost: AbortSignal) {
+  const since = now - 2 * deps.config.ATTEMPT_LEASE_S * 1000;
+  const seen = new Set<number>();
+  let released = 0;
+  await forEachBatch(
+    (after?: StaleItemKey) =>
+      deps.store.reconcile.staleItems(
+        S.FAILED,
+        now + 1,
+        BATCH,
+        after ?? { statusChangedAt: since, orderItemId: 0 },
+      ),
+    (item) => ({ statusChangedAt: item.statusChangedAt, orderItemId: item.orderItemId }),
+    lost,
+    async ({ orderId }) => {
+      if (seen.has(orderId)) return;
+      seen.add(orderId);
+      if (await deps.payments.adjust(paymentKey(orderId), 'failed', null)) {
+        released += 1;
+        deps.logger.warn({ orderId }, 'authorisation of a failed order released');
+      }
+    },
+  );
+  return released;
 }
 
 /** Gateway adjustments whose ledger entries were committed but not applied (a crash or a gateway error). */

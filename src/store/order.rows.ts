@@ -24,6 +24,7 @@ export interface OrderRow<Address> {
   total_cents: number | null;
   phase: 'queued' | 'reserved' | 'settled';
   attempts: number;
+  lease_until: number | null;
   created_at: number;
 }
 
@@ -76,6 +77,7 @@ export function toStoredOrder<Address>(
     totalCents: r.total_cents,
     phase: r.phase,
     attempts: r.attempts,
+    leaseUntil: r.lease_until,
     createdAt: r.created_at,
   };
 }

@@ -104,6 +104,8 @@ export interface StoredOrder {
   totalCents: number | null;
   phase: OrderPhase;
   attempts: number;
+  /** Until when the last attempt within the limit may still be working on the order (it may be paying). */
+  leaseUntil: number | null;
   createdAt: number;
 }
 
@@ -268,18 +270,26 @@ export interface Settlement {
   giveBack: StockChange[];
   ledger: LedgerWrite | null;
   now: number;
+  /** When set, applied only if no attempt holds a lease on the order beyond this time. */
+  leaseFreeAt?: number;
 }
 
 export interface ProcessingStore {
   /**
-   * Counts an attempt at an unsettled order and returns it with its items as they stand after the count;
-   * a settled order is returned as it is, uncounted. Null when there is no such order.
+   * Counts an attempt at an unsettled order and returns it with its items as they stand after the count; an
+   * attempt within `maxAttempts` takes the lease until `leaseUntil`. A settled order is returned as it is,
+   * uncounted. Null when there is no such order.
    */
-  beginAttempt(orderId: number): Promise<OrderWithItems | null>;
+  beginAttempt(
+    orderId: number,
+    lease: { leaseUntil: number; maxAttempts: number },
+  ): Promise<OrderWithItems | null>;
   /** Applies a priced attempt while the order is still queued, taking every stock change or none. */
   reserve(reservation: Reservation): Promise<ReserveResult>;
-  /** Settles the order while it is still in `fromPhase`; false when it no longer is. */
+  /** Settles the order while it is still in `fromPhase` (and its lease allows); false when it no longer is. */
   settle(settlement: Settlement): Promise<boolean>;
+  /** Whether the ledger holds the entry: an authorisation the ledger knows is accounted for. */
+  ledgerHas(entryKey: string): Promise<boolean>;
 }
 
 // ---- item moves and the payment outbox ------------------------------------------------------------------
@@ -343,10 +353,11 @@ export interface PaymentStore {
     now: number;
   }): Promise<PaymentRecord>;
   /**
-   * Changes an authorised payment by `deltaCents` once per `stepKey` (never below 0); null releases all of
-   * it. A key never authorised, or declined, is left alone.
+   * Changes an authorised payment by `deltaCents` once per `stepKey` (unique across payments; never below 0);
+   * null releases all of it. A key never authorised, or declined, is left alone (and the step not recorded).
+   * True when this call applied the step.
    */
-  adjustOnce(key: string, stepKey: string, deltaCents: number | null, now: number): Promise<void>;
+  adjustOnce(key: string, stepKey: string, deltaCents: number | null, now: number): Promise<boolean>;
   find(key: string): Promise<PaymentRecord | null>;
 }
 
@@ -360,6 +371,7 @@ export interface StaleOrder {
 
 export interface StaleItem {
   orderItemId: number;
+  orderId: number;
   status: ItemStatusCode;
   statusChangedAt: number;
 }

@@ -184,11 +184,43 @@ describe(`the store port on ${TEST_STORE}`, () => {
     expect(await probe.scalar('SELECT count(*) FROM orders WHERE request_id = ?', order.requestId)).toBe(1);
   });
 
-  it('counts attempts of unsettled orders only', async () => {
+  it('counts attempts of unsettled orders only; an attempt within the limit takes the lease', async () => {
     const orderId = await accepted([{ listingId: WALDEN, copies: 1 }]);
-    expect((await store.processing.beginAttempt(orderId))!.order.attempts).toBe(1);
-    expect((await store.processing.beginAttempt(orderId))!.order.attempts).toBe(2);
-    expect(await store.processing.beginAttempt(987_654)).toBeNull();
+    const lease = (leaseUntil: number) => ({ leaseUntil, maxAttempts: 2 });
+    expect((await store.processing.beginAttempt(orderId, lease(T0 + 10)))!.order).toMatchObject({
+      attempts: 1,
+      leaseUntil: T0 + 10,
+    });
+    expect((await store.processing.beginAttempt(orderId, lease(T0 + 20)))!.order).toMatchObject({
+      attempts: 2,
+      leaseUntil: T0 + 20,
+    });
+    // Past the limit an attempt counts itself but leaves the lease to the last one that may be paying.
+    expect((await store.processing.beginAttempt(orderId, lease(T0 + 30)))!.order).toMatchObject({
+      attempts: 3,
+      leaseUntil: T0 + 20,
+    });
+    expect(await store.processing.beginAttempt(987_654, lease(T0))).toBeNull();
+  });
+
+  it('settles under a lease guard only once no attempt holds the lease beyond the given time', async () => {
+    const orderId = await accepted([{ listingId: WALDEN, copies: 1 }]);
+    await store.processing.beginAttempt(orderId, { leaseUntil: T0 + 60_000, maxAttempts: 5 });
+    const fail = {
+      orderId,
+      fromPhase: 'queued' as const,
+      itemStatus: S.FAILED,
+      clearCharges: true,
+      zeroTax: true,
+      giveBack: [],
+      ledger: null,
+      now: T0,
+    };
+    expect(await store.processing.settle({ ...fail, leaseFreeAt: T0 + 59_999 })).toBe(false);
+    expect(await store.orders.phaseOf(orderId)).toBe('queued');
+    expect(await store.processing.settle({ ...fail, leaseFreeAt: T0 + 60_000 })).toBe(true);
+    expect(await store.orders.phaseOf(orderId)).toBe('settled');
+    expect(await store.processing.ledgerHas(`authorize:order-${orderId}`)).toBe(false);
   });
 
   it('reserves all or nothing: a listing short of stock rolls the whole reservation back', async () => {
@@ -272,7 +304,9 @@ describe(`the store port on ${TEST_STORE}`, () => {
     ]);
     expect(await stockOf(WALDEN)).toBe(walden);
     expect(await probe.scalar('SELECT count(*) FROM ledger_entries WHERE order_id = ?', orderId)).toBe(1);
-    expect((await store.processing.beginAttempt(orderId))!.order.attempts).toBe(0);
+    expect(await store.processing.ledgerHas(`decline:order-${orderId}`)).toBe(true);
+    const again = await store.processing.beginAttempt(orderId, { leaseUntil: T0, maxAttempts: 5 });
+    expect(again!.order.attempts).toBe(0);
   });
 
   it('moves an item only while it is as read (compare-and-set), with its stock and ledger entry', async () => {
@@ -393,8 +427,8 @@ describe(`the store port on ${TEST_STORE}`, () => {
       status: 'authorized',
       amountCents: 5000,
     });
-    await store.payments.adjustOnce('pay-1', 'pay-1#a', -1200, T0);
-    await store.payments.adjustOnce('pay-1', 'pay-1#a', -1200, T0);
+    expect(await store.payments.adjustOnce('pay-1', 'pay-1#a', -1200, T0)).toBe(true);
+    expect(await store.payments.adjustOnce('pay-1', 'pay-1#a', -1200, T0)).toBe(false);
     expect(await store.payments.find('pay-1')).toEqual({ status: 'authorized', amountCents: 3800 });
     await store.payments.adjustOnce('pay-1', 'pay-1#all', null, T0);
     await store.payments.adjustOnce('pay-1', 'pay-1#more', 100_000 * -1, T0);
@@ -402,7 +436,12 @@ describe(`the store port on ${TEST_STORE}`, () => {
     await store.payments.authorizeOnce({ ...first, key: 'pay-2', approved: false });
     await store.payments.adjustOnce('pay-2', 'pay-2#a', 100, T0);
     expect(await store.payments.find('pay-2')).toEqual({ status: 'declined', amountCents: 5000 });
-    await store.payments.adjustOnce('pay-none', 'pay-none#a', 100, T0);
+    // A release before there is anything to release is not recorded: the same step applies once there is.
+    expect(await store.payments.adjustOnce('pay-late', 'pay-late#failed', null, T0)).toBe(false);
+    await store.payments.authorizeOnce({ ...first, key: 'pay-late' });
+    expect(await store.payments.adjustOnce('pay-late', 'pay-late#failed', null, T0)).toBe(true);
+    expect(await store.payments.find('pay-late')).toEqual({ status: 'authorized', amountCents: 0 });
+    expect(await store.payments.adjustOnce('pay-none', 'pay-none#a', 100, T0)).toBe(false);
     expect(await store.payments.find('pay-none')).toBeNull();
   });
 

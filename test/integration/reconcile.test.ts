@@ -27,6 +27,7 @@ const NOTHING: ReconcileCounts = {
   unshipped: 0,
   extraShippingTimedOut: 0,
   adjustmentsApplied: 0,
+  authorisationsReleased: 0,
 };
 
 let service: TestService;

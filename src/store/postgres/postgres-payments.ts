@@ -31,27 +31,28 @@ export function postgresPayments(pool: pg.Pool): PaymentStore {
       if (!stored) throw new Error(`payment ${key} was recorded but cannot be found`);
       return stored;
     },
-    async adjustOnce(key, stepKey, deltaCents, now) {
-      await withTransaction(pool, async (tx) => {
+    adjustOnce(key, stepKey, deltaCents, now) {
+      return withTransaction(pool, async (tx) => {
         // Locked: two steps of one payment apply one after the other, each to the amount the other left.
         const { rows } = await tx.query<PaymentRow>(
           'SELECT status, amount_cents FROM payments WHERE idempotency_key = $1 FOR UPDATE',
           [key],
         );
         const payment = rows[0];
-        if (payment?.status !== 'authorized') return;
+        if (payment?.status !== 'authorized') return false;
         const delta = deltaCents ?? -payment.amount_cents;
         const step = await tx.query(
           `INSERT INTO payment_adjustments (adjustment_key, payment_key, delta_cents, created_at)
            VALUES ($1, $2, $3, $4) ON CONFLICT (adjustment_key) DO NOTHING`,
           [stepKey, key, delta, now],
         );
-        if (step.rowCount !== 1) return;
+        if (step.rowCount !== 1) return false;
         await tx.query(
           `UPDATE payments SET amount_cents = GREATEST(0, amount_cents + $2), updated_at = $3
             WHERE idempotency_key = $1`,
           [key, delta, now],
         );
+        return true;
       });
     },
     find,

@@ -33,6 +33,7 @@ const SETTLE_SQL = `
     UPDATE orders SET phase = 'settled',
            tax_cents = CASE WHEN $3::boolean AND tax_cents IS NOT NULL THEN 0 ELSE tax_cents END
      WHERE order_id = $1 AND phase = $2
+       AND ($7::bigint IS NULL OR lease_until IS NULL OR lease_until <= $7::bigint)
     RETURNING order_id),
   moved AS (
     UPDATE order_items i
@@ -97,11 +98,13 @@ const reserveParams = (r: Reservation): unknown[] => [
 /** The worker's atomic steps: count an attempt, apply a priced reservation, settle. */
 export function postgresProcessing(pool: pg.Pool): ProcessingStore {
   return {
-    beginAttempt(orderId) {
+    beginAttempt(orderId, { leaseUntil, maxAttempts }) {
       return withTransaction(pool, async (tx) => {
         const counted = await tx.query<OrderRow>(
-          `UPDATE orders SET attempts = attempts + 1 WHERE order_id = $1 AND phase <> 'settled' RETURNING *`,
-          [orderId],
+          `UPDATE orders SET attempts = attempts + 1,
+                  lease_until = CASE WHEN attempts + 1 <= $3 THEN $2 ELSE lease_until END
+            WHERE order_id = $1 AND phase <> 'settled' RETURNING *`,
+          [orderId, leaseUntil, maxAttempts],
         );
         const order = counted.rows[0];
         if (!order) return readOrder(tx, orderId);
@@ -136,12 +139,17 @@ export function postgresProcessing(pool: pg.Pool): ProcessingStore {
           s.itemStatus,
           s.clearCharges,
           s.now,
+          s.leaseFreeAt ?? null,
         ]);
         if (settled.rows[0]?.n !== 1) return false;
         await changeStock(tx, s.giveBack, GIVE_BACK_SQL);
         if (s.ledger) await writeLedger(tx, s.ledger, s.now);
         return true;
       });
+    },
+    async ledgerHas(entryKey) {
+      const { rowCount } = await pool.query('SELECT 1 FROM ledger_entries WHERE entry_key = $1', [entryKey]);
+      return rowCount === 1;
     },
   };
 }

@@ -19,7 +19,8 @@ const STALE_ORDERS_SQL = `
 
 // Served by order_items_status (status, status_changed_at).
 const STALE_ITEMS_SQL = `
-  SELECT order_item_id AS "orderItemId", status, status_changed_at AS "statusChangedAt" FROM order_items
+  SELECT order_item_id AS "orderItemId", order_id AS "orderId", status, status_changed_at AS "statusChangedAt"
+    FROM order_items
    WHERE status = $1 AND status_changed_at < $2 AND (status_changed_at, order_item_id) > ($3, $4)
    ORDER BY status_changed_at, order_item_id LIMIT $5`;
 

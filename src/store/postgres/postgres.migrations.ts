@@ -175,6 +175,14 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX search_cursors_created ON search_cursors (created_at);
     `,
   },
+  {
+    version: 2,
+    name: 'attempt leases',
+    sql: `
+      -- Until when the attempt that counted itself last may still be paying: nothing else fails the order before.
+      ALTER TABLE orders ADD COLUMN lease_until BIGINT;
+    `,
+  },
 ];
 
 // Any constant will do, as long as every process of the service takes the same one.

@@ -34,9 +34,11 @@ export function sqlitePayments(db: Db): PaymentStore {
   );
   const adjust = db.transaction((key: string, stepKey: string, deltaCents: number | null, now: number) => {
     const payment = byKey.get(key);
-    if (!payment || payment.status !== 'authorized') return;
+    if (!payment || payment.status !== 'authorized') return false;
     const delta = deltaCents ?? -payment.amount_cents;
-    if (insertStep.run(stepKey, key, delta, now).changes === 1) apply.run(delta, now, key);
+    if (insertStep.run(stepKey, key, delta, now).changes === 0) return false;
+    apply.run(delta, now, key);
+    return true;
   });
 
   return {
@@ -44,7 +46,7 @@ export function sqlitePayments(db: Db): PaymentStore {
       return authorize.immediate(key, cardId, currency, amountCents, approved, now);
     },
     async adjustOnce(key, stepKey, deltaCents, now) {
-      adjust.immediate(key, stepKey, deltaCents, now);
+      return adjust.immediate(key, stepKey, deltaCents, now);
     },
     async find(key) {
       const row = byKey.get(key);

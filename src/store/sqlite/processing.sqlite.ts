@@ -18,7 +18,9 @@ class ShortOfStock extends Error {}
 export function sqliteProcessing(db: Db): ProcessingStore {
   const read = orderReader(db);
   const countAttempt = db.prepare(
-    `UPDATE orders SET attempts = attempts + 1 WHERE order_id = ? AND phase <> 'settled'`,
+    `UPDATE orders SET attempts = attempts + 1,
+            lease_until = CASE WHEN attempts + 1 <= @maxAttempts THEN @leaseUntil ELSE lease_until END
+      WHERE order_id = @orderId AND phase <> 'settled'`,
   );
   const reservePhase = db.prepare(
     `UPDATE orders SET phase = @phase, tax_cents = @taxCents, tax_model = @taxModel, total_cents = @totalCents
@@ -37,7 +39,8 @@ export function sqliteProcessing(db: Db): ProcessingStore {
   const settlePhase = db.prepare(
     `UPDATE orders SET phase = 'settled',
             tax_cents = CASE WHEN @zeroTax = 1 AND tax_cents IS NOT NULL THEN 0 ELSE tax_cents END
-      WHERE order_id = @orderId AND phase = @fromPhase`,
+      WHERE order_id = @orderId AND phase = @fromPhase
+        AND (@leaseFreeAt IS NULL OR lease_until IS NULL OR lease_until <= @leaseFreeAt)`,
   );
   const settleItems = db.prepare(
     `UPDATE order_items SET status = @status, updated_at = @now, status_changed_at = @now,
@@ -51,10 +54,14 @@ export function sqliteProcessing(db: Db): ProcessingStore {
     for (const { listingId, copies } of changes) returnStock.run(copies, listingId);
   };
 
-  const beginAttempt = db.transaction((orderId: number): OrderWithItems | null => {
-    countAttempt.run(orderId);
-    return read(orderId);
-  });
+  const ledgerHas = db.prepare<[string], { one: number }>('SELECT 1 AS one FROM ledger_entries WHERE entry_key = ?');
+
+  const beginAttempt = db.transaction(
+    (orderId: number, lease: { leaseUntil: number; maxAttempts: number }): OrderWithItems | null => {
+      countAttempt.run({ orderId, ...lease });
+      return read(orderId);
+    },
+  );
 
   const reserve = db.transaction((r: Reservation): ReserveResult => {
     if (reservePhase.run(r).changes === 0) return 'not-queued';
@@ -77,7 +84,8 @@ export function sqliteProcessing(db: Db): ProcessingStore {
 
   const settle = db.transaction((s: Settlement): boolean => {
     const { orderId, fromPhase, now } = s;
-    if (settlePhase.run({ orderId, fromPhase, zeroTax: s.zeroTax ? 1 : 0 }).changes === 0) return false;
+    const guard = { orderId, fromPhase, zeroTax: s.zeroTax ? 1 : 0, leaseFreeAt: s.leaseFreeAt ?? null };
+    if (settlePhase.run(guard).changes === 0) return false;
     settleItems.run({ orderId, status: s.itemStatus, now, clear: s.clearCharges ? 1 : 0 });
     giveBack(s.giveBack);
     if (s.ledger) writeLedger(s.ledger, now);
@@ -85,8 +93,8 @@ export function sqliteProcessing(db: Db): ProcessingStore {
   });
 
   return {
-    async beginAttempt(orderId) {
-      return beginAttempt.immediate(orderId);
+    async beginAttempt(orderId, lease) {
+      return beginAttempt.immediate(orderId, lease);
     },
     async reserve(reservation) {
       try {
@@ -98,6 +106,9 @@ export function sqliteProcessing(db: Db): ProcessingStore {
     },
     async settle(settlement) {
       return settle.immediate(settlement);
+    },
+    async ledgerHas(entryKey) {
+      return ledgerHas.get(entryKey) !== undefined;
     },
   };
 }

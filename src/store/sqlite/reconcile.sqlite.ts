@@ -15,7 +15,8 @@ export function sqliteReconcile(db: Db): ReconcileStore {
   );
   // Served by order_items_status (status, status_changed_at).
   const staleItems = db.prepare<[number, number, number, number, number], StaleItem>(
-    `SELECT order_item_id AS orderItemId, status, status_changed_at AS statusChangedAt FROM order_items
+    `SELECT order_item_id AS orderItemId, order_id AS orderId, status, status_changed_at AS statusChangedAt
+       FROM order_items
       WHERE status = ? AND status_changed_at < ? AND (status_changed_at, order_item_id) > (?, ?)
       ORDER BY status_changed_at, order_item_id LIMIT ?`,
   );

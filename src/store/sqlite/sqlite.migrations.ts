@@ -149,4 +149,10 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
   },
   SEARCH_MIGRATION,
   LIFECYCLE_MIGRATION,
+  {
+    version: 4,
+    name: 'attempt leases',
+    // Until when the attempt that counted itself last may still be paying: nothing else fails the order before.
+    sql: 'ALTER TABLE orders ADD COLUMN lease_until INTEGER;',
+  },
 ];
