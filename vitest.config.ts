@@ -21,7 +21,15 @@ export default defineConfig({
     globalSetup: ['test/helpers/global-setup.ts'],
     projects: [
       { test: { ...shared, name: 'unit', include: ['test/unit/**/*.test.ts'] } },
-      { test: { ...shared, name: 'sqlite', include: storeTests, env: { TEST_STORE: 'sqlite' } } },
+      {
+        // test/start drives `npm start` itself, whose store is the default one: once is enough.
+        test: {
+          ...shared,
+          name: 'sqlite',
+          include: [...storeTests, 'test/start/**/*.test.ts'],
+          env: { TEST_STORE: 'sqlite' },
+        },
+      },
       {
         // Several hosts sharing one database is what PostgreSQL is for: test/hosts runs on it alone.
         test: {

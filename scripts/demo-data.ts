@@ -44,8 +44,15 @@ function readProfile(profilePath: string): DemoClient | null {
   }
 }
 
-/** A dry-run body for the demo, written next to the profile so the printed command works as is. */
-export function writeDemoOrder(dir: string, ccToken: string, listingId: number): string {
+/**
+ * The demo's order bodies, written next to the profile so the printed commands work as they are: a dry run
+ * (`demo-dryrun.json`) and the same order for real (`demo-order.json`). Returns both paths.
+ */
+export function writeDemoOrders(
+  dir: string,
+  ccToken: string,
+  listingId: number,
+): { dryRun: string; order: string } {
   const address = {
     name: 'Ada Reader',
     address1: '1 Market St',
@@ -62,9 +69,10 @@ export function writeDemoOrder(dir: string, ccToken: string, listingId: number):
     listings: [{ listingId, quantity: 2 }],
     shippingMode: 'S',
     domain: 'bookmarket.com',
-    dryrun: true,
   };
-  const file = path.join(dir, 'demo-dryrun.json');
-  fs.writeFileSync(file, `${JSON.stringify(body, null, 2)}\n`);
-  return file;
+  const dryRun = path.join(dir, 'demo-dryrun.json');
+  const order = path.join(dir, 'demo-order.json');
+  fs.writeFileSync(dryRun, `${JSON.stringify({ ...body, dryrun: true }, null, 2)}\n`);
+  fs.writeFileSync(order, `${JSON.stringify(body, null, 2)}\n`);
+  return { dryRun, order };
 }

@@ -5,8 +5,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { loadConfig } from '../src/config.js';
 import { openStore } from '../src/store/open-store.js';
-import { seedDemo, writeDemoOrder } from './demo-data.js';
-import { ensureRedis } from './redis.js';
+import { seedDemo, writeDemoOrders } from './demo-data.js';
+import { ensureRedis, type RunningRedis } from './redis.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 // Each process gives itself 30 s to finish its work (src/process.ts).
@@ -21,13 +21,34 @@ function say(line: string): void {
   process.stderr.write(`[start] ${line}\n`);
 }
 
+const children = new Map<string, ChildProcess>();
+let stopping = false;
+let redis: Promise<RunningRedis> | undefined;
+
+/** Stops web, worker, clock and a private Redis, whenever it comes: during the start as well as after. */
+async function shutdown(): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  say('stopping web, worker and clock');
+  await Promise.all([...children].map(([name, child]) => stopChild(name, child)));
+  await (await redis?.catch(() => undefined))?.stop();
+  process.exit(0);
+}
+
 async function main(): Promise<void> {
-  const redis = await ensureRedis();
-  const env: Record<string, string> = { ...(process.env as Record<string, string>), REDIS_URL: redis.url };
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void shutdown());
+  // `kill` of npm's pid may end npm without passing the signal on: this process is then adopted by another
+  // parent, which is the sign to stop everything it started.
+  const parent = process.ppid;
+  setInterval(() => process.ppid !== parent && void shutdown(), 250).unref();
+  redis = ensureRedis();
+  const { url: redisUrl } = await redis;
+  const env: Record<string, string> = { ...(process.env as Record<string, string>), REDIS_URL: redisUrl };
+  const redisNote = process.env.REDIS_URL ? '' : ' (private, disk-less)';
   if (!process.env.LOG_PRETTY && process.stdout.isTTY) env.LOG_PRETTY = 'true';
   const config = loadConfig(env);
   say(
-    `redis ${redis.url}${process.env.REDIS_URL ? '' : ' (private, disk-less)'}; database ${config.DATABASE_URL ? 'PostgreSQL (DATABASE_URL)' : config.DB_PATH}`,
+    `redis ${redisUrl}${redisNote}; database ${config.DATABASE_URL ? 'PostgreSQL (DATABASE_URL)' : config.DB_PATH}`,
   );
 
   const baseUrl = `http://127.0.0.1:${config.PORT}`;
@@ -35,11 +56,10 @@ async function main(): Promise<void> {
   const profile = path.join(path.dirname(config.DB_PATH), 'demo-client.json');
   const demo = await seedDemo(store, profile, baseUrl);
   await store.close();
-  const orderFile = writeDemoOrder(path.dirname(profile), demo.ccToken, 1001);
+  const bodies = writeDemoOrders(path.dirname(profile), demo.ccToken, 1001);
 
-  const children = new Map<string, ChildProcess>();
-  let stopping = false;
   const launch = (name: string) => {
+    if (stopping) return;
     const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, PROCESSES[name]!)], {
       cwd: ROOT,
       env,
@@ -66,23 +86,13 @@ async function main(): Promise<void> {
       `  access key: ${demo.accessKey}`,
       `  secret key: ${demo.secretKey}`,
       `  card token: ${demo.ccToken}`,
-      'Send a signed dry run from another terminal:',
-      `  npm run --silent call -- POST /v1/orders ${path.relative(ROOT, orderFile)}`,
+      'From another terminal, a signed dry run, then the same order for real:',
+      `  npm run --silent call -- POST /v1/orders ${path.relative(ROOT, bodies.dryRun)}`,
+      `  npm run --silent call -- POST /v1/orders ${path.relative(ROOT, bodies.order)}`,
       'Ctrl-C stops everything.',
       '',
     ].join('\n'),
   );
-
-  const shutdown = async () => {
-    if (stopping) return;
-    stopping = true;
-    say('stopping web, worker and clock');
-    await Promise.all([...children].map(([name, child]) => stopChild(name, child)));
-    await redis.stop();
-    process.exit(0);
-  };
-  process.on('SIGINT', () => void shutdown());
-  process.on('SIGTERM', () => void shutdown());
 }
 
 /** SIGTERM, then SIGKILL if the process has not finished its work a little after its own grace period. */

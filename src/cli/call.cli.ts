@@ -125,6 +125,10 @@ function report(response: SignedResponse): void {
 }
 
 async function main(argv: string[]): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
   try {
     const invocation = parseInvocation(argv);
     const env = EnvSchema.parse(withoutBlanks(process.env));
