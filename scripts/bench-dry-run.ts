@@ -1,40 +1,38 @@
 // Dry runs per second through the whole signed front (auth, validation, catalog reads, pricing) against a bare
 // Express handler that only parses the same body, both in their own process on this machine, one after the
 // other, measured by autocannon from this process. Writes the "Dry run" section of BENCHMARKS.md.
-//   node --import tsx scripts/bench-dry-run.ts [seconds]
+// The store is the environment's (DATABASE_URL, else DB_PATH) when it names one, else a temporary SQLite file.
+//   node --import tsx scripts/bench-dry-run.ts [seconds] [--no-write]
 import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { sign } from '../src/auth/signature.js';
-import { openDb } from '../src/store/db.js';
-import { seedDemo, writeDemoOrder } from './demo-data.js';
+import { entryArgs } from './bench-processes.js';
+import { serviceEnv, storeFromEnvOrFresh } from './bench-stores.js';
+import { seedDemo, writeDemoOrders } from './demo-data.js';
 import { ensureRedis, freePort } from './redis.js';
 import { replaceSection } from './benchmarks-file.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
-const seconds = Number(process.argv[2] ?? 5);
+const args = parseArgs({
+  options: { 'no-write': { type: 'boolean', default: false } },
+  allowPositionals: true,
+});
+const seconds = Number(args.positionals[0] ?? 5);
 const CONNECTIONS = 32;
 const ROUNDS = 3;
 
-/** Starts a server entry in its own process and resolves once `readyUrl` answers. */
-async function startProcess(
-  entry: string,
-  env: Record<string, string>,
-  readyUrl: string,
-  nodeArgs: string[] = [],
-) {
-  const child: ChildProcess = spawn(
-    process.execPath,
-    [...nodeArgs, '--import', 'tsx', path.join(ROOT, entry)],
-    {
-      cwd: ROOT,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    },
-  );
+/** Starts a server in its own process (Node with `args`) and resolves once `readyUrl` answers. */
+async function startProcess(entry: string, args: string[], env: NodeJS.ProcessEnv, readyUrl: string) {
+  const child: ChildProcess = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   for (let i = 0; i < 300; i++) {
     if (child.exitCode !== null) throw new Error(`${entry} exited ${child.exitCode}`);
     const up = await fetch(readyUrl, { method: 'POST' }).then(
@@ -102,11 +100,12 @@ function summary(rounds: Round[]): Round {
 async function main() {
   const redis = await ensureRedis();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-dry-'));
-  const dbPath = path.join(dir, 'orders.db');
-  const db = openDb(dbPath);
-  const demo = seedDemo(db, path.join(dir, 'client.json'), '');
-  db.close();
-  const body = fs.readFileSync(writeDemoOrder(dir, demo.ccToken, 1001), 'utf8');
+  const store = await storeFromEnvOrFresh('bench-dry');
+  const opened = await store.open('bench');
+  const demo = await seedDemo(opened, path.join(dir, 'client.json'), '');
+  const storeName = opened.kind === 'sqlite' ? 'SQLite' : 'PostgreSQL';
+  await opened.close();
+  const body = fs.readFileSync(writeDemoOrders(dir, demo.ccToken, 1001).dryRun, 'utf8');
   const date = new Date().toISOString();
   const requestId = crypto.randomUUID();
   const signature = sign(demo.secretKey, {
@@ -128,7 +127,6 @@ async function main() {
   const [webPort, barePort] = [await freePort(), await freePort()];
   const env = {
     REDIS_URL: redis.url,
-    DB_PATH: dbPath,
     QUEUE_PREFIX: `bench${process.pid}`,
     LOG_LEVEL: 'warn',
     RATE_LIMIT_PER_S: '0',
@@ -140,13 +138,19 @@ async function main() {
     ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`]
     : [];
   const logLevel = process.env.BENCH_LOG_LEVEL ?? 'info';
+  // The service as the Procfile runs it (see entryArgs); the bare handler from source.
   const web = await startProcess(
-    'src/server.ts',
-    { ...env, PORT: String(webPort), LOG_LEVEL: logLevel },
+    'web',
+    [...profile, ...entryArgs('src/server.ts')],
+    serviceEnv(store, { ...env, PORT: String(webPort), LOG_LEVEL: logLevel }),
     webUrl,
-    profile,
   );
-  const bare = await startProcess('scripts/bench-servers.ts', { PORT: String(barePort) }, bareUrl);
+  const bare = await startProcess(
+    'bare handler',
+    ['--import', 'tsx', path.join(ROOT, 'scripts/bench-servers.ts')],
+    { ...process.env, PORT: String(barePort) },
+    bareUrl,
+  );
   // Warm both up so JIT and caches are comparable, then measure one at a time.
   await autocannon({
     url: `http://127.0.0.1:${webPort}/v1/orders`,
@@ -177,6 +181,7 @@ async function main() {
     [web, bare].map((child) => new Promise((resolve) => child.once('exit', resolve).kill('SIGTERM'))),
   );
   await redis.stop();
+  await store.remove();
   fs.rmSync(dir, { recursive: true, force: true });
 
   const ratio = ours.rps / baseline.rps;
@@ -184,7 +189,7 @@ async function main() {
   const row = (name: string, r: Round) =>
     `| ${name} | ${r.rps.toFixed(0)} | ${r.cpuUsPerRequest.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.failures} |`;
   const section = [
-    `Command: \`node --import tsx scripts/bench-dry-run.ts ${seconds}\` (${os.cpus().length} cores, ${CONNECTIONS} connections, ${ROUNDS} alternating rounds of ${seconds} s per server, medians; ${new Date().toISOString().slice(0, 10)})`,
+    `Command: \`node --import tsx scripts/bench-dry-run.ts ${seconds}\` (${os.cpus().length} cores, ${storeName} store, ${CONNECTIONS} connections, ${ROUNDS} alternating rounds of ${seconds} s per server, medians; ${new Date().toISOString().slice(0, 10)})`,
     '',
     'A signed dry run of two copies of one listing (auth, HMAC over the body, zod validation, catalog and card reads,',
     'lockout checks in Redis, pricing with conversion and tax) against a bare Express handler that parses the same body.',
@@ -206,7 +211,7 @@ async function main() {
     "(~6 %, stock is read fresh for every dry run), signature and body hashing (~5 %), Express's extra middleware",
     'layers, pricing and the response. Nothing dominates; the next step would be a leaner router for the signed paths.',
   ].join('\n');
-  replaceSection(path.join(ROOT, 'BENCHMARKS.md'), 'Dry run', section);
+  if (!args.values['no-write']) replaceSection(path.join(ROOT, 'BENCHMARKS.md'), 'Dry run', section);
   process.stdout.write(`${section}\n`);
 }
 

@@ -1,9 +1,11 @@
 // The load benchmark of BENCHMARKS.md: for 1, 2 and 4 worker processes, a fresh store and queue, the Procfile's
 // web, workers and clock on a private Redis, scripts/load-test.ts against them, then SIGTERM to every process
-// (each must exit 0). Writes the `## Load` section of BENCHMARKS.md.
+// (each must exit 0). The store is a fresh SQLite file or a fresh PostgreSQL database per run (--store; the
+// default follows DATABASE_URL). Writes the `## Load` section of BENCHMARKS.md (`## Load (PostgreSQL)`).
 //
-//   node --import tsx scripts/bench-load.ts [--duration 20] [--workers 1,2,4] [--latency-ms 0,50] [--no-write]
-import { spawn, type ChildProcess } from 'node:child_process';
+//   node --import tsx scripts/bench-load.ts [--store sqlite|postgres] [--duration 20] [--workers 1,2,4]
+//     [--latency-ms 0,50] [--web-check 2] [--no-write]
+import type { ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -11,11 +13,33 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.js';
 import { closeDeps, createDeps } from '../src/container.js';
+import { createOrderRequestCheck } from '../src/http/order-intake.js';
 import { createLogger } from '../src/logger.js';
+import { addCard, createClient } from '../src/services/client-keys.js';
 import { placeOrder } from '../src/services/place-order.js';
+import { replaceSection } from './benchmarks-file.js';
+import {
+  running,
+  startEntry,
+  stopAllOnInterrupt,
+  stopProcess,
+  waitFor,
+  waitForWeb,
+  waitForWorkers,
+} from './bench-processes.js';
+import {
+  defaultStoreKind,
+  freshStore,
+  parseStoreKinds,
+  postgresServerPid,
+  serviceEnv,
+  stopPostgresServer,
+  type BenchStore,
+  type StoreKind,
+} from './bench-stores.js';
 import { LOAD_LISTINGS, LOAD_VENDOR, orderJson } from './load-mix.js';
 import { formatReport, runLoad, type LoadReport } from './load-test.js';
-import { processStats } from './process-stats.js';
+import { treeCpuSeconds } from './process-stats.js';
 import { freePort, startPrivateRedis } from './redis.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -46,121 +70,106 @@ interface Run extends Setup {
   exitCodes: Record<string, number | null>;
 }
 
-// Everything this script started, so that Ctrl-C stops it too.
-const running = new Set<ChildProcess>();
-
-function start(entry: string, env: Record<string, string>, logFile: string): ChildProcess {
-  const log = fs.openSync(logFile, 'a');
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, entry)], {
-    cwd: ROOT,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', log, log],
-  });
-  running.add(child);
-  child.once('exit', () => running.delete(child));
-  return child;
-}
-
-async function waitFor(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (
-    !(await Promise.resolve()
-      .then(check)
-      .catch(() => false))
-  ) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
-const stop = (child: ChildProcess) =>
-  new Promise<number | null>((resolve) => {
-    if (child.exitCode !== null) return resolve(child.exitCode);
-    child.once('exit', (code) => resolve(code));
-    child.kill('SIGTERM');
-  });
-
 /**
- * Worker throughput alone: BACKLOG orders accepted (through the service's own placeOrder) while the queue is
- * paused, then the queue resumed with every worker ready; timed from the resume to the last item's settlement.
+ * Worker throughput alone: BACKLOG orders accepted (through the service's own check and placeOrder) while the
+ * queue is paused, then the queue resumed with every worker ready; timed from the resume to the last settlement.
  */
-async function drainBacklog(env: Record<string, string>, startWorkers: () => Promise<void>): Promise<Drain> {
+async function drainBacklog(
+  store: BenchStore,
+  env: NodeJS.ProcessEnv,
+  startWorkers: () => Promise<void>,
+): Promise<Drain> {
   const config = loadConfig({ ...env, LOG_LEVEL: 'silent' });
   const logger = createLogger(config, 'bench');
-  const deps = createDeps(config, logger);
+  const deps = await createDeps(config, logger, { role: 'bench' });
+  const probe = store.probe();
   try {
-    deps.catalog.importCatalog([LOAD_VENDOR], LOAD_LISTINGS);
-    const client = deps.clients.create('backlog client');
-    const card = deps.clients.addCard(client.clientId, false);
+    await deps.store.catalog.importCatalog([LOAD_VENDOR], LOAD_LISTINGS);
+    const client = await createClient(deps.store.clients, 'backlog client', Date.now());
+    const card = await addCard(deps.store.clients, client.clientId, false, Date.now());
     const buyer = { ...client, ccToken: card.token, orderIds: [] };
+    const check = createOrderRequestCheck(deps.intake);
     await deps.queue.queue.pause();
     for (let i = 0; i < BACKLOG; i++) {
       const requestId = crypto.randomUUID();
+      const checked = await check(
+        client.clientId,
+        JSON.parse(orderJson(buyer, false)) as Record<string, unknown>,
+      );
       await placeOrder(
         { ...deps, orderWaitMs: 0 },
         {
-          auth: { clientId: client.clientId, accessKey: client.accessKey, requestId },
-          body: JSON.parse(orderJson(buyer, false)) as Record<string, unknown>,
+          clientId: client.clientId,
+          requestId,
           requestHash: requestId,
+          checked,
           respondAsync: true,
           log: logger,
         },
       );
     }
     await startWorkers();
-    const cpu = () => [...running].reduce((n, child) => n + (processStats(child.pid!)?.cpuSeconds ?? 0), 0);
+    const postgresPid = store.kind === 'postgres' ? await postgresServerPid() : undefined;
+    const cpu = () =>
+      [...running].reduce((n, child) => n + treeCpuSeconds(child.pid!), 0) +
+      (postgresPid ? treeCpuSeconds(postgresPid) : 0);
     const cpuBefore = cpu();
     const resumed = Date.now();
     await deps.queue.queue.resume();
-    const unsettled = deps.db.prepare("SELECT count(*) FROM orders WHERE phase <> 'settled'").pluck();
-    await waitFor(() => unsettled.get() === 0, 'the backlog to drain', 300_000);
-    const last = deps.db
-      .prepare('SELECT max(status_changed_at) FROM order_items WHERE client_id = ?')
-      .pluck()
-      .get(client.clientId) as number;
+    await waitFor(
+      async () => (await probe.scalar("SELECT count(*) FROM orders WHERE phase <> 'settled'")) === 0,
+      'the backlog to drain',
+      300_000,
+    );
+    const last = await probe.scalar<number>(
+      'SELECT max(status_changed_at) FROM order_items WHERE client_id = ?',
+      client.clientId,
+    );
     const seconds = (last - resumed) / 1000;
     const coresBusy = Math.round(((cpu() - cpuBefore) / ((Date.now() - resumed) / 1000)) * 10) / 10;
     return { orders: BACKLOG, seconds, perSecond: Math.round(BACKLOG / seconds), coresBusy };
   } finally {
+    await probe.close();
     await closeDeps(deps);
   }
 }
 
-async function benchOnce(setup: Setup, durationS: number): Promise<Run> {
+async function benchOnce(kind: StoreKind, setup: Setup, durationS: number): Promise<Run> {
   const { workers, latencyMs, web } = setup;
   const redis = await startPrivateRedis();
   const redisUrl = redis.url;
   const redisPid = redis.process!.pid!;
   running.add(redis.process!);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bookorders-load-'));
+  const store = await freshStore(kind, 'bench_load');
   const port = await freePort();
   const logFile = path.join(dir, 'service.log');
-  const env = {
+  const env = serviceEnv(store, {
     REDIS_URL: redisUrl,
-    DB_PATH: path.join(dir, 'orders.db'),
     QUEUE_PREFIX: `load${crypto.randomBytes(4).toString('hex')}`,
     PORT: String(port),
     LOG_LEVEL: 'info',
     LOG_PRETTY: 'false',
     SANDBOX_PAYMENT_LATENCY_MS: String(latencyMs),
     WEB_CONCURRENCY: String(web),
-  };
-  const children: Record<string, ChildProcess> = { web: start('src/server.ts', env, logFile) };
-  if (fs.existsSync(path.join(ROOT, 'jobs/clock.ts'))) children.clock = start('jobs/clock.ts', env, logFile);
+  });
+  const children: Record<string, ChildProcess> = { web: startEntry('src/server.ts', env, logFile) };
+  children.clock = startEntry('jobs/clock.ts', env, logFile);
   const url = `http://127.0.0.1:${port}`;
   try {
-    await waitFor(async () => (await fetch(`${url}/healthz`)).ok, 'web');
-    say(`${web} web, ${workers} worker(s), payment latency ${latencyMs} ms: a backlog of ${BACKLOG} orders`);
-    const drain = await drainBacklog(env, async () => {
+    await waitForWeb(url, children.web!);
+    say(
+      `${kind}, ${web} web, ${workers} worker(s), payment latency ${latencyMs} ms: a backlog of ${BACKLOG} orders`,
+    );
+    const drain = await drainBacklog(store, env, async () => {
       for (let i = 1; i <= workers; i++)
-        children[`worker ${i}`] = start('workers/order.worker.ts', env, logFile);
-      const ready = () => fs.readFileSync(logFile, 'utf8').split('"msg":"worker ready"').length - 1;
-      await waitFor(() => ready() === workers, `${workers} workers`);
+        children[`worker ${i}`] = startEntry('workers/order.worker.ts', env, logFile);
+      await waitForWorkers(logFile, workers);
     });
     say(`drained at ${drain.perSecond} orders/s; now ${durationS} s of mixed load`);
     const report = await runLoad({
       url,
-      dbPath: env.DB_PATH,
+      store,
       durationS,
       connections: CONNECTIONS,
       overLimitRate: OVER_LIMIT_RATE,
@@ -171,11 +180,12 @@ async function benchOnce(setup: Setup, durationS: number): Promise<Run> {
       ],
     });
     const exitCodes: Record<string, number | null> = {};
-    for (const [name, child] of Object.entries(children)) exitCodes[name] = await stop(child);
+    for (const [name, child] of Object.entries(children)) exitCodes[name] = await stopProcess(child);
     return { ...setup, drain, report, exitCodes };
   } finally {
-    await Promise.all(Object.values(children).map(stop));
+    await Promise.all(Object.values(children).map(stopProcess));
     await redis.stop();
+    await store.remove();
     fs.rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -206,20 +216,10 @@ function summary(runs: Run[]): string {
   ].join('\n');
 }
 
-/** Replaces the `## Load` section of BENCHMARKS.md and leaves the other sections as they are. */
-function writeSection(body: string): void {
-  const file = path.join(ROOT, 'BENCHMARKS.md');
-  const current = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '# Benchmarks\n';
-  const section = `## Load\n\n${body.trim()}\n`;
-  const start = current.indexOf('## Load\n');
-  if (start === -1) return fs.writeFileSync(file, `${current.trimEnd()}\n\n${section}`);
-  const next = current.indexOf('\n## ', start + 1);
-  fs.writeFileSync(file, current.slice(0, start) + section + (next === -1 ? '' : current.slice(next)));
-}
-
 async function main() {
   const { values } = parseArgs({
     options: {
+      store: { type: 'string', default: defaultStoreKind() },
       duration: { type: 'string', default: '20' },
       workers: { type: 'string', default: '1,2,4' },
       'latency-ms': { type: 'string', default: '0,50' },
@@ -235,20 +235,22 @@ async function main() {
   const webCheck = Number(values['web-check']);
   if (webCheck > 1) setups.push({ latencyMs: 0, workers: 2, web: webCheck });
   const durationS = Number(values.duration);
-  process.once('SIGINT', () => {
-    for (const child of running) child.kill('SIGTERM');
-    process.exit(130);
-  });
+  const [kind] = parseStoreKinds(values.store) as [StoreKind];
+  stopAllOnInterrupt(stopPostgresServer);
   const runs: Run[] = [];
-  for (const setup of setups) runs.push(await benchOnce(setup, durationS));
+  try {
+    for (const setup of setups) runs.push(await benchOnce(kind, setup, durationS));
+  } finally {
+    await stopPostgresServer();
+  }
   const command =
-    `node --import tsx scripts/bench-load.ts --duration ${durationS} --workers ${values.workers} ` +
+    `node --import tsx scripts/bench-load.ts --store ${kind} --duration ${durationS} --workers ${values.workers} ` +
     `--latency-ms ${values['latency-ms']} --web-check ${values['web-check']}`;
   const body = [
     `Command: \`${command}\` (${os.cpus().length} cores, ${new Date().toISOString().slice(0, 10)}; ${CONNECTIONS} connections, ` +
       `one access key each, plus one key at ${OVER_LIMIT_RATE} requests/s against RATE_LIMIT_PER_S=200, the deliberate 4291s).`,
     '',
-    'Each run starts a fresh store and queue with the Procfile processes (web, N workers, clock). **Backlog drain**: ' +
+    `Each run starts a fresh store (${kind === 'sqlite' ? 'a SQLite file' : 'a database on a private PostgreSQL server'}) and queue with the Procfile processes (web, N workers, clock). **Backlog drain**: ` +
       `${BACKLOG} orders accepted while the queue is paused, then resumed with every worker ready; orders/s from the ` +
       'resume to the last settlement, the workers alone. **Mixed load**: 40 % dry runs, 20 % real orders with ' +
       '`Prefer: respond-async`, 20 % gets, 20 % searches (each connection its own key with 10 orders of its own), ' +
@@ -266,7 +268,8 @@ async function main() {
     ]),
   ].join('\n');
   process.stdout.write(`${body}\n`);
-  if (!values['no-write']) writeSection(body);
+  const title = kind === 'sqlite' ? 'Load' : 'Load (PostgreSQL)';
+  if (!values['no-write']) replaceSection(path.join(ROOT, 'BENCHMARKS.md'), title, body);
 }
 
 main().catch((err: unknown) => {

@@ -1,45 +1,78 @@
-// End-to-end order throughput: orders accepted over HTTP (Prefer: respond-async) until every one is final,
-// with one and with two worker processes, beside BullMQ's own rate for no-op jobs on the same Redis in the
-// same run. Writes the "Orders end to end" section of BENCHMARKS.md.
-//   node --import tsx scripts/bench-orders.ts [orders]
-import { spawn, type ChildProcess } from 'node:child_process';
+// Order throughput on each store with 1, 2 and 4 worker processes, side by side in one run: a backlog accepted
+// over HTTP while the queue is paused and drained by the workers alone, then orders posted over HTTP
+// (Prefer: respond-async) while the workers run, until every one is final; CPU of each process from /proc;
+// BullMQ's own rate for no-op jobs on the same Redis. Writes the "Orders end to end" section of BENCHMARKS.md.
+//   node --import tsx scripts/bench-orders.ts [--orders 2000] [--stores sqlite,postgres] [--workers 1,2,4]
+//     [--rounds 1] [--no-write]
+import type { ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { parseArgs } from 'node:util';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { sign } from '../src/auth/signature.js';
-import { openDb } from '../src/store/db.js';
+import { loadConfig } from '../src/config.js';
+import { ORDER_QUEUE } from '../src/queue/order.queue.js';
+import { addCard, createClient } from '../src/services/client-keys.js';
+import type { Probe } from '../src/store/store.probe.js';
 import { replaceSection } from './benchmarks-file.js';
-import { seedDemo } from './demo-data.js';
-import { ensureRedis, freePort } from './redis.js';
+import {
+  freshStore,
+  parseStoreKinds,
+  postgresServerPid,
+  serviceEnv,
+  stopPostgresServer,
+  type BenchStore,
+  type StoreKind,
+} from './bench-stores.js';
+import {
+  running,
+  startEntry,
+  stopAllOnInterrupt,
+  stopProcess,
+  waitFor,
+  waitForWeb,
+  waitForWorkers,
+} from './bench-processes.js';
+import { LOAD_LISTINGS, LOAD_VENDOR } from './load-mix.js';
+import { machineBusySeconds, treeCpuSeconds } from './process-stats.js';
+import { ensureRedis, freePort, type RunningRedis } from './redis.js';
+import { MACHINE, ordersSection, type Phase, type Run } from './bench-orders-report.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
-const ORDERS = Number(process.argv[2] ?? 1000);
+const { values } = parseArgs({
+  options: {
+    orders: { type: 'string', default: '2000' },
+    stores: { type: 'string', default: 'sqlite,postgres' },
+    workers: { type: 'string', default: '1,2,4' },
+    rounds: { type: 'string', default: '1' },
+    'no-write': { type: 'boolean', default: false },
+  },
+});
+const ORDERS = Number(values.orders);
+const STORES = parseStoreKinds(values.stores);
+const WORKERS = values.workers.split(',').map(Number);
+/** Every setup once per round, the rounds one after the other: a burst of load from elsewhere hits one round. */
+const ROUNDS = Number(values.rounds);
 const CONCURRENCY = 8;
 const IN_FLIGHT = 32;
+const UNSETTLED = `SELECT count(*) FROM orders WHERE phase <> 'settled'`;
+const LAST_SETTLED = 'SELECT max(status_changed_at) FROM order_items';
 
-function start(entry: string, env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, entry)], {
-    cwd: ROOT,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-}
-
-const stop = (child: ChildProcess) => new Promise((resolve) => child.once('exit', resolve).kill('SIGTERM'));
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const say = (line: string) => process.stderr.write(`[bench-orders] ${line}\n`);
 
 /** BullMQ alone: N empty jobs through one worker of the same concurrency, added in bulk. */
 async function noopRate(url: string, n: number): Promise<number> {
   const connection = new Redis(url, { maxRetriesPerRequest: null });
   const prefix = `benchnoop${process.pid}`;
+  const workerConnection = connection.duplicate();
   const queue = new Queue('noop', { connection, prefix });
   let done = 0;
   const finished = new Promise<void>((resolve) => {
     const worker = new Worker('noop', async () => undefined, {
-      connection: connection.duplicate(),
+      connection: workerConnection,
       prefix,
       concurrency: CONCURRENCY,
     });
@@ -53,154 +86,250 @@ async function noopRate(url: string, n: number): Promise<number> {
   const rate = n / ((performance.now() - started) / 1000);
   await queue.obliterate({ force: true });
   await queue.close();
+  workerConnection.disconnect();
   connection.disconnect();
   return rate;
 }
 
-/** Posts `n` orders with at most IN_FLIGHT at once and waits until every order is settled in SQLite. */
-async function orderRate(
-  baseUrl: string,
-  dbPath: string,
-  creds: { accessKey: string; secretKey: string; ccToken: string },
-  n: number,
-  untilFinal: boolean,
-) {
-  const address = {
-    name: 'Bench',
-    address1: '1 Loop',
-    city: 'Austin',
-    provstate: 'TX',
-    country: 'USA',
-    zipcode: '78701',
-    phone: '1',
-  };
-  const post = async () => {
-    const body = JSON.stringify({
-      shipAddr: address,
-      billAddr: address,
-      ccToken: creds.ccToken,
-      listings: [{ listingId: 1001, quantity: 1 }],
-      shippingMode: 'S',
-      domain: 'bookmarket.com',
-    });
-    const requestId = crypto.randomUUID();
-    const date = new Date().toISOString();
-    const signature = sign(creds.secretKey, {
-      method: 'POST',
-      path: '/v1/orders',
-      rawQuery: '',
-      date,
-      requestId,
-      body,
-    });
-    const res = await fetch(`${baseUrl}/v1/orders`, {
-      method: 'POST',
-      body,
-      headers: {
-        'content-type': 'application/json',
-        prefer: 'respond-async',
-        'svc-requestid': requestId,
-        'svc-access-key': creds.accessKey,
-        'svc-date': date,
-        'svc-signature': signature,
-      },
-    });
-    if (res.headers.get('svc-status') !== '2010')
-      throw new Error(`order refused: ${res.status} ${await res.text()}`);
-  };
-  const db = openDb(dbPath);
-  const unsettled = db.prepare(`SELECT count(*) FROM orders WHERE phase <> 'settled'`).pluck();
+interface Buyer {
+  accessKey: string;
+  secretKey: string;
+  ccToken: string;
+}
+
+const ADDRESS = {
+  name: 'Bench',
+  address1: '1 Loop',
+  city: 'Austin',
+  provstate: 'TX',
+  country: 'USA',
+  zipcode: '78701',
+  phone: '1',
+};
+
+/** One real order of one copy of one of the load listings, signed and sent with Prefer: respond-async. */
+async function postOrder(baseUrl: string, buyer: Buyer): Promise<void> {
+  const listingId = LOAD_LISTINGS[crypto.randomInt(LOAD_LISTINGS.length)]!.listingId;
+  const body = JSON.stringify({
+    shipAddr: ADDRESS,
+    billAddr: ADDRESS,
+    ccToken: buyer.ccToken,
+    listings: [{ listingId, quantity: 1 }],
+    shippingMode: 'S',
+    domain: 'bookmarket.com',
+  });
+  const requestId = crypto.randomUUID();
+  const date = new Date().toISOString();
+  const signature = sign(buyer.secretKey, {
+    method: 'POST',
+    path: '/v1/orders',
+    rawQuery: '',
+    date,
+    requestId,
+    body,
+  });
+  const res = await fetch(`${baseUrl}/v1/orders`, {
+    method: 'POST',
+    body,
+    headers: {
+      'content-type': 'application/json',
+      prefer: 'respond-async',
+      'svc-requestid': requestId,
+      'svc-access-key': buyer.accessKey,
+      'svc-date': date,
+      'svc-signature': signature,
+    },
+  });
+  if (res.headers.get('svc-status') !== '2010')
+    throw new Error(`order refused: ${res.status} ${await res.text()}`);
+}
+
+/** Posts `n` orders with IN_FLIGHT at once; resolves with the orders accepted per second. */
+async function postOrders(baseUrl: string, buyer: Buyer, n: number): Promise<number> {
   const started = performance.now();
   let next = 0;
   await Promise.all(
     Array.from({ length: IN_FLIGHT }, async () => {
-      while (next++ < n) await post();
+      while (next++ < n) await postOrder(baseUrl, buyer);
     }),
   );
-  const accepted = performance.now();
-  while (untilFinal && (unsettled.get() as number) > 0) await sleep(20);
-  const finished = performance.now();
-  db.close();
-  return { acceptRate: n / ((accepted - started) / 1000), rate: n / ((finished - started) / 1000) };
+  return n / ((performance.now() - started) / 1000);
 }
 
-/** Workers alone: `n` orders already accepted, then the workers start; rate from the first settled order to the last. */
-async function drainRate(dbPath: string, n: number, startWorkers: () => ChildProcess[]) {
-  const db = openDb(dbPath);
-  const settled = db.prepare(`SELECT count(*) FROM orders WHERE phase = 'settled'`).pluck();
-  const before = settled.get() as number;
-  const workers = startWorkers();
-  while ((settled.get() as number) === before) await sleep(5);
-  const first = performance.now();
-  while ((settled.get() as number) < before + n) await sleep(5);
-  const rate = (n - 1) / ((performance.now() - first) / 1000);
-  db.close();
-  return { rate, workers };
+/** CPU seconds so far of each process that matters, by name. */
+type CpuReader = () => Record<string, number>;
+
+/** CPU seconds of each process between two readings. */
+function cpuSpent(before: Record<string, number>, after: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.entries(after).map(([name, cpu]) => [name, cpu - (before[name] ?? 0)]));
 }
 
-async function run(workers: number, redisUrl: string) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-orders-'));
-  const dbPath = path.join(dir, 'orders.db');
-  const db = openDb(dbPath);
-  const demo = seedDemo(db, path.join(dir, 'client.json'), '');
-  db.prepare('UPDATE listings SET stock = 1000000').run();
-  db.close();
+/** Waits until no order is unsettled; the time of the last settlement (epoch ms). */
+async function lastSettlement(probe: Probe): Promise<number> {
+  await waitFor(async () => (await probe.scalar(UNSETTLED)) === 0, 'every order settled', 300_000, 20);
+  return probe.scalar<number>(LAST_SETTLED);
+}
+
+interface RunContext {
+  redis: RunningRedis;
+  store: BenchStore;
+  workers: number;
+  buyer: Buyer;
+  dir: string;
+}
+
+/** One web and `workers` workers on a fresh store and queue: the backlog drain, then end to end. */
+async function runOnce({ redis, store, workers, buyer, dir }: RunContext): Promise<Omit<Run, 'round'>> {
+  const logFile = path.join(dir, 'service.log');
   const port = await freePort();
-  const env = {
-    REDIS_URL: redisUrl,
-    DB_PATH: dbPath,
-    QUEUE_PREFIX: `bench${process.pid}w${workers}`,
-    LOG_LEVEL: 'warn',
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const queuePrefix = `bench${process.pid}${store.kind}w${workers}`;
+  const env = serviceEnv(store, {
+    REDIS_URL: redis.url,
+    QUEUE_PREFIX: queuePrefix,
+    LOG_LEVEL: 'info',
+    LOG_PRETTY: 'false',
     RATE_LIMIT_PER_S: '0',
+    SANDBOX_PAYMENT_LATENCY_MS: '0',
     PORT: String(port),
     WORKER_CONCURRENCY: String(CONCURRENCY),
+  });
+  const children: Record<string, ChildProcess> = { web: startEntry('src/server.ts', env, logFile) };
+  const connection = new Redis(redis.url, { maxRetriesPerRequest: null });
+  const queue = new Queue(ORDER_QUEUE, { connection, prefix: loadConfig(env).REDIS_PREFIX });
+  const probe = store.probe();
+  const postgresPid = store.kind === 'postgres' ? await postgresServerPid() : undefined;
+  const readCpu: CpuReader = () => {
+    const own = process.cpuUsage();
+    const cpu: Record<string, number> = { 'load generator': (own.user + own.system) / 1e6 };
+    for (const [name, child] of Object.entries(children)) cpu[name] = treeCpuSeconds(child.pid!);
+    if (redis.process?.pid) cpu.redis = treeCpuSeconds(redis.process.pid);
+    if (postgresPid) cpu.database = treeCpuSeconds(postgresPid);
+    cpu[MACHINE] = machineBusySeconds();
+    return cpu;
   };
-  const web = start('src/server.ts', env);
-  const baseUrl = `http://127.0.0.1:${port}`;
-  while (
-    !(await fetch(`${baseUrl}/healthz`).then(
-      (r) => r.ok,
-      () => false,
-    ))
-  )
-    await sleep(100);
-  // First a backlog: orders accepted while no worker runs, drained by the workers alone.
-  await orderRate(baseUrl, dbPath, demo, ORDERS, false);
-  const drain = await drainRate(dbPath, ORDERS, () =>
-    Array.from({ length: workers }, () => start('workers/order.worker.ts', env)),
-  );
-  // Then the whole path at once: accepted over HTTP while the workers run.
-  const result = await orderRate(baseUrl, dbPath, demo, ORDERS, true);
-  await Promise.all([web, ...drain.workers].map(stop));
-  fs.rmSync(dir, { recursive: true, force: true });
-  return { ...result, drainRate: drain.rate };
+  try {
+    await waitForWeb(baseUrl, children.web!);
+    await queue.pause();
+    const idleAcceptRate = await postOrders(baseUrl, buyer, ORDERS);
+    for (let i = 1; i <= workers; i++)
+      children[`worker ${i}`] = startEntry('workers/order.worker.ts', env, logFile);
+    await waitForWorkers(logFile, workers);
+
+    let before = readCpu();
+    const resumed = Date.now();
+    await queue.resume();
+    const drainEnd = await lastSettlement(probe);
+    const drain: Phase = {
+      orders: ORDERS,
+      rate: ORDERS / ((drainEnd - resumed) / 1000),
+      acceptRate: idleAcceptRate,
+      seconds: (Date.now() - resumed) / 1000,
+      cpu: cpuSpent(before, readCpu()),
+    };
+    say(`${store.kind}, ${workers} worker(s): backlog drained at ${drain.rate.toFixed(0)} orders/s`);
+
+    before = readCpu();
+    const started = Date.now();
+    const acceptRate = await postOrders(baseUrl, buyer, ORDERS);
+    const end = await lastSettlement(probe);
+    const endToEnd: Phase = {
+      orders: ORDERS,
+      rate: ORDERS / ((end - started) / 1000),
+      acceptRate,
+      seconds: (Date.now() - started) / 1000,
+      cpu: cpuSpent(before, readCpu()),
+    };
+    say(`${store.kind}, ${workers} worker(s): end to end at ${endToEnd.rate.toFixed(0)} orders/s`);
+    const codes = await Promise.all(Object.values(children).map(stopProcess));
+    return { store: store.kind, workers, drain, endToEnd, exitedCleanly: codes.every((code) => code === 0) };
+  } finally {
+    await Promise.all(Object.values(children).map(stopProcess));
+    await queue.obliterate({ force: true }).catch(() => undefined);
+    await queue.close();
+    connection.disconnect();
+    await probe.close();
+  }
+}
+
+/** A fresh store with the load catalog (stock for millions of copies) and one client with a card. */
+async function prepare(kind: StoreKind): Promise<{ store: BenchStore; buyer: Buyer }> {
+  const store = await freshStore(kind, 'bench_orders');
+  const opened = await store.open('bench');
+  try {
+    await opened.catalog.importCatalog([LOAD_VENDOR], LOAD_LISTINGS);
+    const client = await createClient(opened.clients, 'bench client', Date.now());
+    const card = await addCard(opened.clients, client.clientId, false, Date.now());
+    return {
+      store,
+      buyer: { accessKey: client.accessKey, secretKey: client.secretKey, ccToken: card.token },
+    };
+  } finally {
+    await opened.close();
+  }
+}
+
+async function versions(): Promise<string> {
+  const found: string[] = [];
+  for (const kind of STORES) {
+    const store = await freshStore(kind, 'bench_orders');
+    const probe = store.probe();
+    const sql = kind === 'sqlite' ? 'SELECT sqlite_version()' : 'SHOW server_version';
+    found.push(
+      `${kind === 'sqlite' ? 'SQLite' : 'PostgreSQL'} ${String(await probe.scalar<string>(sql)).split(' ')[0]}`,
+    );
+    await probe.close();
+    await store.remove();
+  }
+  return found.join(', ');
 }
 
 async function main() {
   const redis = await ensureRedis();
-  const noop = await noopRate(redis.url, ORDERS * 5);
-  const one = await run(1, redis.url);
-  const two = await run(2, redis.url);
-  await redis.stop();
-  const section = [
-    `Command: \`node --import tsx scripts/bench-orders.ts ${ORDERS}\` (${os.cpus().length} cores, ${new Date().toISOString().slice(0, 10)})`,
-    '',
-    `${ORDERS} real orders of one copy each, posted by ${IN_FLIGHT} concurrent signed clients with \`Prefer: respond-async\` to one web`,
-    `process; end to end is timed from the first post until every order is settled in SQLite. Workers run ${CONCURRENCY} jobs at once.`,
-    `BullMQ's own rate: ${ORDERS * 5} no-op jobs added in bulk, one worker of the same concurrency, same Redis, same run.`,
-    '',
-    '| run | backlog drained by the workers alone, orders/s (share of no-op) | accepted over HTTP while workers run, orders/s | accepted to final, orders/s (share of no-op) |',
-    '|---|---|---|---|',
-    `| 1 worker | ${one.drainRate.toFixed(0)} (${(one.drainRate / noop).toFixed(2)}) | ${one.acceptRate.toFixed(0)} | ${one.rate.toFixed(0)} (${(one.rate / noop).toFixed(2)}) |`,
-    `| 2 workers | ${two.drainRate.toFixed(0)} (${(two.drainRate / noop).toFixed(2)}) | ${two.acceptRate.toFixed(0)} | ${two.rate.toFixed(0)} (${(two.rate / noop).toFixed(2)}) |`,
-    `| BullMQ no-op jobs | ${noop.toFixed(0)} jobs/s (1.00) | | |`,
-    '',
-    `Two workers against one: **${(two.drainRate / one.drainRate).toFixed(2)}×** draining a backlog, **${(two.rate / one.rate).toFixed(2)}×** end to end.`,
-    'End to end, the single web process, the workers, Redis and the load generator share two cores, so acceptance',
-    'bounds the rate; the backlog drain shows what the workers themselves do (SQLite serialises their writes).',
-  ].join('\n');
-  replaceSection(path.join(ROOT, 'BENCHMARKS.md'), 'Orders end to end', section);
-  process.stdout.write(`${section}\n`);
+  stopAllOnInterrupt(async () => {
+    await redis.stop();
+    await stopPostgresServer();
+  });
+  try {
+    const stores = await versions();
+    const noop = await noopRate(redis.url, ORDERS * 5);
+    const runs: Run[] = [];
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const kind of STORES) {
+        for (const workers of WORKERS) {
+          const { store, buyer } = await prepare(kind);
+          const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-orders-'));
+          try {
+            runs.push({ round, ...(await runOnce({ redis, store, workers, buyer, dir })) });
+          } finally {
+            await store.remove();
+            fs.rmSync(dir, { recursive: true, force: true });
+          }
+        }
+      }
+    }
+    const body = ordersSection(
+      {
+        orders: ORDERS,
+        stores: STORES,
+        workers: WORKERS,
+        rounds: ROUNDS,
+        concurrency: CONCURRENCY,
+        inFlight: IN_FLIGHT,
+        listings: LOAD_LISTINGS.length,
+        noop,
+        noopJobs: ORDERS * 5,
+        versions: stores,
+      },
+      runs,
+    );
+    process.stdout.write(`${body}\n`);
+    if (!values['no-write']) replaceSection(path.join(ROOT, 'BENCHMARKS.md'), 'Orders end to end', body);
+  } finally {
+    await Promise.all([...running].map(stopProcess));
+    await redis.stop();
+    await stopPostgresServer();
+  }
 }
 
 main().catch((err: unknown) => {

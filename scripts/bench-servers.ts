@@ -5,7 +5,10 @@ import express from 'express';
 const port = Number(process.env.PORT ?? 0);
 const app = express();
 app.post('/v1/orders', express.json({ limit: '1mb' }), (req, res) => {
-  res.json({ orderId: 0, listings: (req.body as { listings?: unknown[] }).listings?.length ?? 0 });
+  res.json({
+    orderId: 0,
+    listings: (req.body as { listings?: unknown[] } | undefined)?.listings?.length ?? 0,
+  });
 });
 const server = app.listen(port, '127.0.0.1', () => {
   const address = server.address();

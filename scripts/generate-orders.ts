@@ -1,31 +1,45 @@
-// Fills a fresh SQLite store with a year of synthetic orders for the search benchmark:
-//   npx tsx scripts/generate-orders.ts [--db data/bench.db] [--orders 1000000] [--clients 2000]
-//     [--vendors 1000] [--listings 50000] [--seed 1]
-// Orders and clients are skewed as on a real marketplace (a few large clients, a long tail), items follow
-// the status lifecycle of CONTRACT.md section 8, ids grow with creation time. Prints a JSON summary and
-// keeps it in <db>.json.
+// Fills a fresh store with a year of synthetic orders for the search benchmark:
+//   npx tsx scripts/generate-orders.ts [--store sqlite|postgres] [--db data/bench.db] [--orders 1000000]
+//     [--clients 2000] [--vendors 1000] [--listings 50000] [--seed 1]
+// SQLite: the file --db, replaced. PostgreSQL: the empty database at DATABASE_URL (the default store when it is
+// set), migrated here. Orders and clients are skewed as on a real marketplace (a few large clients, a long
+// tail), items follow the status lifecycle of CONTRACT.md section 8, ids grow with creation time; the same
+// seed gives the same rows on both stores. Rows go in as multi-row INSERTs through the store's probe. Prints a
+// JSON summary (and keeps it in <db>.json for SQLite).
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
-import { openDb, type Db } from '../src/store/db.js';
+import type { Probe } from '../src/store/store.probe.js';
+import { defaultStoreKind, parseStoreKinds, storeFromEnv, type BenchStore } from './bench-stores.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
+/** Orders per transaction. */
 const BATCH = 20_000;
+/** Rows per INSERT statement. */
+const ROWS_PER_INSERT = 2_000;
 
-const { values } = parseArgs({
-  options: {
-    db: { type: 'string', default: 'data/bench.db' },
-    orders: { type: 'string', default: '1000000' },
-    clients: { type: 'string', default: '2000' },
-    vendors: { type: 'string', default: '1000' },
-    listings: { type: 'string', default: '50000' },
-    seed: { type: 'string', default: '1' },
-  },
-});
-const ORDERS = Number(values.orders);
-const CLIENTS = Number(values.clients);
-const VENDORS = Number(values.vendors);
-const LISTINGS = Number(values.listings);
+export interface GenerateOptions {
+  orders: number;
+  clients: number;
+  vendors: number;
+  listings: number;
+  seed: number;
+}
+
+export interface GenerateSummary {
+  store: string;
+  orders: number;
+  items: number;
+  clients: number;
+  vendors: number;
+  listings: number;
+  largestClient: { clientId: number; orders: number };
+  from: string;
+  to: string;
+  seconds: number;
+  bytes: number;
+  seed: number;
+}
 
 /** mulberry32: deterministic, so two runs build the same store. */
 function prng(seed: number): () => number {
@@ -36,11 +50,9 @@ function prng(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
-const rnd = prng(Number(values.seed));
-const int = (below: number) => Math.floor(rnd() * below);
 
 /** Draws 1..n with weight 1/k^s: rank 1 is the largest client (or best-selling listing). */
-function zipf(n: number, s: number): () => number {
+function zipf(rnd: () => number, n: number, s: number): () => number {
   const cumulative = new Float64Array(n);
   let total = 0;
   for (let k = 1; k <= n; k++) cumulative[k - 1] = total += 1 / k ** s;
@@ -76,167 +88,269 @@ const ADDRESSES = ['CA', 'NY', 'TX', 'WA'].map((state, i) =>
   }),
 );
 
-function fillCatalog(db: Db, now: number): void {
-  const vendor = db.prepare(
-    "INSERT INTO vendors (vendor_id, name, country, currency) VALUES (?, ?, 'USA', 'USD')",
-  );
-  const listing = db.prepare(
-    'INSERT INTO listings (listing_id, vendor_id, title, isbn, price_cents, stock) VALUES (?, ?, ?, ?, ?, 1000)',
-  );
-  const client = db.prepare(
-    'INSERT INTO clients (client_id, name, access_key, secret_key, created_at) VALUES (?, ?, ?, ?, ?)',
-  );
-  const card = db.prepare('INSERT INTO cards (card_id, client_id, token, created_at) VALUES (?, ?, ?, ?)');
-  db.transaction(() => {
-    for (let v = 1; v <= VENDORS; v++) vendor.run(v, `Vendor ${v}`);
-    for (let l = 1; l <= LISTINGS; l++) {
-      listing.run(
-        l,
-        1 + ((l * 7919) % VENDORS),
-        `Title ${l}`,
-        `978${String(l).padStart(10, '0')}`,
-        500 + int(3000),
-      );
-    }
-    for (let c = 1; c <= CLIENTS; c++) {
-      client.run(c, `Client ${c}`, `AKBENCH${c}`, `sk_bench_${c}`, now - 400 * DAY);
-      card.run(c, c, `cc_bench_${c}`, now - 400 * DAY);
-    }
-  })();
+type Value = string | number | null;
+
+/** A SQL literal both SQLite and PostgreSQL read alike (PostgreSQL casts a string to the column's type). */
+const literal = (v: Value): string =>
+  v === null ? 'NULL' : typeof v === 'number' ? String(v) : `'${v.replace(/'/g, "''")}'`;
+
+/** Multi-row INSERTs of `rows` into `table`, ROWS_PER_INSERT at a time. */
+function inserts(table: string, columns: string, rows: Value[][]): string {
+  const statements: string[] = [];
+  for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
+    const values = rows
+      .slice(i, i + ROWS_PER_INSERT)
+      .map((row) => `(${row.map(literal).join(',')})`)
+      .join(',\n');
+    statements.push(`INSERT INTO ${table} (${columns}) VALUES ${values};`);
+  }
+  return statements.join('\n');
 }
 
-interface ItemPlan {
-  status: number;
-  updatedAt: number;
-}
+const ORDER_COLUMNS = `order_id, client_id, request_id, request_hash, reference_id, domain, currency, shipping_mode,
+  ship_addr, bill_addr, card_id, tax_cents, tax_model, total_cents, phase, created_at`;
+const ITEM_COLUMNS = `order_item_id, order_id, client_id, order_created_at, line_no, listing_id, vendor_id, title,
+  isbn, line_quantity, min_days, max_days, cost_cents, shipcost_cents, status, updated_at, status_changed_at,
+  shipping_company, tracking_id`;
 
-/** Where an item's lifecycle stands at `now`: the last status and when it was set. */
-function lifecycle(createdAt: number, now: number): ItemPlan {
-  const age = now - createdAt;
-  if (age < 2 * 60_000) return { status: 1, updatedAt: createdAt };
-  const roll = rnd();
-  const settled = createdAt + 1_000 + int(9_000);
-  if (roll < 0.05) return { status: [14, 19, 53][int(3)]!, updatedAt: settled };
-  const shippedAt = createdAt + DAY + int(3 * DAY);
-  if (roll < 0.08 && now - createdAt > 30 * DAY)
-    return { status: 24, updatedAt: createdAt + 10 * DAY + int(50 * DAY) };
-  if (roll < 0.1) return { status: 17, updatedAt: Math.min(now, createdAt + int(2 * DAY)) };
-  return shippedAt < now ? { status: 35, updatedAt: shippedAt } : { status: 5, updatedAt: settled };
-}
+/** The rows of a synthetic store, drawn in one fixed order from one seeded generator. */
+function createRows(o: GenerateOptions, now: number) {
+  const rnd = prng(o.seed);
+  const int = (below: number) => Math.floor(rnd() * below);
+  const vendorOf = (listingId: number) => 1 + ((listingId * 7919) % o.vendors);
 
-function fillOrders(db: Db, now: number): void {
+  function catalogSql(): string {
+    const vendors = Array.from({ length: o.vendors }, (_, i) => [i + 1, `Vendor ${i + 1}`, 'USA', 'USD']);
+    const listings = Array.from({ length: o.listings }, (_, i) => {
+      const l = i + 1;
+      return [l, vendorOf(l), `Title ${l}`, `978${String(l).padStart(10, '0')}`, 500 + int(3000), 1000];
+    });
+    // Placeholder keys and card tokens, neither sealed nor hashed: these clients only search, in process.
+    const clients = Array.from({ length: o.clients }, (_, i) => {
+      const c = i + 1;
+      return [c, `Client ${c}`, `AKBENCH${c}`, `sk_bench_${c}`, now - 400 * DAY];
+    });
+    const cards = Array.from({ length: o.clients }, (_, i) => [
+      i + 1,
+      i + 1,
+      `cc_bench_${i + 1}`,
+      now - 400 * DAY,
+    ]);
+    return [
+      inserts('vendors', 'vendor_id, name, country, currency', vendors),
+      inserts('listings', 'listing_id, vendor_id, title, isbn, price_cents, stock', listings),
+      inserts('clients', 'client_id, name, access_key, secret_key, created_at', clients),
+      inserts('cards', 'card_id, client_id, token, created_at', cards),
+    ].join('\n');
+  }
+
+  /** Where an item's lifecycle stands at `now`: the last status and when it was set. */
+  function lifecycle(createdAt: number): { status: number; updatedAt: number } {
+    const age = now - createdAt;
+    if (age < 2 * 60_000) return { status: 1, updatedAt: createdAt };
+    const roll = rnd();
+    const settled = createdAt + 1_000 + int(9_000);
+    if (roll < 0.05) return { status: [14, 19, 53][int(3)]!, updatedAt: settled };
+    const shippedAt = createdAt + DAY + int(3 * DAY);
+    if (roll < 0.08 && now - createdAt > 30 * DAY)
+      return { status: 24, updatedAt: createdAt + 10 * DAY + int(50 * DAY) };
+    if (roll < 0.1) return { status: 17, updatedAt: Math.min(now, createdAt + int(2 * DAY)) };
+    return shippedAt < now ? { status: 35, updatedAt: shippedAt } : { status: 5, updatedAt: settled };
+  }
+
   const start = now - 365 * DAY;
-  const clientOf = zipf(CLIENTS, 0.9);
-  const listingOf = zipf(LISTINGS, 0.8);
-  const references = new Uint32Array(CLIENTS + 1);
-  const order = db.prepare(
-    `INSERT INTO orders (order_id, client_id, request_id, request_hash, reference_id, domain, currency,
-       shipping_mode, ship_addr, bill_addr, card_id, tax_cents, tax_model, total_cents, phase, created_at)
-     VALUES (?, ?, ?, 'generated', ?, ?, ?, 'S', ?, ?, ?, ?, ?, ?, ?, ?)`,
-  );
-  const item = db.prepare(
-    `INSERT INTO order_items (order_item_id, order_id, client_id, order_created_at, line_no, listing_id, vendor_id,
-       title, isbn, line_quantity, min_days, max_days, cost_cents, shipcost_cents, status, updated_at,
-       status_changed_at, shipping_company, tracking_id)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 2, 7, ?, ?, ?, ?, ?, ?, ?)`,
-  );
+  const clientOf = zipf(rnd, o.clients, 0.9);
+  const listingOf = zipf(rnd, o.listings, 0.8);
+  const references = new Uint32Array(o.clients + 1);
   let itemId = 0;
-  const batch = db.transaction((from: number, to: number) => {
+
+  /** The INSERTs of orders [from, to) and their items. */
+  function ordersSql(from: number, to: number): string {
+    const orders: Value[][] = [];
+    const items: Value[][] = [];
     for (let orderId = from; orderId < to; orderId++) {
       // Creation times rise with the id, a few seconds of jitter apart, over the whole year.
-      const createdAt = start + Math.floor(((orderId - 1) * 365 * DAY) / ORDERS) + int(5_000);
+      const createdAt = start + Math.floor(((orderId - 1) * 365 * DAY) / o.orders) + int(5_000);
       const clientId = clientOf();
       const [domain, currency] = DOMAINS[int(DOMAINS.length)]!;
       const address = ADDRESSES[int(ADDRESSES.length)]!;
       const reference = rnd() < 0.4 ? `PO-${clientId}-${++references[clientId]!}` : null;
-      const queued = now - createdAt < 2 * 60_000;
-      order.run(
-        orderId,
-        clientId,
-        `gen-${orderId}`,
-        reference,
-        domain,
-        currency,
-        address,
-        address,
-        clientId,
-        int(300),
-        'SALES_TAX',
-        2000 + int(8000),
-        queued ? 'queued' : 'settled',
-        createdAt,
-      );
+      const phase = now - createdAt < 2 * 60_000 ? 'queued' : 'settled';
+      const taxCents = int(300);
+      const totalCents = 2000 + int(8000);
+      orders.push([
+        ...[
+          orderId,
+          clientId,
+          `gen-${orderId}`,
+          'generated',
+          reference,
+          domain,
+          currency,
+          'S',
+          address,
+          address,
+        ],
+        ...[clientId, taxCents, 'SALES_TAX', totalCents, phase, createdAt],
+      ]);
       for (let line = 0, lines = 1 + int(4); line < lines; line++) {
         const listingId = listingOf();
-        const vendorId = 1 + ((listingId * 7919) % VENDORS);
         const quantity = rnd() < 0.75 ? 1 : 2;
         for (let copy = 0; copy < quantity; copy++) {
-          const { status, updatedAt } = lifecycle(createdAt, now);
+          const { status, updatedAt } = lifecycle(createdAt);
           const shipped = status === 35 || status === 24;
-          item.run(
-            ++itemId,
-            orderId,
-            clientId,
-            createdAt,
-            line,
-            listingId,
-            vendorId,
-            `Title ${listingId}`,
-            `978${String(listingId).padStart(10, '0')}`,
-            quantity,
-            500 + int(3000),
-            100 + int(400),
-            status,
-            updatedAt,
-            updatedAt,
-            shipped ? 'UPS' : null,
-            shipped ? `1Z${orderId}${copy}` : null,
-          );
+          const cost = 500 + int(3000);
+          const shipcost = 100 + int(400);
+          items.push([
+            ...[++itemId, orderId, clientId, createdAt, line, listingId, vendorOf(listingId)],
+            ...[
+              `Title ${listingId}`,
+              `978${String(listingId).padStart(10, '0')}`,
+              quantity,
+              2,
+              7,
+              cost,
+              shipcost,
+            ],
+            ...[status, updatedAt, updatedAt, shipped ? 'UPS' : null, shipped ? `1Z${orderId}${copy}` : null],
+          ]);
         }
       }
     }
-  });
-  for (let from = 1; from <= ORDERS; from += BATCH) {
-    batch(from, Math.min(ORDERS + 1, from + BATCH));
-    if ((from - 1) % 200_000 === 0) process.stderr.write(`  ${from - 1} orders\n`);
+    return `${inserts('orders', ORDER_COLUMNS, orders)}\n${inserts('order_items', ITEM_COLUMNS, items)}`;
+  }
+
+  return { catalogSql, ordersSql };
+}
+
+/** What every batch runs first on PostgreSQL: no wait for the WAL, and no FK triggers when we may skip them. */
+async function postgresBatchSettings(probe: Probe): Promise<string> {
+  const base = 'SET LOCAL synchronous_commit = off;';
+  // Rows are consistent by construction; only a superuser may skip the foreign-key triggers.
+  const superuser = await probe.scalar<boolean>('SELECT rolsuper FROM pg_roles WHERE rolname = current_user');
+  return superuser ? `${base} SET LOCAL session_replication_role = replica;` : base;
+}
+
+/** What every batch runs first on SQLite: this connection's settings, set once. */
+async function sqliteSettings(probe: Probe): Promise<string> {
+  // A throwaway fill: no fsync, rows already consistent, index pages kept in memory.
+  await probe.exec('PRAGMA synchronous = OFF; PRAGMA foreign_keys = OFF; PRAGMA cache_size = -2000000');
+  return '';
+}
+
+/** Fills the empty store `target` (migrated here) and returns what it made. */
+export async function generateOrders(target: BenchStore, o: GenerateOptions): Promise<GenerateSummary> {
+  const began = Date.now();
+  const now = Date.now();
+  const store = await target.open('generate-orders');
+  await store.close();
+  const probe = target.probe();
+  try {
+    if ((await probe.scalar('SELECT count(*) FROM orders')) > 0)
+      throw new Error('the store already has orders: generate into an empty one');
+    const postgres = target.kind === 'postgres';
+    const settings = postgres ? await postgresBatchSettings(probe) : await sqliteSettings(probe);
+    const rows = createRows(o, now);
+    await probe.exec(`BEGIN; ${settings}\n${rows.catalogSql()}\nCOMMIT;`);
+    // The next batch is drawn while the server writes the previous one.
+    let writing: Promise<void> = Promise.resolve();
+    for (let from = 1; from <= o.orders; from += BATCH) {
+      const sql = `BEGIN; ${settings}\n${rows.ordersSql(from, Math.min(o.orders + 1, from + BATCH))}\nCOMMIT;`;
+      await writing;
+      writing = probe.exec(sql);
+      if ((from - 1) % 200_000 === 0) process.stderr.write(`  ${from - 1} orders\n`);
+    }
+    await writing;
+    await finish(probe, postgres);
+    return await summarize(probe, target, o, now, began);
+  } finally {
+    await probe.close();
   }
 }
 
-const began = Date.now();
-const now = Date.now();
-fs.rmSync(values.db, { force: true });
-fs.rmSync(`${values.db}-wal`, { force: true });
-fs.rmSync(`${values.db}-shm`, { force: true });
-fs.rmSync(`${values.db}.json`, { force: true });
-const db = openDb(values.db);
-// A throwaway fill: no fsync, rows already consistent, index pages kept in memory.
-db.pragma('synchronous = OFF');
-db.pragma('foreign_keys = OFF');
-db.pragma('cache_size = -2000000');
-fillCatalog(db, now);
-fillOrders(db, now);
-db.pragma('wal_checkpoint(TRUNCATE)');
-const count = (sql: string) => db.prepare(sql).pluck().get() as number;
-const largest = db
-  .prepare(
-    'SELECT client_id AS clientId, count(*) AS orders FROM orders GROUP BY client_id ORDER BY 2 DESC LIMIT 1',
-  )
-  .get();
-const summary = JSON.stringify({
-  db: values.db,
-  orders: count('SELECT count(*) FROM orders'),
-  items: count('SELECT count(*) FROM order_items'),
-  clients: CLIENTS,
-  vendors: VENDORS,
-  listings: LISTINGS,
-  largestClient: largest,
-  from: new Date(now - 365 * DAY).toISOString(),
-  to: new Date(now).toISOString(),
-  seconds: Math.round((Date.now() - began) / 1000),
-  bytes: fs.statSync(values.db).size,
-  seed: Number(values.seed),
-});
-// Kept beside the store so the benchmark can say how it was made.
-fs.writeFileSync(`${values.db}.json`, `${summary}\n`);
-console.log(summary);
-db.close();
+/** Identity sequences past the ids written, statistics and the visibility map (index-only scans) up to date. */
+async function finish(probe: Probe, postgres: boolean): Promise<void> {
+  if (!postgres) {
+    await probe.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    return;
+  }
+  for (const [table, column] of [
+    ['clients', 'client_id'],
+    ['cards', 'card_id'],
+    ['orders', 'order_id'],
+    ['order_items', 'order_item_id'],
+  ])
+    await probe.exec(
+      `SELECT setval(pg_get_serial_sequence('${table}', '${column}'), (SELECT max(${column}) FROM ${table}))`,
+    );
+  await probe.exec('VACUUM (ANALYZE)');
+}
+
+async function summarize(
+  probe: Probe,
+  target: BenchStore,
+  o: GenerateOptions,
+  now: number,
+  began: number,
+): Promise<GenerateSummary> {
+  const largest = (await probe.get<{ clientId: number; orders: number }>(
+    'SELECT client_id AS "clientId", count(*) AS orders FROM orders GROUP BY client_id ORDER BY 2 DESC LIMIT 1',
+  ))!;
+  const bytes =
+    target.kind === 'postgres'
+      ? await probe.scalar('SELECT pg_database_size(current_database())')
+      : fs.statSync((target.env as { DB_PATH: string }).DB_PATH).size;
+  return {
+    store: target.kind === 'postgres' ? 'postgres' : (target.env as { DB_PATH: string }).DB_PATH,
+    orders: await probe.scalar('SELECT count(*) FROM orders'),
+    items: await probe.scalar('SELECT count(*) FROM order_items'),
+    clients: o.clients,
+    vendors: o.vendors,
+    listings: o.listings,
+    largestClient: { clientId: Number(largest.clientId), orders: Number(largest.orders) },
+    from: new Date(now - 365 * DAY).toISOString(),
+    to: new Date(now).toISOString(),
+    seconds: Math.round((Date.now() - began) / 1000),
+    bytes,
+    seed: o.seed,
+  };
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      store: { type: 'string', default: defaultStoreKind() },
+      db: { type: 'string', default: 'data/bench.db' },
+      orders: { type: 'string', default: '1000000' },
+      clients: { type: 'string', default: '2000' },
+      vendors: { type: 'string', default: '1000' },
+      listings: { type: 'string', default: '50000' },
+      seed: { type: 'string', default: '1' },
+    },
+  });
+  const [kind] = parseStoreKinds(values.store);
+  if (kind === 'postgres' && !process.env.DATABASE_URL)
+    throw new Error('--store postgres fills the empty database at DATABASE_URL: set it');
+  if (kind === 'sqlite')
+    for (const suffix of ['', '-wal', '-shm', '.json']) fs.rmSync(`${values.db}${suffix}`, { force: true });
+  const target = storeFromEnv(
+    kind === 'postgres' ? process.env : { ...process.env, DATABASE_URL: undefined, DB_PATH: values.db },
+  );
+  const summary = await generateOrders(target, {
+    orders: Number(values.orders),
+    clients: Number(values.clients),
+    vendors: Number(values.vendors),
+    listings: Number(values.listings),
+    seed: Number(values.seed),
+  });
+  // Kept beside the store so the benchmark can say how it was made.
+  if (kind === 'sqlite') fs.writeFileSync(`${values.db}.json`, `${JSON.stringify(summary)}\n`);
+  console.log(JSON.stringify(summary));
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  main().catch((err: unknown) => {
+    process.stderr.write(`generate-orders: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  });
+}

@@ -3,15 +3,17 @@
 // Reports throughput, latency percentiles and unexpected answers per kind, how fast the workers settled the
 // orders, and the peak memory (VmHWM) and CPU time of each process given with --pid.
 //
-//   node --import tsx scripts/load-test.ts --url http://127.0.0.1:3000 --db ./data/orders.db \
+//   node --import tsx scripts/load-test.ts --url http://127.0.0.1:3000 [--db ./data/orders.db] \
 //     --duration 20 --connections 20 --pid web=1234 --pid worker=1240 [--json out.json]
+// The store is the service's: DATABASE_URL, else DB_PATH (or --db), as the service picks it.
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { createSigningClient } from '../src/client/signing-client.js';
-import { createCatalogRepository } from '../src/store/catalog.repository.js';
-import { createClientRepository } from '../src/store/client.repository.js';
-import { openDb, type Db } from '../src/store/db.js';
+import { addCard, createClient } from '../src/services/client-keys.js';
+import type { ClientStore } from '../src/store/store.port.js';
+import type { Probe } from '../src/store/store.probe.js';
+import { storeFromEnv, type BenchStore } from './bench-stores.js';
 import {
   EXPECTED,
   LOAD_LISTINGS,
@@ -26,7 +28,8 @@ import { childPids, processStats, type ProcessStats } from './process-stats.js';
 
 export interface LoadOptions {
   url: string;
-  dbPath: string;
+  /** The store the service under load uses. */
+  store: BenchStore;
   durationS: number;
   connections: number;
   /** Requests per second of the over-limit key; 0 leaves it out. */
@@ -81,24 +84,27 @@ export function assertLoopback(url: string): void {
     throw new Error(`--url must be a loopback address (127.x, localhost, [::1]), got ${host}`);
 }
 
-function createClients(db: Db, count: number): LoadClient[] {
-  const repository = createClientRepository(db, Date.now);
-  return Array.from({ length: count }, (_, i) => {
-    const client = repository.create(`load client ${i + 1}`);
-    const card = repository.addCard(client.clientId, false);
-    return { accessKey: client.accessKey, secretKey: client.secretKey, ccToken: card.token, orderIds: [] };
-  });
+async function createClients(clients: ClientStore, count: number): Promise<LoadClient[]> {
+  const created: LoadClient[] = [];
+  for (let i = 0; i < count; i++) {
+    const client = await createClient(clients, `load client ${i + 1}`, Date.now());
+    const card = await addCard(clients, client.clientId, false, Date.now());
+    created.push({
+      accessKey: client.accessKey,
+      secretKey: client.secretKey,
+      ccToken: card.token,
+      orderIds: [],
+    });
+  }
+  return created;
 }
 
-const countOrders = (db: Db, settled: boolean): number =>
-  db
-    .prepare(`SELECT count(*) FROM orders WHERE phase ${settled ? '=' : '<>'} 'settled'`)
-    .pluck()
-    .get() as number;
+const countOrders = (probe: Probe, settled: boolean): Promise<number> =>
+  probe.scalar(`SELECT count(*) FROM orders WHERE phase ${settled ? '=' : '<>'} 'settled'`);
 
-async function until(check: () => boolean, timeoutMs: number): Promise<boolean> {
+async function until(check: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > deadline) return false;
     await new Promise((r) => setTimeout(r, 200));
   }
@@ -106,7 +112,7 @@ async function until(check: () => boolean, timeoutMs: number): Promise<boolean> 
 }
 
 /** Every client gets a few orders first, so that gets and searches find something of their own. */
-async function seed(url: string, clients: LoadClient[], perClient: number, db: Db): Promise<void> {
+async function seed(url: string, clients: LoadClient[], perClient: number, probe: Probe): Promise<void> {
   await Promise.all(
     clients.map(async (client) => {
       const signing = createSigningClient({ baseUrl: url, ...client });
@@ -120,7 +126,7 @@ async function seed(url: string, clients: LoadClient[], perClient: number, db: D
       }
     }),
   );
-  if (!(await until(() => countOrders(db, false) === 0, 120_000)))
+  if (!(await until(async () => (await countOrders(probe, false)) === 0, 120_000)))
     throw new Error('seed orders not settled in 120 s');
 }
 
@@ -185,15 +191,16 @@ function snapshot(processes: Watched[]): (ProcessStats & { name: string })[] {
 export async function runLoad(options: LoadOptions): Promise<LoadReport> {
   assertLoopback(options.url);
   const durationS = Math.min(Math.max(1, options.durationS), MAX_DURATION_S);
-  const db = openDb(options.dbPath);
+  const store = await options.store.open('load-test');
+  const probe = options.store.probe();
   try {
-    createCatalogRepository(db).importCatalog([LOAD_VENDOR], LOAD_LISTINGS);
+    await store.catalog.importCatalog([LOAD_VENDOR], LOAD_LISTINGS);
     const shares = SHARE.map(
       ([kind, share]) => [kind, Math.max(1, Math.round(options.connections * share))] as const,
     );
     const total = shares.reduce((n, [, c]) => n + c, 0);
-    const clients = createClients(db, total + 1);
-    await seed(options.url, clients, options.seedOrdersPerClient, db);
+    const clients = await createClients(store.clients, total + 1);
+    await seed(options.url, clients, options.seedOrdersPerClient, probe);
     const overLimitClient = clients[total]!;
     let next = 0;
     const take = () => clients[next++ % total]!;
@@ -204,9 +211,16 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
       { name: 'load generator', pid: process.pid, alone: true },
     ];
     const cpuAtStart = new Map(snapshot(watched).map((p) => [p.pid, p.cpuSeconds]));
-    const settledBefore = countOrders(db, true);
+    const settledBefore = await countOrders(probe, true);
     let peakBacklog = 0;
-    const sampler = setInterval(() => (peakBacklog = Math.max(peakBacklog, countOrders(db, false))), 1000);
+    const sampler = setInterval(
+      () =>
+        void countOrders(probe, false).then(
+          (n) => (peakBacklog = Math.max(peakBacklog, n)),
+          () => undefined,
+        ),
+      1000,
+    );
     const runs = shares.map(([kind, connections]) =>
       runKind(options.url, kind, connections, durationS, take),
     );
@@ -224,12 +238,12 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
     const kinds = await Promise.all(runs);
     clearInterval(sampler);
 
-    const settledAtEnd = countOrders(db, true);
-    const backlogAtEnd = countOrders(db, false);
+    const settledAtEnd = await countOrders(probe, true);
+    const backlogAtEnd = await countOrders(probe, false);
     const drainStarted = Date.now();
-    await until(() => countOrders(db, false) === 0, 300_000);
+    await until(async () => (await countOrders(probe, false)) === 0, 300_000);
     const drainS = (Date.now() - drainStarted) / 1000;
-    const accepted = countOrders(db, true) - settledBefore;
+    const accepted = (await countOrders(probe, true)) - settledBefore;
     const processes = snapshot(watched).map((p) => ({
       ...p,
       cpuSeconds: p.cpuSeconds - (cpuAtStart.get(p.pid) ?? 0),
@@ -248,7 +262,8 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
       processes,
     };
   } finally {
-    db.close();
+    await probe.close();
+    await store.close();
   }
 }
 
@@ -291,7 +306,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const { values } = parseArgs({
     options: {
       url: { type: 'string', default: 'http://127.0.0.1:3000' },
-      db: { type: 'string', default: './data/orders.db' },
+      db: { type: 'string' },
       duration: { type: 'string', default: '20' },
       connections: { type: 'string', default: '20' },
       'over-limit-rate': { type: 'string', default: '300' },
@@ -302,7 +317,9 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   });
   runLoad({
     url: values.url,
-    dbPath: values.db,
+    store: storeFromEnv(
+      values.db ? { ...process.env, DATABASE_URL: undefined, DB_PATH: values.db } : process.env,
+    ),
     durationS: Number(values.duration),
     connections: Number(values.connections),
     overLimitRate: Number(values['over-limit-rate']),

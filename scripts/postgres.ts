@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import pg from 'pg';
+import { postgresProbe } from '../src/store/postgres/postgres.probe.js';
 import { freePort } from './redis.js';
 
 export interface RunningPostgres {
@@ -99,15 +99,13 @@ function readLog(dir: string): string {
 export async function waitForPostgres(url: string, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000 });
-    client.on('error', () => undefined);
+    const probe = postgresProbe(url);
     try {
-      await client.connect();
-      await client.query('SELECT 1');
-      await client.end();
+      await probe.scalar('SELECT 1');
+      await probe.close();
       return;
     } catch (err) {
-      await client.end().catch(() => undefined);
+      await probe.close().catch(() => undefined);
       if (Date.now() > deadline)
         throw new Error(`postgres at ${redact(url)} did not answer: ${(err as Error).message}`, {
           cause: err,
@@ -214,24 +212,22 @@ export function databaseUrl(serverUrl: string, name: string): string {
   return u.toString();
 }
 
-async function onServer<T>(serverUrl: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: serverUrl });
-  client.on('error', () => undefined);
-  await client.connect();
+async function onServer(serverUrl: string, sql: string): Promise<void> {
+  const probe = postgresProbe(serverUrl);
   try {
-    return await fn(client);
+    await probe.exec(sql);
   } finally {
-    await client.end().catch(() => undefined);
+    await probe.close().catch(() => undefined);
   }
 }
 
 /** Creates database `name` on the server at `serverUrl` and returns its URL. */
 export async function createDatabase(serverUrl: string, name: string): Promise<string> {
-  await onServer(serverUrl, (c) => c.query(`CREATE DATABASE ${quoteIdent(name)}`));
+  await onServer(serverUrl, `CREATE DATABASE ${quoteIdent(name)}`);
   return databaseUrl(serverUrl, name);
 }
 
 /** Drops database `name` (if it exists) on the server at `serverUrl`, ending its open sessions. */
 export async function dropDatabase(serverUrl: string, name: string): Promise<void> {
-  await onServer(serverUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`));
+  await onServer(serverUrl, `DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`);
 }

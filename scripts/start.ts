@@ -8,13 +8,18 @@ import { openStore } from '../src/store/open-store.js';
 import { seedDemo, writeDemoOrders } from './demo-data.js';
 import { ensureRedis, type RunningRedis } from './redis.js';
 
-const ROOT = path.resolve(import.meta.dirname, '..');
+// Compiled (dist/scripts/start.js, as `npm start` runs it), it starts the compiled entries with plain Node;
+// run from source through tsx (`npm run dev`), it starts the sources through tsx.
+const COMPILED = import.meta.filename.endsWith('.js');
+const ENTRY_ROOT = path.resolve(import.meta.dirname, '..');
+const ROOT = COMPILED ? path.dirname(ENTRY_ROOT) : ENTRY_ROOT;
+const NODE_ARGS = COMPILED ? ['--enable-source-maps'] : ['--import', 'tsx'];
 // Each process gives itself 30 s to finish its work (src/process.ts).
 const STOP_TIMEOUT_MS = 35_000;
 const PROCESSES: Record<string, string> = {
-  web: 'src/server.ts',
-  worker: 'workers/order.worker.ts',
-  clock: 'jobs/clock.ts',
+  web: 'src/server',
+  worker: 'workers/order.worker',
+  clock: 'jobs/clock',
 };
 
 function say(line: string): void {
@@ -60,7 +65,8 @@ async function main(): Promise<void> {
 
   const launch = (name: string) => {
     if (stopping) return;
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, PROCESSES[name]!)], {
+    const entry = `${path.join(ENTRY_ROOT, PROCESSES[name]!)}.${COMPILED ? 'js' : 'ts'}`;
+    const child = spawn(process.execPath, [...NODE_ARGS, entry], {
       cwd: ROOT,
       env,
       stdio: 'inherit',

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseSecretsKey } from './domain/secrets.js';
 import { parseRedisUrl, type RedisSeeds } from './queue/redis-url.js';
 
 const positiveInt = z.coerce.number().int().positive();
@@ -13,6 +14,16 @@ const ConfigSchema = z.object({
     .regex(/^postgres(ql)?:\/\/[^/]+\/[^/?]+/, 'must be a postgres://USER[:PASSWORD]@HOST:PORT/DB URL')
     .optional(),
   DB_POOL_SIZE: positiveInt.default(10),
+  SECRETS_KEY: z
+    .string()
+    .superRefine((key, ctx) => {
+      try {
+        parseSecretsKey(key);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+      }
+    })
+    .optional(),
   REDIS_URL: z
     .string()
     .superRefine((url, ctx) => {
@@ -32,6 +43,7 @@ const ConfigSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LOG_PRETTY: z.enum(['auto', 'true', 'false']).default('auto'),
   ORDER_WAIT_MS: nonNegativeInt.default(10_000),
+  HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
   MARKETPLACE_NAMES: z
     .string()
     .regex(
@@ -50,6 +62,17 @@ const ConfigSchema = z.object({
   EXTRA_SHIPPING_TIMEOUT_H: positiveInt.default(48),
   RECONCILE_CRON: z.string().min(1).default('* * * * *'),
   SANDBOX_PAYMENT_LATENCY_MS: nonNegativeInt.default(0),
+  // CONTRACT.md section 12: past this many unsettled orders, real orders are refused with 5030.
+  MAX_UNSETTLED_ORDERS: positiveInt.default(50_000),
+  WEBHOOK_ALLOW_PRIVATE: z
+    .enum(['true', 'false', '1', '0', ''])
+    .default('')
+    .transform((v) => v === 'true' || v === '1'),
+  WEBHOOK_RETRY_BASE_MS: positiveInt.default(1000),
+  WEBHOOK_MAX_ATTEMPTS: positiveInt.max(100).default(15),
+  // CONTRACT.md section 12 gives a receiver 10 s; tests lower it.
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(10_000).default(10_000),
+  WEBHOOK_CONCURRENCY: positiveInt.default(32),
   TRUST_PROXY: z
     .enum(['true', 'false', '1', '0', ''])
     .default('')
@@ -93,6 +116,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   const redisProblem = redisUrlProblem(parsed.data.REDIS_URL, parsed.data.REDIS_CLUSTER);
   if (redisProblem) throw new ConfigError(`invalid configuration:\n  REDIS_URL: ${redisProblem}`);
+  // A key file per host, as SQLite's default, would give every host its own key to one shared database.
+  if (parsed.data.DATABASE_URL && !parsed.data.SECRETS_KEY) {
+    throw new ConfigError(
+      'invalid configuration:\n  SECRETS_KEY: required with DATABASE_URL, the same on every host (e.g. `openssl rand -hex 32`)',
+    );
+  }
   if (Boolean(parsed.data.ADMIN_USER) !== Boolean(parsed.data.ADMIN_PASSWORD)) {
     throw new ConfigError('invalid configuration:\n  ADMIN_USER and ADMIN_PASSWORD must be set together');
   }

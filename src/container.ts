@@ -9,6 +9,7 @@ import { createSandboxGateway } from './payments/sandbox.gateway.js';
 import { createOrderOutcomes } from './queue/order-outcomes.js';
 import { createOrderQueue } from './queue/order.queue.js';
 import { createBlockingRedis, createRedis } from './queue/redis.js';
+import { createBackpressure } from './services/backpressure.js';
 import { createOrderIntake } from './services/order-intake.js';
 import { openStore } from './store/open-store.js';
 
@@ -30,7 +31,7 @@ export async function createDeps(
   options: ContainerOptions = {},
 ): Promise<Deps> {
   const clock = options.clock ?? Date.now;
-  const store = await openStore(config, options.role);
+  const store = await openStore(config, options.role, (message) => logger.warn(message));
   const redis = createRedis(config, `${config.QUEUE_PREFIX}-cmd`);
   redis.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
   const usdPer = loadUsdPer();
@@ -58,11 +59,19 @@ export async function createDeps(
         )
       : { wait: () => Promise.resolve(), close: () => Promise.resolve() },
     metrics: createMetricsRecorder(redis, config.REDIS_PREFIX, logger),
+    // Reads the store only once a real order asks, so workers and the clock never start its timer.
+    backpressure: createBackpressure({
+      orders: store.orders,
+      limit: config.MAX_UNSETTLED_ORDERS,
+      clock,
+      logger,
+    }),
   };
 }
 
 /** Closes what createDeps opened, in reverse order. */
 export async function closeDeps(deps: Deps): Promise<void> {
+  deps.backpressure.close();
   await deps.outcomes.close().catch(() => undefined);
   await deps.queue.close().catch(() => undefined);
   deps.redis.disconnect();

@@ -8,6 +8,7 @@ import type { PaymentGateway } from './payments/payment-gateway.js';
 import type { OrderOutcomes } from './queue/order-outcomes.js';
 import type { OrderQueue } from './queue/order.queue.js';
 import type { RedisClient } from './queue/redis.js';
+import type { Backpressure } from './services/backpressure.js';
 import type { OrderIntake } from './services/order-intake.js';
 import type { Store } from './store/store.port.js';
 
@@ -27,6 +28,8 @@ export interface Deps {
   intake: OrderIntake;
   queue: OrderQueue;
   outcomes: OrderOutcomes;
+  /** The figure of unsettled orders that refuses real orders past MAX_UNSETTLED_ORDERS. */
+  backpressure: Backpressure;
   /** Adds to the deployment-wide metrics in Redis that web processes expose at /metrics. */
   metrics: MetricsRecorder;
 }

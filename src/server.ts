@@ -5,6 +5,7 @@ import { closeDeps, createDeps } from './container.js';
 import { whenReady } from './queue/redis-lock.js';
 import type { Deps } from './deps.js';
 import { createApp } from './http/app.js';
+import { createHttpServer } from './http/http-server.js';
 import { createDeploymentRegistry, metricsRoute } from './http/metrics.js';
 import { mountQueueDashboard } from './http/queue-dashboard.js';
 import { rateLimit } from './http/rate-limit.js';
@@ -58,7 +59,7 @@ export async function startWeb(
   await whenReady(deps.redis, REDIS_READY_WAIT_MS).catch((err: Error) =>
     logger.warn({ err: err.message }, 'web listening before redis is ready; lockout checks fail open'),
   );
-  const server = createWebApp(deps).listen(config.PORT);
+  const server = createHttpServer(createWebApp(deps), config, logger).listen(config.PORT);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   const address = server.address();
   const stopHeartbeat = startProcessHeartbeat(deps.redis, config.REDIS_PREFIX, 'web');

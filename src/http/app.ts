@@ -4,6 +4,7 @@ import { marketplaceDomains } from '../domain/marketplace.js';
 import { authenticate } from './auth.js';
 import { ApiError, errorHandler } from './errors.js';
 import { createOrderHistoryRouter } from './order-history.routes.js';
+import { postOrderBatch } from './order-batches.routes.js';
 import { postOrder } from './orders.routes.js';
 import { openApiDocument } from './openapi.js';
 import { requestContext } from './request-context.js';
@@ -18,10 +19,11 @@ export interface AppOptions {
   extend?: (app: express.Express) => void;
 }
 
-const MAX_BODY = '1mb';
+const MAX_BODY_BYTES = 1024 * 1024;
 const KNOWN_PATHS: [RegExp, string[]][] = [
   [/^\/orders\/?$/, ['GET', 'HEAD', 'POST']],
   [/^\/orders\/[^/]+\/?$/, ['GET', 'HEAD']],
+  [/^\/order-batches\/?$/, ['POST']],
 ];
 
 /** Content negotiation, with the common cases (no Accept, JSON, anything) answered without parsing. */
@@ -30,6 +32,13 @@ function acceptsJson(req: Request): boolean {
   if (!accept || accept === '*/*' || accept === 'application/json') return true;
   return Boolean(req.accepts('application/json'));
 }
+
+/** A body announced larger than the limit is refused at once, before a byte of it is read (and never read). */
+const announcedBodyLimit: RequestHandler = (req, _res, next) => {
+  if (Number(req.get('content-length') ?? 0) > MAX_BODY_BYTES)
+    throw new ApiError(SvcStatus.TOO_LARGE, 'body: larger than 1 MiB (Content-Length)');
+  next();
+};
 
 /** Unknown paths are 4042 and wrong methods 4050 before anyone is asked to authenticate. */
 const routeGuard: RequestHandler = (req, res, next) => {
@@ -67,7 +76,8 @@ export function createApp(deps: Deps, options: AppOptions = {}): express.Express
 
   const v1 = express.Router();
   v1.use(routeGuard);
-  v1.use(express.raw({ type: () => true, limit: MAX_BODY }));
+  v1.use(announcedBodyLimit);
+  v1.use(express.raw({ type: () => true, limit: MAX_BODY_BYTES }));
   v1.use(
     authenticate({
       clients: deps.store.clients,
@@ -78,6 +88,7 @@ export function createApp(deps: Deps, options: AppOptions = {}): express.Express
   );
   for (const middleware of options.afterAuth ?? []) v1.use(middleware);
   v1.post('/orders', postOrder({ ...deps, orderWaitMs: deps.config.ORDER_WAIT_MS }));
+  v1.post('/order-batches', postOrderBatch(deps));
   v1.use('/orders', createOrderHistoryRouter(deps));
   app.use('/v1', v1);
 

@@ -2,7 +2,19 @@ import type { ErrorRequestHandler } from 'express';
 import type { z } from 'zod';
 import { SvcStatus, httpStatusOf, svcStatusHeader, type SvcStatusCode } from './status-codes.js';
 
-/** A failure a client can act on: its Svc-Status codes and one readable message per problem. */
+/** How much of its problems one answer tells: a hostile request cannot make a huge answer (or log line). */
+export const MESSAGE_LIMITS = { count: 50, chars: 300 };
+
+/** The first MESSAGE_LIMITS.count messages, each cut to MESSAGE_LIMITS.chars, and a line saying how many more. */
+export function boundMessages(messages: readonly string[]): string[] {
+  const { count, chars } = MESSAGE_LIMITS;
+  const kept = messages.slice(0, count).map((m) => (m.length > chars ? `${m.slice(0, chars - 1)}…` : m));
+  const more = messages.length - kept.length;
+  if (more > 0) kept.push(`and ${more} more problem${more > 1 ? 's' : ''}`);
+  return kept;
+}
+
+/** A failure a client can act on: its Svc-Status codes and one readable message per problem (bounded). */
 export class ApiError extends Error {
   readonly codes: SvcStatusCode[];
   readonly messages: string[];
@@ -13,9 +25,9 @@ export class ApiError extends Error {
     messages: string | string[],
     headers: Record<string, string> = {},
   ) {
-    const list = Array.isArray(messages) ? messages : [messages];
+    const list = boundMessages(Array.isArray(messages) ? messages : [messages]);
     super(list.join('; '));
-    this.codes = Array.isArray(codes) ? codes : [codes];
+    this.codes = Array.isArray(codes) ? [...new Set(codes)] : [codes];
     this.messages = list;
     this.headers = headers;
   }
@@ -59,6 +71,8 @@ export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
   res.status(apiError.httpStatus);
   res.set('Svc-Status', svcStatusHeader(apiError.codes));
   if (requestId) res.set('Svc-RequestId', requestId);
+  // A body refused before it was read is never read: the connection closes instead of staying alive for it.
+  if (!req.complete) res.set('Connection', 'close');
   res.set(apiError.headers);
   const body: ErrorBody = { requestId, messages: apiError.messages };
   res.json(body);
@@ -68,6 +82,10 @@ function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   const e = err as { type?: string; status?: number; code?: string };
   if (e?.type === 'entity.too.large') return new ApiError(SvcStatus.TOO_LARGE, 'body: larger than 1 MiB');
+  if (e?.type === 'request.aborted')
+    return new ApiError(SvcStatus.MALFORMED, 'body: the connection ended before the whole body came');
+  if (e?.type === 'encoding.unsupported')
+    return new ApiError(SvcStatus.UNSUPPORTED_MEDIA_TYPE, 'Content-Encoding: not supported');
   if (e?.code === 'SQLITE_BUSY' || e?.code === 'ECONNREFUSED')
     return new ApiError(
       SvcStatus.UNAVAILABLE,

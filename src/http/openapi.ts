@@ -1,85 +1,153 @@
 import { z } from 'zod';
-import { orderRequestSchema } from './order-request.schema.js';
-import { orderSearchParameters } from './order-search.schema.js';
+import { MAX_REQUEST_ID_LENGTH } from './auth.js';
+import { AddressSchema, RequestedListingSchema, orderRequestSchema } from './order-request.schema.js';
 import {
   ErrorResponseSchema,
+  ListingSummarySchema,
+  OrderItemSummarySchema,
   OrderResponseSchema,
   OrderSearchResponseSchema,
 } from './order-response.schema.js';
+import { failureResponses, json, responses } from './openapi-responses.js';
+import {
+  OrderBatchResponseSchema,
+  OrderBatchResultSchema,
+  orderBatchRequestSchemas,
+} from './order-batch.schema.js';
+import { orderSearchParameters } from './order-search.schema.js';
 
-const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
-const json = (id: string) => ({ 'application/json': { schema: ref(id) } });
+/**
+ * Every schema of the document as a named component with plain `$ref`s between them. Each zod schema carries
+ * its component name as `.meta({ id })`; one named elsewhere but missing here would land in zod's `__shared`
+ * pseudo-schema, which no OpenAPI tool resolves, so that fails here at once.
+ */
+function componentSchemas(domains: readonly string[]): Record<string, object> {
+  const named = z.registry<{ id: string }>();
+  for (const schema of [
+    AddressSchema,
+    RequestedListingSchema,
+    orderRequestSchema(domains),
+    OrderItemSummarySchema,
+    ListingSummarySchema,
+    OrderResponseSchema,
+    OrderSearchResponseSchema,
+    ErrorResponseSchema,
+    ...Object.values(orderBatchRequestSchemas(domains)),
+    OrderBatchResultSchema,
+    OrderBatchResponseSchema,
+  ]) {
+    const id = schema.meta()?.id;
+    if (typeof id !== 'string') throw new Error('an OpenAPI component schema needs .meta({ id })');
+    named.add(schema, { id });
+  }
+  const { schemas } = z.toJSONSchema(named, { uri: (id) => `#/components/schemas/${id}`, io: 'input' });
+  if ('__shared' in schemas) throw new Error(`unnamed shared schemas: ${Object.keys(schemas.__shared!)}`);
+  // A component is a subschema of the document: no $id (zod's would hold a fragment) and no dialect of its own.
+  return Object.fromEntries(
+    Object.entries(schemas).map(([id, { $id: _id, $schema: _dialect, ...schema }]) => [id, schema]),
+  );
+}
 
-const signedHeaders = ['Svc-RequestId', 'Svc-Access-Key', 'Svc-Date', 'Svc-Signature'].map((name) => ({
-  name,
-  in: 'header',
-  required: true,
-  schema: { type: 'string' },
-}));
+const signed = { security: [{ SvcAccessKey: [], SvcDate: [], SvcSignature: [] }] };
+const requestIdParam = { $ref: '#/components/parameters/SvcRequestId' };
 
-const failure = {
-  description: 'Failure: Svc-Status holds every code that applies (CONTRACT.md section 3)',
-  headers: { 'Svc-Status': { schema: { type: 'string' } } },
-  content: json('ErrorResponse'),
-};
+const apiKey = (name: string, description: string) => ({ type: 'apiKey', in: 'header', name, description });
 
 /** The OpenAPI 3.1 document, generated from the zod schemas that validate requests. */
 export function openApiDocument(domains: readonly string[]) {
-  const schemas = new z.core.$ZodRegistry<{ id: string }>();
-  schemas.add(orderRequestSchema(domains), { id: 'OrderRequest' });
-  for (const [id, schema] of Object.entries({
-    OrderResponse: OrderResponseSchema,
-    OrderSearchResponse: OrderSearchResponseSchema,
-    ErrorResponse: ErrorResponseSchema,
-  })) {
-    schemas.add(schema, { id });
-  }
-  const components = z.toJSONSchema(schemas, {
-    uri: (id) => `#/components/schemas/${id}`,
-    io: 'input',
-    unrepresentable: 'any',
-  });
   return {
     openapi: '3.1.0',
-    info: { title: 'Order Purchasing Service', version: '1' },
+    info: {
+      title: 'Order Purchasing Service',
+      version: '1',
+      description: 'Signed JSON API of the book marketplace: place orders, search and read them.',
+    },
     servers: [{ url: '/v1' }],
     paths: {
       '/orders': {
         post: {
+          operationId: 'placeOrder',
           summary: 'Place an order, or verify it with dryrun',
-          parameters: signedHeaders,
-          requestBody: { required: true, content: json('OrderRequest') },
-          responses: {
-            200: {
-              description: '2010 created, 2003 duplicate in progress, 2002 dry run',
-              content: json('OrderResponse'),
+          ...signed,
+          parameters: [
+            requestIdParam,
+            {
+              name: 'Prefer',
+              in: 'header',
+              required: false,
+              description: 'respond-async: answer at once, with items still QUEUED',
+              schema: { type: 'string' },
             },
-            '4XX': failure,
-          },
+          ],
+          requestBody: { required: true, content: json('OrderRequest') },
+          responses: responses(
+            { 2002: 'dry run succeeded', 2003: 'duplicate of an order still in progress', 2010: 'created' },
+            'OrderResponse',
+            ['Conflict'],
+            { 'Preference-Applied': { schema: { type: 'string', enum: ['respond-async'] } } },
+          ),
         },
         get: {
+          operationId: 'searchOrders',
           summary: "Search the client's orders",
-          parameters: [...signedHeaders, ...orderSearchParameters()],
-          responses: {
-            200: { description: '2000 retrieved', content: json('OrderSearchResponse') },
-            '4XX': failure,
-          },
+          ...signed,
+          parameters: [requestIdParam, ...orderSearchParameters()],
+          responses: responses({ 2000: 'orders retrieved' }, 'OrderSearchResponse'),
+        },
+      },
+      '/order-batches': {
+        post: {
+          operationId: 'placeOrderBatch',
+          summary: 'Place or dry-run up to 500 orders at once, each with its own requestId and result',
+          description:
+            'Real orders are answered at once with items QUEUED (as with Prefer: respond-async). A result ' +
+            'holds the Svc-Status codes the order would get alone; the batch fails whole only when it is malformed.',
+          ...signed,
+          parameters: [requestIdParam],
+          requestBody: { required: true, content: json('OrderBatchRequest') },
+          responses: responses({ 2004: 'batch answered, one result per order' }, 'OrderBatchResponse', [], {
+            'Retry-After': {
+              description:
+                'Set when an order was refused for a while (5030, 4293): seconds until a retry can succeed',
+              required: false,
+              schema: { type: 'integer', minimum: 1 },
+            },
+          }),
         },
       },
       '/orders/{orderId}': {
         get: {
+          operationId: 'getOrder',
           summary: 'One order of the client',
+          ...signed,
           parameters: [
-            ...signedHeaders,
+            requestIdParam,
             { name: 'orderId', in: 'path', required: true, schema: { type: 'integer', minimum: 1 } },
           ],
-          responses: {
-            200: { description: '2000 retrieved', content: json('OrderResponse') },
-            '4XX': failure,
-          },
+          responses: responses({ 2000: 'order retrieved' }, 'OrderResponse', ['NotFound']),
         },
       },
     },
-    components: { schemas: components.schemas },
+    components: {
+      schemas: componentSchemas(domains),
+      responses: failureResponses(),
+      parameters: {
+        SvcRequestId: {
+          name: 'Svc-RequestId',
+          in: 'header',
+          required: true,
+          description: 'Unique per request of an access key (a GUID is recommended); signed',
+          schema: { type: 'string', minLength: 1, maxLength: MAX_REQUEST_ID_LENGTH },
+        },
+      },
+      securitySchemes: {
+        SvcAccessKey: apiKey('Svc-Access-Key', 'The access key of the client'),
+        SvcDate: apiKey('Svc-Date', 'ISO 8601 UTC time of sending, within 300 s of the server clock'),
+        SvcSignature: apiKey(
+          'Svc-Signature',
+          'Lowercase hex HMAC-SHA256 of the request under the secret key (CONTRACT.md section 2)',
+        ),
+      },
+    },
   };
 }

@@ -7,9 +7,11 @@ export const MAX_ITEMS = 250;
 
 const text = (max = 200) => z.string().min(1).max(max);
 
+// The metadata tells the OpenAPI document what the refinement checks: JSON Schema cannot see into a refine.
 const money = z
   .number()
-  .refine((n) => n > 0 && toCents(n) !== null, 'must be a positive amount with at most two decimals');
+  .refine((n) => n > 0 && toCents(n) !== null, 'must be a positive amount with at most two decimals')
+  .meta({ exclusiveMinimum: 0, multipleOf: 0.01, description: "In the domain's currency" });
 
 export const AddressSchema = z
   .strictObject({
@@ -21,7 +23,10 @@ export const AddressSchema = z
       .string()
       .regex(/^[A-Z0-9]{2,3}$/, 'must be a 2- or 3-character ISO 3166-2 subdivision code')
       .optional(),
-    country: z.string().refine(isCountryCode, 'must be an ISO 3166-1 alpha-3 country code'),
+    country: z
+      .string()
+      .refine(isCountryCode, 'must be an ISO 3166-1 alpha-3 country code')
+      .meta({ pattern: '^[A-Z]{3}$', description: 'ISO 3166-1 alpha-3 code, e.g. GBR' }),
     zipcode: text(),
     phone: text(),
   })
@@ -30,7 +35,11 @@ export const AddressSchema = z
 export const RequestedListingSchema = z
   .strictObject({
     listingId: z.number().int('must be an integer').positive('must be a positive integer'),
-    quantity: z.number().int('must be an integer').min(1, `must be an integer from 1 to ${MAX_ITEMS}`),
+    quantity: z
+      .number()
+      .int('must be an integer')
+      .min(1, `must be an integer from 1 to ${MAX_ITEMS}`)
+      .meta({ maximum: MAX_ITEMS, description: `At most ${MAX_ITEMS} items in the whole order` }),
     maxPrice: money.optional(),
   })
   .meta({ id: 'RequestedListing' });

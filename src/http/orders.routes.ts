@@ -39,6 +39,8 @@ export function postOrder(deps: PlaceOrderDeps & { intake: OrderIntake }): Reque
           SvcStatus.REQUEST_ID_CONFLICT,
           'Svc-RequestId: already used by this access key for a different request',
         );
+      case 'busy':
+        throw backpressureError(result.retryAfterS);
       case 'placed': {
         if (respondAsync) res.set('Preference-Applied', 'respond-async');
         const code = result.duplicate && result.queued ? SvcStatus.DUPLICATE_PROCESSING : SvcStatus.CREATED;
@@ -46,4 +48,13 @@ export function postOrder(deps: PlaceOrderDeps & { intake: OrderIntake }): Reque
       }
     }
   };
+}
+
+/** 5030 with Retry-After: too many orders wait for the workers; nothing was stored. */
+export function backpressureError(retryAfterS: number): ApiError {
+  return new ApiError(
+    SvcStatus.UNAVAILABLE,
+    'too many orders are waiting to be processed; nothing was stored, retry after Retry-After seconds',
+    { 'Retry-After': String(retryAfterS) },
+  );
 }

@@ -48,7 +48,8 @@ export function requestContext(logger: Logger, request: Request): RequestHandler
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       const line = {
         method: req.method,
-        path: req.path,
+        // The full path as sent (a router sees only its own part in req.path), without the query.
+        path: req.originalUrl.split('?', 1)[0]!.slice(0, 2048),
         status: res.statusCode,
         svcStatus: res.get('Svc-Status'),
         ms,

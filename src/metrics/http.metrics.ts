@@ -5,6 +5,7 @@ import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client
 const ROUTES: [RegExp, string][] = [
   [/^\/v1\/orders\/?$/, '/v1/orders'],
   [/^\/v1\/orders\/[^/]+\/?$/, '/v1/orders/:orderId'],
+  [/^\/v1\/order-batches\/?$/, '/v1/order-batches'],
   [/^\/v1\/openapi\.json$/, '/v1/openapi.json'],
   [/^\/(healthz|readyz|metrics)$/, '/$1'],
   [/^\/admin\/queues(\/|$)/, '/admin/queues'],

@@ -18,6 +18,8 @@ export const orderJobId = (orderId: number): string => `order-${orderId}`;
 
 export interface OrderQueue {
   enqueue(orderId: number): Promise<void>;
+  /** Enqueues every order in one round trip (BullMQ addBulk); an order whose job exists already is left alone. */
+  enqueueMany(orderIds: readonly number[]): Promise<void>;
   close(): Promise<void>;
   readonly queue: Queue;
 }
@@ -43,6 +45,16 @@ export function createOrderQueue(
     queue,
     async enqueue(orderId) {
       await queue.add('process-order', { orderId }, { ...options, jobId: orderJobId(orderId) });
+    },
+    async enqueueMany(orderIds) {
+      if (orderIds.length === 0) return;
+      await queue.addBulk(
+        orderIds.map((orderId) => ({
+          name: 'process-order' as const,
+          data: { orderId },
+          opts: { ...options, jobId: orderJobId(orderId) },
+        })),
+      );
     },
     async close() {
       await queue.close();

@@ -8,6 +8,7 @@ import { startProcessHeartbeat } from '../metrics/process-heartbeat.js';
 import { failOrder, processOrder } from '../services/process-order.js';
 import { ORDER_QUEUE, OrderJobs, type OrderJobData } from './order.queue.js';
 import { createBlockingRedis } from './redis.js';
+import { startWebhookWorker } from './webhook.worker-runner.js';
 
 /** Starts a BullMQ worker for the orders queue; resolves with a function that stops it cleanly. */
 export async function startOrderWorker(config: Config, logger: Logger) {
@@ -59,13 +60,15 @@ export async function startOrderWorker(config: Config, logger: Logger) {
     }
   });
   await worker.waitUntilReady();
+  // Webhook deliveries run beside orders, on a queue, connection and concurrency of their own.
+  const webhooks = await startWebhookWorker(deps);
   const stopHeartbeat = startProcessHeartbeat(deps.redis, config.REDIS_PREFIX, 'worker');
   logger.info({ concurrency: config.WORKER_CONCURRENCY }, 'worker ready');
   return {
     worker,
     async stop() {
       // close() waits for the jobs in flight to finish; nothing is handed back half-done.
-      await worker.close();
+      await Promise.all([worker.close(), webhooks.stop()]);
       await stopHeartbeat();
       connection.disconnect();
       await closeDeps(deps);

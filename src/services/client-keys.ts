@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import type { Card, Client, ClientStore } from '../store/store.port.js';
+import type { Client, ClientStore, NewCard } from '../store/store.port.js';
 
 const randomId = (prefix: string, bytes: number): string =>
   `${prefix}${crypto.randomBytes(bytes).toString('hex')}`;
@@ -9,12 +9,15 @@ export function createClient(clients: ClientStore, name: string, now: number): P
   return clients.create({ name, accessKey: randomId('AK', 10), secretKey: randomId('sk_', 32), now });
 }
 
-/** A sandbox card for a client, under a fresh random token; `declines` makes every authorisation fail. */
+/**
+ * A sandbox card for a client, under a fresh random token; `declines` makes every authorisation fail. The
+ * token is in the result this once: the store keeps only its hash.
+ */
 export function addCard(
   clients: ClientStore,
   clientId: number,
   declines: boolean,
   now: number,
-): Promise<Card> {
+): Promise<NewCard> {
   return clients.addCard({ clientId, token: randomId('cc_', 12), declines, now });
 }

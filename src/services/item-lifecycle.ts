@@ -11,6 +11,7 @@ import {
 } from '../domain/item-status.js';
 import type { Logger } from '../logger.js';
 import { paymentKey, type PaymentGateway } from '../payments/payment-gateway.js';
+import { newOrderEvent } from './order-events.js';
 import type {
   ItemMoveWrite,
   LedgerOutboxEntry,
@@ -119,6 +120,7 @@ function planMove(
     shippingCompany: request.shippingCompany ?? null,
     trackingId: request.trackingId ?? null,
     returnStockOf: kind === 'void' ? item.listingId : null,
+    event: newOrderEvent(),
     ledger: kind && {
       entryKey: `${kind}:item-${item.orderItemId}`,
       orderId: item.orderId,

@@ -66,14 +66,22 @@ export function createOrderIntake(deps: IntakeDeps) {
     lockedForMs(clientId: number): Promise<number> {
       return deps.cardLockout.lockedForMs(String(clientId), deps.clock());
     },
-    /** Looks up the listings and the card a request names; an invalid card counts towards the lock. */
+    /** The listings (and their vendors) as they stand, for several requests at once. */
+    loadCatalog(listingIds: readonly number[]): Promise<PricingCatalog> {
+      return deps.store.catalog.loadForPricing(listingIds);
+    },
+    /**
+     * Looks up the listings and the card a request names; an invalid card counts towards the lock. `loaded`
+     * is a catalog read for several requests at once (a batch), holding at least this request's listings.
+     */
     async inspect(
       clientId: number,
       listings: readonly { index: number; listingId: number }[],
       ccToken: string | undefined,
+      loaded?: PricingCatalog,
     ): Promise<IntakeFindings> {
       const [catalog, found] = await Promise.all([
-        deps.store.catalog.loadForPricing(listings.map((l) => l.listingId)),
+        loaded ?? deps.store.catalog.loadForPricing(listings.map((l) => l.listingId)),
         ccToken === undefined ? null : findCard(ccToken, deps.clock()),
       ]);
       const card = found && found.clientId === clientId && found.active ? found : null;

@@ -2,7 +2,8 @@ import { ItemStatus } from '../domain/item-status.js';
 import type { Logger } from '../logger.js';
 import type { OrderOutcomes } from '../queue/order-outcomes.js';
 import type { OrderQueue } from '../queue/order.queue.js';
-import type { NewOrder, Store } from '../store/store.port.js';
+import type { AcceptResult, NewOrder, Store } from '../store/store.port.js';
+import type { Backpressure } from './backpressure.js';
 import { centsOrNull, type CheckedOrder } from './order-intake.js';
 import { toDryRunResponse, toOrderResponse, type OrderResponse } from './order-view.js';
 
@@ -12,6 +13,7 @@ export interface PlaceOrderDeps {
   outcomes: OrderOutcomes;
   clock: () => number;
   orderWaitMs: number;
+  backpressure: Pick<Backpressure, 'reserve' | 'release' | 'retryAfterS'>;
 }
 
 export interface PlaceOrderInput {
@@ -26,12 +28,14 @@ export interface PlaceOrderInput {
 
 /**
  * dry-run: priced, nothing stored; conflict: the request id was used for another request; placed: the order
- * as it now stands, `duplicate` when the same request had placed it before, `queued` while any item waits.
+ * as it now stands, `duplicate` when the same request had placed it before, `queued` while any item waits;
+ * busy: too many orders are unsettled, nothing stored, try again after `retryAfterS`.
  */
 export type PlaceOrderResult =
   | { kind: 'dry-run'; order: OrderResponse }
   | { kind: 'conflict' }
-  | { kind: 'placed'; duplicate: boolean; queued: boolean; order: OrderResponse };
+  | { kind: 'placed'; duplicate: boolean; queued: boolean; order: OrderResponse }
+  | { kind: 'busy'; retryAfterS: number };
 
 /** POST /v1/orders: a dry run answered from pricing, or a real order recorded, enqueued and awaited. */
 export async function placeOrder(deps: PlaceOrderDeps, input: PlaceOrderInput): Promise<PlaceOrderResult> {
@@ -39,7 +43,8 @@ export async function placeOrder(deps: PlaceOrderDeps, input: PlaceOrderInput): 
   if (draft.dryrun) {
     return { kind: 'dry-run', order: toDryRunResponse(pricing, currency, draft.referenceId, deps.clock()) };
   }
-  const accepted = await deps.store.orders.accept(newOrder(input, deps.clock()));
+  const accepted = await acceptIfRoom(deps, newOrder(input, deps.clock()));
+  if (!accepted) return { kind: 'busy', retryAfterS: deps.backpressure.retryAfterS() };
   if (accepted.kind === 'conflict') return accepted;
   const { orderId } = accepted;
   const log = input.log.child({ orderId });
@@ -58,6 +63,19 @@ export async function placeOrder(deps: PlaceOrderDeps, input: PlaceOrderInput): 
   return { kind: 'placed', duplicate, queued, order: toOrderResponse(stored.order, stored.items, false) };
 }
 
+/** Accepts the order when backpressure leaves room for one; null when it does not (nothing is stored). */
+async function acceptIfRoom(deps: PlaceOrderDeps, order: NewOrder): Promise<AcceptResult | null> {
+  if ((await deps.backpressure.reserve(1)) === 0) return null;
+  let created = 0;
+  try {
+    const accepted = await deps.store.orders.accept(order);
+    if (accepted.kind === 'created') created = 1;
+    return accepted;
+  } finally {
+    deps.backpressure.release(1, created);
+  }
+}
+
 /** The order is stored before this runs; a Redis outage leaves it QUEUED for reconciliation to enqueue. */
 async function enqueue(queue: OrderQueue, orderId: number, log: Logger): Promise<boolean> {
   try {
@@ -69,7 +87,11 @@ async function enqueue(queue: OrderQueue, orderId: number, log: Logger): Promise
   }
 }
 
-function newOrder(input: PlaceOrderInput, now: number): NewOrder {
+/** The order to store: the checked request with its items QUEUED at the price of acceptance. */
+export function newOrder(
+  input: Pick<PlaceOrderInput, 'clientId' | 'requestId' | 'requestHash' | 'checked'>,
+  now: number,
+): NewOrder {
   const { draft, currency, card, pricing } = input.checked;
   return {
     clientId: input.clientId,

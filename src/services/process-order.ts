@@ -5,6 +5,7 @@ import type { TaxRules } from '../domain/tax.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import { paymentKey, type PaymentGateway } from '../payments/payment-gateway.js';
+import { newOrderEvent } from './order-events.js';
 import type {
   OrderWithItems,
   PricingCatalog,
@@ -61,7 +62,10 @@ export function priceStoredOrder(
   });
 }
 
-/** What a priced attempt writes: the items in request order take the priced figures of their lines. */
+/**
+ * What a priced attempt writes: the items in request order take the priced figures of their lines. An item it
+ * rejects is a change a client sees, so the reservation then records an event.
+ */
 export function reservationOf(stored: OrderWithItems, pricing: PricingResult, now: number): Reservation {
   const queue = [...stored.items];
   const items: Reservation['items'] = [];
@@ -88,6 +92,7 @@ export function reservationOf(stored: OrderWithItems, pricing: PricingResult, no
     taxModel: pricing.taxModel,
     totalCents: pricing.totalCents,
     now,
+    ...(items.some((i) => i.status !== ItemStatus.QUEUED) ? { event: newOrderEvent() } : {}),
   };
 }
 
@@ -202,6 +207,7 @@ async function pay(deps: ProcessOrderDeps, stored: OrderWithItems): Promise<void
     giveBack: result.approved ? [] : stockHeldBy(items),
     ledger,
     now: deps.clock(),
+    event: newOrderEvent(),
   });
   if (!settled && result.approved) await voidIfUnaccounted(deps, order.orderId);
   else deps.logger.info({ orderId: order.orderId, approved: result.approved, amountCents }, 'order settled');
@@ -246,6 +252,7 @@ export async function failOrder(
       ledger: null,
       now: deps.clock(),
       ...(leaseFreeAt !== undefined ? { leaseFreeAt } : {}),
+      event: newOrderEvent(),
     });
     if (failed) {
       deps.logger.warn({ orderId }, 'order failed after its last attempt');

@@ -6,6 +6,7 @@
 import type { ItemStatusCode, LedgerKind } from '../domain/item-status.js';
 import type { Currency } from '../domain/money.js';
 import type { PricingListing, PricingVendor, ShippingMode, ShippingRate, Zone } from '../domain/pricing.js';
+import type { Sealer } from '../domain/secrets.js';
 
 // ---- clients and cards ----------------------------------------------------------------------------------
 
@@ -17,23 +18,37 @@ export interface Client {
   disabled: boolean;
 }
 
+/** A stored card: the store keeps only a keyed hash of its token, so it never gives the token back. */
 export interface Card {
   cardId: number;
   clientId: number;
-  token: string;
   declines: boolean;
   active: boolean;
 }
 
+/** A card just added, with its token in clear this once. */
+export interface NewCard extends Card {
+  token: string;
+}
+
+/**
+ * Clients and cards. Secret keys are stored sealed under SECRETS_KEY and card tokens as keyed hashes; the
+ * port takes and gives them in clear.
+ */
 export interface ClientStore {
   findByAccessKey(accessKey: string): Promise<Client | null>;
   /** Stores a client with the keys the caller generated. */
   create(client: { name: string; accessKey: string; secretKey: string; now: number }): Promise<Client>;
   /** The client after disabling it; null when no client has that key. */
   disable(accessKey: string): Promise<Client | null>;
-  addCard(card: { clientId: number; token: string; declines: boolean; now: number }): Promise<Card>;
+  addCard(card: { clientId: number; token: string; declines: boolean; now: number }): Promise<NewCard>;
   findCard(token: string): Promise<Card | null>;
   findCardById(cardId: number): Promise<Card | null>;
+  /**
+   * Re-seals every secret key (and the token-hashing key) under `next` in one transaction. This store is
+   * under `next` afterwards; other processes must restart with it.
+   */
+  rotateSecrets(next: Sealer): Promise<{ clients: number; cards: number }>;
 }
 
 // ---- catalog --------------------------------------------------------------------------------------------
@@ -205,7 +220,16 @@ export type AcceptResult =
 export interface OrderStore {
   /** Records an order and its QUEUED items in one transaction, unique on (client, request id). */
   accept(order: NewOrder): Promise<AcceptResult>;
+  /**
+   * Accepts each order as `accept` would, all in one transaction (a failure stores none); one result per
+   * order, in the same order. Concurrent duplicates still create one order.
+   */
+  acceptMany(orders: readonly NewOrder[]): Promise<AcceptResult[]>;
   get(orderId: number): Promise<OrderWithItems | null>;
+  /** The orders that exist among `orderIds`, each with its items, read in one snapshot; in no given order. */
+  getMany(orderIds: readonly number[]): Promise<OrderWithItems[]>;
+  /** How many accepted orders are not settled yet (queued or reserved): the backpressure figure. */
+  countUnsettled(): Promise<number>;
   /** The order only when it belongs to the client. */
   getForClient(clientId: number, orderId: number): Promise<OrderWithItems | null>;
   phaseOf(orderId: number): Promise<OrderPhase | null>;
@@ -239,6 +263,8 @@ export interface Reservation {
   taxModel: string | null;
   totalCents: number;
   now: number;
+  /** Set when the reservation moves an item out of QUEUED: the order event recorded with it. */
+  event?: OrderEventWrite;
 }
 
 /** not-queued: another attempt reserved or settled it first; short: a listing no longer has the stock. */
@@ -272,6 +298,8 @@ export interface Settlement {
   now: number;
   /** When set, applied only if no attempt holds a lease on the order beyond this time. */
   leaseFreeAt?: number;
+  /** The order event recorded with the settlement. */
+  event?: OrderEventWrite;
 }
 
 export interface ProcessingStore {
@@ -314,6 +342,8 @@ export interface ItemMoveWrite {
   /** One copy of this listing goes back to stock. */
   returnStockOf: number | null;
   ledger: LedgerWrite | null;
+  /** The order event recorded with the move. */
+  event?: OrderEventWrite;
 }
 
 export type ItemMoveWriteResult =
@@ -451,6 +481,98 @@ export interface SearchStore {
   findCursor(cursorId: number, clientId: number, issuedSince: number): Promise<SearchCursor | null>;
 }
 
+// ---- order events and webhooks --------------------------------------------------------------------------
+
+/**
+ * An event to record in the transaction of the change it reports: the adapter counts one more in the order's
+ * sequence, keeps the order as it stands after the change, and adds a pending delivery for every active
+ * webhook of the order's client.
+ */
+export interface OrderEventWrite {
+  /** `evt_…`, chosen by the service. */
+  eventId: string;
+}
+
+/** A recorded event: the order as GET showed it right after the change. */
+export interface OrderEvent {
+  eventId: string;
+  orderId: number;
+  clientId: number;
+  /** 1 for the order's first event, one more for each later one. */
+  sequence: number;
+  createdAt: number;
+  order: OrderView;
+  /** Every item of the order, sorted by orderItemId. */
+  items: ItemView[];
+}
+
+export interface Webhook {
+  webhookId: number;
+  clientId: number;
+  url: string;
+  active: boolean;
+  /** A delivery was given up on after its last attempt; the next delivery that succeeds clears it. */
+  failing: boolean;
+}
+
+/** A webhook with the key of its signatures, in clear. */
+export interface WebhookWithSecret extends Webhook {
+  secret: string;
+}
+
+/** The next attempt of a pending delivery, as the relay hands it to the queue. */
+export interface DeliveryAttempt {
+  deliveryId: number;
+  /** 1 for the first attempt. */
+  attempt: number;
+  /** Not to be made before. */
+  dueAt: number;
+}
+
+/** dropped: its webhook was removed before it was delivered. */
+export type DeliveryState = 'pending' | 'delivered' | 'failed' | 'dropped';
+
+/** What one attempt needs: the delivery as it stands, its webhook with its secret, and its event. */
+export interface DeliveryTarget {
+  deliveryId: number;
+  state: DeliveryState;
+  /** Attempts made so far. */
+  attempts: number;
+  webhook: WebhookWithSecret;
+  event: OrderEvent;
+}
+
+/** How an attempt ended: delivered, to be made again at `retryAt`, or the last one (the webhook is failing). */
+export type AttemptOutcome =
+  | { kind: 'delivered' }
+  | { kind: 'retry'; retryAt: number; error: string }
+  | { kind: 'gave-up'; error: string };
+
+/**
+ * Webhooks and the delivery outbox. Every delivery is a row, so an event recorded is delivered at least once
+ * whatever happens to the queue: the relay hands the rows to the queue and hands them again when lost.
+ */
+export interface WebhookStore {
+  /** Registers a webhook; the store keeps no secret in clear and gives it back with the webhook. */
+  add(webhook: { clientId: number; url: string; now: number }): Promise<WebhookWithSecret>;
+  /** The client's webhooks, removed ones included, by id. */
+  list(clientId: number): Promise<Webhook[]>;
+  find(webhookId: number): Promise<Webhook | null>;
+  /** Deactivates the webhook and drops its pending deliveries; null when there is no such webhook. */
+  remove(webhookId: number, now: number): Promise<Webhook | null>;
+  /** A new pending delivery to the webhook of every event of its client recorded at or after `since`. */
+  replay(webhookId: number, since: number, now: number): Promise<number>;
+  /** Pending deliveries whose next attempt is not in the queue yet, oldest first. */
+  unenqueued(limit: number): Promise<DeliveryAttempt[]>;
+  /** Pending deliveries handed to the queue and due before `before`: their job may have been lost. */
+  overdue(before: number, limit: number): Promise<DeliveryAttempt[]>;
+  /** Notes that these attempts are in the queue, for the deliveries still waiting for them. */
+  markEnqueued(attempts: readonly DeliveryAttempt[], now: number): Promise<void>;
+  target(deliveryId: number): Promise<DeliveryTarget | null>;
+  /** Records attempt `attempt` of a pending delivery; false when the delivery is no longer at that attempt. */
+  recordAttempt(deliveryId: number, attempt: number, outcome: AttemptOutcome, now: number): Promise<boolean>;
+}
+
 // ---- the whole store ------------------------------------------------------------------------------------
 
 export interface StoreCounts {
@@ -469,6 +591,7 @@ export interface Store {
   readonly payments: PaymentStore;
   readonly reconcile: ReconcileStore;
   readonly search: SearchStore;
+  readonly webhooks: WebhookStore;
   /** Figures for /metrics, read at scrape time. */
   counts(): Promise<StoreCounts>;
   /** Applies the migrations not applied yet; safe when several processes start at once. Returns their versions. */

@@ -28,7 +28,7 @@ let requestSeq = 0;
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bookorders-contract-'));
   testStore = await testStoreEnv(dir);
-  store = await openStore(loadConfig(testStore.env));
+  store = await openStore(loadConfig(testStore.env), 'test', () => undefined);
   probe = openProbe(testStore.env);
   await store.catalog.importCatalog(VENDORS, LISTINGS);
   const client = await createClient(store.clients, 'contract', T0);
@@ -131,8 +131,9 @@ describe(`the store port on ${TEST_STORE}`, () => {
   it('keeps clients and cards, finds them by key and token, and disables a client', async () => {
     const client = await createClient(store.clients, 'Acme', T0);
     expect(await store.clients.findByAccessKey(client.accessKey)).toEqual(client);
-    const card = await addCard(store.clients, client.clientId, true, T0);
-    expect(await store.clients.findCard(card.token)).toEqual(card);
+    // The token comes back once, from addCard: the store keeps only its hash.
+    const { token, ...card } = await addCard(store.clients, client.clientId, true, T0);
+    expect(await store.clients.findCard(token)).toEqual(card);
     expect(await store.clients.findCardById(card.cardId)).toEqual({ ...card, declines: true, active: true });
     expect(await store.clients.disable(client.accessKey)).toMatchObject({ disabled: true });
     expect(await store.clients.disable('AK-none')).toBeNull();
@@ -182,6 +183,72 @@ describe(`the store port on ${TEST_STORE}`, () => {
     expect(results.filter((r) => r.kind === 'created')).toHaveLength(1);
     expect(new Set(results.map((r) => (r as { orderId: number }).orderId)).size).toBe(1);
     expect(await probe.scalar('SELECT count(*) FROM orders WHERE request_id = ?', order.requestId)).toBe(1);
+  });
+
+  it('accepts a batch in one call: each order as accept would, results in request order', async () => {
+    const earlier = newOrder([{ listingId: WALDEN, copies: 1 }]);
+    const first = await store.orders.accept(earlier);
+    const fresh = [
+      newOrder([{ listingId: WALDEN, copies: 2 }]),
+      newOrder([{ listingId: MIDDLEMARCH, copies: 1 }]),
+    ];
+    const sameKeyTwice = newOrder([{ listingId: WALDEN, copies: 1 }]);
+    const results = await store.orders.acceptMany([
+      fresh[0]!,
+      earlier,
+      { ...earlier, requestId: earlier.requestId, requestHash: 'other' },
+      fresh[1]!,
+      sameKeyTwice,
+      sameKeyTwice,
+    ]);
+    expect(results.map((r) => r.kind)).toEqual([
+      'created',
+      'duplicate',
+      'conflict',
+      'created',
+      'created',
+      'duplicate',
+    ]);
+    expect(results[1]).toEqual({ ...first, kind: 'duplicate' });
+    expect(results[5]).toEqual({ ...results[4], kind: 'duplicate' });
+    const ids = results.flatMap((r) => (r.kind === 'created' ? [r.orderId] : []));
+    const stored = await store.orders.getMany([...ids, ...ids, 999_999_999]);
+    expect(stored.map((o) => o.order.orderId).sort((a, b) => a - b)).toEqual([...ids].sort((a, b) => a - b));
+    const byId = new Map(stored.map((o) => [o.order.orderId, o]));
+    expect(byId.get(ids[0]!)!.items.map((i) => [i.listingId, i.status])).toEqual([
+      [WALDEN, S.QUEUED],
+      [WALDEN, S.QUEUED],
+    ]);
+    expect(byId.get(ids[1]!)!.order).toMatchObject({ requestId: fresh[1]!.requestId, phase: 'queued' });
+    expect(await store.orders.acceptMany([])).toEqual([]);
+    expect(await store.orders.getMany([])).toEqual([]);
+  });
+
+  it('stores nothing of a batch when one of its orders fails', async () => {
+    const before = await probe.scalar('SELECT count(*) FROM orders');
+    const good = newOrder([{ listingId: WALDEN, copies: 1 }]);
+    const broken = newOrder([{ listingId: WALDEN, copies: 1 }], { cardId: 999_999 });
+    await expect(store.orders.acceptMany([good, broken])).rejects.toThrow();
+    expect(await probe.scalar('SELECT count(*) FROM orders')).toBe(before);
+    expect(await store.orders.accept(good)).toMatchObject({ kind: 'created' });
+  });
+
+  it('creates one order per key for concurrent batches sharing keys in any order', async () => {
+    const orders = Array.from({ length: 6 }, () => newOrder([{ listingId: WALDEN, copies: 1 }]));
+    const batches = await Promise.all(
+      Array.from({ length: 4 }, (_, n) => store.orders.acceptMany(n % 2 ? [...orders].reverse() : orders)),
+    );
+    const created = batches.flat().filter((r) => r.kind === 'created');
+    expect(created).toHaveLength(orders.length);
+    for (const order of orders)
+      expect(await probe.scalar('SELECT count(*) FROM orders WHERE request_id = ?', order.requestId)).toBe(1);
+  });
+
+  it('counts the orders not settled yet', async () => {
+    const unsettled = await probe.scalar("SELECT count(*) FROM orders WHERE phase <> 'settled'");
+    expect(await store.orders.countUnsettled()).toBe(unsettled);
+    await accepted([{ listingId: WALDEN, copies: 1 }]);
+    expect(await store.orders.countUnsettled()).toBe(Number(unsettled) + 1);
   });
 
   it('counts attempts of unsettled orders only; an attempt within the limit takes the lease', async () => {

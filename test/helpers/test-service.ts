@@ -17,6 +17,7 @@ import { createApp } from '../../src/http/app.js';
 import { createLogger } from '../../src/logger.js';
 import { addCard, createClient } from '../../src/services/client-keys.js';
 import type { CatalogListing, CatalogVendor } from '../../src/store/store.port.js';
+import { conformsToDocument } from './openapi-validator.js';
 import { openProbe, testStoreEnv } from './test-store.js';
 
 export interface Credentials {
@@ -210,5 +211,6 @@ export function signed(
     .set('Svc-Signature', signature);
   for (const [name, value] of Object.entries(options.headers ?? {})) req = req.set(name, value);
   if (raw !== undefined) req = req.set('Content-Type', options.contentType ?? 'application/json').send(raw);
-  return req;
+  // Every response a test receives must be one the OpenAPI document describes.
+  return req.expect(conformsToDocument(method, pathWithQuery));
 }

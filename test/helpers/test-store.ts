@@ -19,7 +19,7 @@ function storeFromEnv(value: string | undefined): TestStoreKind {
 export const TEST_STORE: TestStoreKind = storeFromEnv(process.env.TEST_STORE);
 
 export interface TestStoreEnv {
-  /** DB_PATH, plus DATABASE_URL on PostgreSQL: merge into the service's environment. */
+  /** DB_PATH, plus DATABASE_URL and SECRETS_KEY on PostgreSQL: merge into the service's environment. */
   env: Record<string, string>;
   /** Drops the private database (PostgreSQL); the SQLite file goes with the test's directory. */
   drop(): Promise<void>;
@@ -41,7 +41,8 @@ export async function testStoreEnv(dir: string): Promise<TestStoreEnv> {
   const url = await createDatabase(serverUrl, name);
   let dropped = false;
   return {
-    env: { DATABASE_URL: url, DB_PATH: dbPath },
+    // SECRETS_KEY is required with DATABASE_URL; on SQLite the service generates secrets.key next to DB_PATH.
+    env: { DATABASE_URL: url, DB_PATH: dbPath, SECRETS_KEY: crypto.randomBytes(32).toString('hex') },
     drop: async () => {
       if (dropped) return;
       dropped = true;

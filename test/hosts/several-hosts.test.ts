@@ -1,6 +1,6 @@
 // Several hosts on one machine: web, two workers and the clock, each in a working directory of its own, share
-// nothing but DATABASE_URL and REDIS_URL. Under 200 buyers for 50 copies a worker is SIGKILLed and Redis
-// restarts empty; the store and reconciliation must still end with exactly 50 copies sold, each charged once.
+// nothing but DATABASE_URL, SECRETS_KEY and REDIS_URL. Under 200 buyers for 50 copies a worker is SIGKILLed and
+// Redis restarts empty; the store and reconciliation must still end with exactly 50 copies sold, each charged once.
 import type { ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -36,6 +36,7 @@ function startHost(entry: string, readyLine: string, extra: Record<string, strin
   dirs.push(dir);
   const env = {
     DATABASE_URL: store.env.DATABASE_URL,
+    SECRETS_KEY: store.env.SECRETS_KEY,
     REDIS_URL: redis.url,
     QUEUE_PREFIX: 'hosts',
     DB_PATH: path.join(dir, 'unused.db'),
@@ -107,7 +108,7 @@ async function buy(buyer: { client: SigningClient; ccToken: string }): Promise<n
   }
 }
 
-describe('several hosts sharing only DATABASE_URL and REDIS_URL', () => {
+describe('several hosts sharing only DATABASE_URL, SECRETS_KEY and REDIS_URL', () => {
   it('when 200 buyers race for 50 copies while a worker dies and Redis restarts empty, then exactly 50 are sold, each charged once', async () => {
     const people = await buyers();
     await startHost('src/server.ts', 'web listening', { PORT: String(port) });

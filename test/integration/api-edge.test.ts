@@ -58,6 +58,8 @@ describe('authentication', () => {
   it('when the key is unknown or disabled, then 4014 or 4015', async () => {
     const stranger = { accessKey: 'AKnobody', secretKey: 'x' };
     expectFailure(await signed(service.app, stranger, 'GET', '/v1/orders'), 401, '4010, 4014');
+    const huge = { accessKey: `AK${'f'.repeat(8000)}`, secretKey: 'x' };
+    expectFailure(await signed(service.app, huge, 'GET', '/v1/orders'), 401, '4010, 4014');
     const leaver = await service.client('leaver');
     await service.deps.store.clients.disable(leaver.accessKey);
     expectFailure(await signed(service.app, leaver, 'GET', '/v1/orders'), 401, '4010, 4015');

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
+import { createSealer, parseSecretsKey } from '../../src/domain/secrets.js';
 import { openStore } from '../../src/store/open-store.js';
 import { planSearch, updateRangeProbe } from '../../src/store/postgres/postgres-search.js';
 import { openPostgresStore } from '../../src/store/postgres/postgres.store.js';
@@ -190,7 +191,12 @@ async function searchSubject(narrowUpdateScan: number): Promise<SearchSubject> {
       close: async () => void db.close(),
     };
   }
-  const store = await openPostgresStore(storeEnv.env.DATABASE_URL!, { narrowUpdateScan, poolSize: 2 });
+  const sealer = createSealer(parseSecretsKey(storeEnv.env.SECRETS_KEY!));
+  const store = await openPostgresStore(storeEnv.env.DATABASE_URL!, {
+    narrowUpdateScan,
+    poolSize: 2,
+    sealer,
+  });
   return {
     search: store.search,
     driver: async (clientId, c) => (await postgresPlan(clientId, c, narrowUpdateScan)).driver,

@@ -68,6 +68,11 @@ describe('a web process starting while its Redis connection is still being made'
     expect(answers.length).toBeGreaterThan(0);
     expect(new Set(answers.map((codes) => codes.join(',')))).toEqual(new Set(['4041']));
     expect(lines.filter((line) => /lockout check skipped/.test(line.msg))).toEqual([]);
+    // Request lines name the full path, not the part a router sees, also when the router answered itself.
+    expect((await caller.request('GET', '/v1/orders?limit=1')).svcStatus).toEqual([2000]);
+    await sleep(200);
+    const paths = new Set(lines.filter((line) => line.msg === 'request').map((line) => line.path));
+    expect(paths).toEqual(new Set(['/v1/orders/424242', '/v1/orders']));
   });
 });
 

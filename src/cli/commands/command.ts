@@ -82,6 +82,16 @@ export function positiveIntOption(value: string, name: string): number {
   return number;
 }
 
+const ISO = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})?)?$/;
+
+/** An ISO 8601 time given as an option, in UTC unless an offset is given; a bare date is midnight UTC. */
+export function isoTimeOption(value: string, name: string): number {
+  const match = ISO.exec(value);
+  const time = match ? Date.parse(match[1] && !match[4] ? `${value}Z` : value) : NaN;
+  if (Number.isNaN(time)) throw CliError.usage(`--${name} must be an ISO 8601 time, got '${value}'`);
+  return time;
+}
+
 function isParseArgsError(error: unknown): error is Error {
   return error instanceof Error && String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS_');
 }

@@ -1,13 +1,12 @@
 import { closeDeps, createDeps } from '../../container.js';
 import { whenReady } from '../../queue/redis-lock.js';
 import { runReconcilePass } from '../../services/reconcile.js';
-import { CliError, parseCommandArgs, type Command } from './command.js';
+import { CliError, isoTimeOption, parseCommandArgs, type Command } from './command.js';
 import { commandLogger } from './item.commands.js';
 
 const REDIS_WAIT_MS = 5_000;
 // A clock's pass takes well under a second; waiting this long for one means something is stuck.
 const LOCK_WAIT_MS = 15_000;
-const ISO = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})?)?$/;
 
 export const reconcile: Command = {
   usage: '[--now ISO]',
@@ -15,7 +14,7 @@ export const reconcile: Command = {
     'run one reconciliation pass (after any pass already running); --now measures deadlines from that time',
   async run(args, { config }) {
     const { values } = parseCommandArgs(args, { now: { type: 'string' } });
-    const now = values.now === undefined ? undefined : parseNow(values.now);
+    const now = values.now === undefined ? undefined : isoTimeOption(values.now, 'now');
     const logger = commandLogger(config);
     const deps = await createDeps(config, logger, { role: 'admin' });
     // The connection's own warnings say it already; BullMQ would print each reconnect's stack as well.
@@ -35,11 +34,3 @@ export const reconcile: Command = {
     }
   },
 };
-
-/** ISO 8601 in UTC unless an offset is given; a bare date is midnight UTC (as search dates are). */
-function parseNow(value: string): number {
-  const match = ISO.exec(value);
-  const time = match ? Date.parse(match[1] && !match[4] ? `${value}Z` : value) : NaN;
-  if (Number.isNaN(time)) throw CliError.usage(`--now must be an ISO 8601 time, got '${value}'`);
-  return time;
-}

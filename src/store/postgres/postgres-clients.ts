@@ -1,11 +1,21 @@
 import type pg from 'pg';
+import type { Sealer } from '../../domain/secrets.js';
+import {
+  openSecrets,
+  resealer,
+  SecretsKeyMismatchError,
+  type SecretsRow,
+  type StoreSecrets,
+} from '../store-secrets.js';
 import type { Card, Client, ClientStore } from '../store.port.js';
-import { canBeId } from './postgres.rows.js';
+import { withTransaction, type Queryable } from './postgres.pool.js';
+import { canBeId, updateColumn } from './postgres.rows.js';
 
 interface ClientRow {
   client_id: number;
   name: string;
   access_key: string;
+  /** Sealed under SECRETS_KEY. */
   secret_key: string;
   disabled: boolean;
 }
@@ -13,53 +23,63 @@ interface ClientRow {
 interface CardRow {
   card_id: number;
   client_id: number;
-  token: string;
   declines: boolean;
   active: boolean;
 }
 
-const toClient = (r: ClientRow): Client => ({
-  clientId: r.client_id,
-  name: r.name,
-  accessKey: r.access_key,
-  secretKey: r.secret_key,
-  disabled: r.disabled,
-});
-
 const toCard = (r: CardRow): Card => ({
   cardId: r.card_id,
   clientId: r.client_id,
-  token: r.token,
   declines: r.declines,
   active: r.active,
 });
 
 const CLIENT_COLUMNS = 'client_id, name, access_key, secret_key, disabled';
-const CARD_COLUMNS = 'card_id, client_id, token, declines, active';
+const CARD_COLUMNS = 'card_id, client_id, declines, active';
 
-/** Clients, their keys and their sandbox cards. */
-export function postgresClients(pool: pg.Pool): ClientStore {
+async function readSecretsRow(db: Queryable, lock = ''): Promise<SecretsRow | undefined> {
+  const sql = `SELECT key_id AS "keyId", token_key AS "tokenKey" FROM store_secrets WHERE id = 1 ${lock}`;
+  return (await db.query<SecretsRow>(sql)).rows[0];
+}
+
+/** The store's secrets row, opened with the process's key (a mismatch stops the open, naming SECRETS_KEY). */
+export async function openPostgresSecrets(pool: pg.Pool, sealer: Sealer): Promise<StoreSecrets> {
+  return openSecrets(sealer, await readSecretsRow(pool));
+}
+
+/** Clients, their keys (sealed) and their sandbox cards (by token hash). */
+export function postgresClients(pool: pg.Pool, opened: StoreSecrets): ClientStore {
+  let secrets = opened;
+  const toClient = (r: ClientRow): Client => ({
+    clientId: r.client_id,
+    name: r.name,
+    accessKey: r.access_key,
+    secretKey: secrets.unsealSecretKey(r.secret_key, r.access_key),
+    disabled: r.disabled,
+  });
   const client = async (sql: string, params: unknown[]): Promise<Client | null> => {
     const row = (await pool.query<ClientRow>(sql, params)).rows[0];
     return row ? toClient(row) : null;
   };
-  const card = async (sql: string, params: unknown[]): Promise<Card | null> => {
-    const row = (await pool.query<CardRow>(sql, params)).rows[0];
-    return row ? toCard(row) : null;
-  };
-  const created = <T>(row: T | null): T => {
-    if (!row) throw new Error('INSERT … RETURNING returned no row');
-    return row;
-  };
+  const card = async (sql: string, params: unknown[]): Promise<CardRow | undefined> =>
+    (await pool.query<CardRow>(sql, params)).rows[0];
 
   return {
     findByAccessKey(accessKey) {
       return client(`SELECT ${CLIENT_COLUMNS} FROM clients WHERE access_key = $1`, [accessKey]);
     },
-    async create({ name, accessKey, secretKey, now }) {
-      const sql = `INSERT INTO clients (name, access_key, secret_key, created_at) VALUES ($1, $2, $3, $4)
-                   RETURNING ${CLIENT_COLUMNS}`;
-      return created(await client(sql, [name, accessKey, secretKey, now]));
+    create({ name, accessKey, secretKey, now }) {
+      const { sealer } = secrets;
+      return withTransaction(pool, async (tx) => {
+        // FOR SHARE waits for a rotation in progress: a process left on the old key must not seal a new row.
+        const keyId = (await readSecretsRow(tx, 'FOR SHARE'))?.keyId;
+        if (keyId !== sealer.keyId) throw new SecretsKeyMismatchError(sealer.keyId, keyId);
+        const sql = `INSERT INTO clients (name, access_key, secret_key, created_at) VALUES ($1, $2, $3, $4)
+                     RETURNING client_id`;
+        const sealed = sealer.seal(secretKey, accessKey);
+        const { rows } = await tx.query<{ client_id: number }>(sql, [name, accessKey, sealed, now]);
+        return { clientId: rows[0]!.client_id, name, accessKey, secretKey, disabled: false };
+      });
     },
     disable(accessKey) {
       return client(`UPDATE clients SET disabled = true WHERE access_key = $1 RETURNING ${CLIENT_COLUMNS}`, [
@@ -69,14 +89,52 @@ export function postgresClients(pool: pg.Pool): ClientStore {
     async addCard({ clientId, token, declines, now }) {
       const sql = `INSERT INTO cards (client_id, token, declines, created_at) VALUES ($1, $2, $3, $4)
                    RETURNING ${CARD_COLUMNS}`;
-      return created(await card(sql, [clientId, token, declines, now]));
+      const row = await card(sql, [clientId, secrets.hashToken(token), declines, now]);
+      if (!row) throw new Error('INSERT … RETURNING returned no row');
+      return { ...toCard(row), token };
     },
-    findCard(token) {
-      return card(`SELECT ${CARD_COLUMNS} FROM cards WHERE token = $1`, [token]);
+    async findCard(token) {
+      const row = await card(`SELECT ${CARD_COLUMNS} FROM cards WHERE token = $1`, [
+        secrets.hashToken(token),
+      ]);
+      return row ? toCard(row) : null;
     },
     async findCardById(cardId) {
       if (!canBeId(cardId)) return null;
-      return card(`SELECT ${CARD_COLUMNS} FROM cards WHERE card_id = $1`, [cardId]);
+      const row = await card(`SELECT ${CARD_COLUMNS} FROM cards WHERE card_id = $1`, [cardId]);
+      return row ? toCard(row) : null;
+    },
+    async rotateSecrets(next) {
+      const counts = await rotate(pool, secrets, next);
+      secrets = await openPostgresSecrets(pool, next);
+      return counts;
     },
   };
+}
+
+/** Re-seals every secret key and the token-hashing key under `next`, in one transaction. */
+function rotate(
+  pool: pg.Pool,
+  current: StoreSecrets,
+  next: Sealer,
+): Promise<{ clients: number; cards: number }> {
+  const reseal = resealer(current, next);
+  return withTransaction(pool, async (tx) => {
+    // Locked first: client inserts (FOR SHARE) wait, and the next statement's snapshot sees those committed.
+    const row = reseal.row(await readSecretsRow(tx, 'FOR UPDATE'));
+    const clients = await tx.query<Pick<ClientRow, 'client_id' | 'access_key' | 'secret_key'>>(
+      'SELECT client_id, access_key, secret_key FROM clients ORDER BY client_id FOR UPDATE',
+    );
+    const resealed = clients.rows.map((c): [number, string] => [
+      c.client_id,
+      reseal.secretKey(c.secret_key, c.access_key),
+    ]);
+    await updateColumn(tx, 'clients', 'client_id', 'secret_key', resealed);
+    await tx.query('UPDATE store_secrets SET key_id = $1, token_key = $2 WHERE id = 1', [
+      row.keyId,
+      row.tokenKey,
+    ]);
+    const cards = await tx.query<{ count: number }>('SELECT count(*)::int AS count FROM cards');
+    return { clients: clients.rowCount ?? 0, cards: cards.rows[0]?.count ?? 0 };
+  });
 }

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { AcceptResult, NewOrder, OrderPhase, OrderStore, OrderWithItems } from '../store.port.js';
-import type { Queryable } from './postgres.pool.js';
+import { withTransaction, type Queryable } from './postgres.pool.js';
 import { canBeId, toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './postgres.rows.js';
 
 // One statement, so one atomic write: the order, then its items from parallel arrays in request order.
@@ -31,6 +31,11 @@ const ORDER_WITH_ITEMS_SQL = `
   SELECT o.*, coalesce((SELECT json_agg(i ORDER BY i.order_item_id) FROM order_items i
                          WHERE i.order_id = o.order_id), '[]') AS items
     FROM orders o WHERE o.order_id = $1`;
+
+const ORDERS_WITH_ITEMS_SQL = `
+  SELECT o.*, coalesce((SELECT json_agg(i ORDER BY i.order_item_id) FROM order_items i
+                         WHERE i.order_id = o.order_id), '[]') AS items
+    FROM orders o WHERE o.order_id = ANY($1::bigint[])`;
 
 type OrderWithItemsRow = OrderRow & { items: ItemRow[] };
 
@@ -77,26 +82,63 @@ function acceptParams(order: NewOrder): unknown[] {
   ];
 }
 
-/** Accepting orders and reading one back. */
+/** One acceptance on `db` (the pool, or a transaction's client): the insert, then the key's owner on a conflict. */
+async function acceptOne(db: Queryable, order: NewOrder): Promise<AcceptResult> {
+  const inserted = await db.query<{ order_id: number }>(ACCEPT_SQL, acceptParams(order));
+  const created = inserted.rows[0];
+  if (created) return { kind: 'created', orderId: created.order_id };
+  // A new statement under READ COMMITTED: it sees the row whose commit the insert waited for.
+  const existing = await db.query<{ order_id: number; request_hash: string }>(
+    'SELECT order_id, request_hash FROM orders WHERE client_id = $1 AND request_id = $2',
+    [order.clientId, order.requestId],
+  );
+  const row = existing.rows[0];
+  if (!row) throw new Error(`order of request ${order.requestId} conflicted but cannot be found`);
+  return row.request_hash === order.requestHash
+    ? { kind: 'duplicate', orderId: row.order_id }
+    : { kind: 'conflict' };
+}
+
+/**
+ * Every order accepted in one transaction, each by the single-order statement. Keys are inserted in
+ * (client, request id) order, so two batches sharing keys wait for each other instead of deadlocking.
+ */
+function acceptMany(pool: pg.Pool, orders: readonly NewOrder[]): Promise<AcceptResult[]> {
+  const byKey = orders
+    .map((order, index) => ({ order, index }))
+    .sort((a, b) => a.order.clientId - b.order.clientId || compare(a.order.requestId, b.order.requestId));
+  return withTransaction(pool, async (tx) => {
+    const results: AcceptResult[] = new Array<AcceptResult>(orders.length);
+    for (const { order, index } of byKey) results[index] = await acceptOne(tx, order);
+    return results;
+  });
+}
+
+const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Accepting orders and reading them back. */
 export function postgresOrders(pool: pg.Pool): OrderStore {
   return {
-    async accept(order): Promise<AcceptResult> {
-      const inserted = await pool.query<{ order_id: number }>(ACCEPT_SQL, acceptParams(order));
-      const created = inserted.rows[0];
-      if (created) return { kind: 'created', orderId: created.order_id };
-      // A new statement under READ COMMITTED: it sees the row whose commit the insert waited for.
-      const existing = await pool.query<{ order_id: number; request_hash: string }>(
-        'SELECT order_id, request_hash FROM orders WHERE client_id = $1 AND request_id = $2',
-        [order.clientId, order.requestId],
-      );
-      const row = existing.rows[0];
-      if (!row) throw new Error(`order of request ${order.requestId} conflicted but cannot be found`);
-      return row.request_hash === order.requestHash
-        ? { kind: 'duplicate', orderId: row.order_id }
-        : { kind: 'conflict' };
+    accept(order) {
+      return acceptOne(pool, order);
+    },
+    acceptMany(orders) {
+      return orders.length === 0 ? Promise.resolve([]) : acceptMany(pool, orders);
     },
     get(orderId) {
       return readOrder(pool, orderId);
+    },
+    async getMany(orderIds) {
+      const ids = [...new Set(orderIds)].filter(canBeId);
+      if (ids.length === 0) return [];
+      const { rows } = await pool.query<OrderWithItemsRow>(ORDERS_WITH_ITEMS_SQL, [ids]);
+      return rows.map((row) => ({ order: toStoredOrder(row), items: row.items.map(toStoredItem) }));
+    },
+    async countUnsettled() {
+      const { rows } = await pool.query<{ n: number }>(
+        "SELECT count(*) AS n FROM orders WHERE phase <> 'settled'",
+      );
+      return rows[0]?.n ?? 0;
     },
     getForClient(clientId, orderId) {
       return readOrder(pool, orderId, clientId);

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { ProcessingStore, Reservation, Settlement, StockChange } from '../store.port.js';
 import { writeLedger } from './postgres-ledger.js';
+import { recordEvent } from './postgres-webhooks.js';
 import { readOrder } from './postgres-orders.js';
 import { withTransaction } from './postgres.pool.js';
 import { toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './postgres.rows.js';
@@ -121,6 +122,8 @@ export function postgresProcessing(pool: pg.Pool): ProcessingStore {
         return await withTransaction(pool, async (tx) => {
           const applied = await tx.query<{ n: number }>(RESERVE_SQL, reserveParams(reservation));
           if (applied.rows[0]?.n !== 1) return 'not-queued';
+          const { event, orderId, now } = reservation;
+          if (event) await recordEvent(tx, orderId, event, now);
           // Stock is taken last so the listings, the contended rows, stay locked for the shortest time.
           if (!(await changeStock(tx, reservation.take, TAKE_SQL))) throw new ShortOfStock();
           return 'applied';
@@ -144,6 +147,7 @@ export function postgresProcessing(pool: pg.Pool): ProcessingStore {
         if (settled.rows[0]?.n !== 1) return false;
         await changeStock(tx, s.giveBack, GIVE_BACK_SQL);
         if (s.ledger) await writeLedger(tx, s.ledger, s.now);
+        if (s.event) await recordEvent(tx, s.orderId, s.event, s.now);
         return true;
       });
     },

@@ -1,10 +1,15 @@
 import type pg from 'pg';
+import type { MigrationContext } from '../store-secrets.js';
+import { SECRETS_MIGRATION } from './postgres-secrets.migration.js';
+import { WEBHOOKS_MIGRATION } from './postgres-webhooks.migration.js';
 import { withTransaction } from './postgres.pool.js';
 
+/** One schema version: its SQL, then code when rows must be rewritten too (in the same transaction). */
 export interface Migration {
   version: number;
   name: string;
-  sql: string;
+  sql?: string;
+  run?(tx: pg.ClientBase, ctx: MigrationContext): Promise<void>;
 }
 
 /**
@@ -183,6 +188,8 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
       ALTER TABLE orders ADD COLUMN lease_until BIGINT;
     `,
   },
+  SECRETS_MIGRATION,
+  WEBHOOKS_MIGRATION,
 ];
 
 // Any constant will do, as long as every process of the service takes the same one.
@@ -194,6 +201,7 @@ const MIGRATION_LOCK = 7_301_202_611;
  */
 export async function migratePostgres(
   pool: pg.Pool,
+  ctx: MigrationContext,
   migrations: readonly Migration[] = POSTGRES_MIGRATIONS,
   clock: () => number = Date.now,
 ): Promise<number[]> {
@@ -207,7 +215,8 @@ export async function migratePostgres(
     const applied: number[] = [];
     for (const migration of migrations) {
       if (done.has(migration.version)) continue;
-      await tx.query(migration.sql);
+      if (migration.sql) await tx.query(migration.sql);
+      await migration.run?.(tx, ctx);
       await tx.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
         migration.version,
         migration.name,

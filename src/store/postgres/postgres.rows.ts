@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import type { OrderAddress, StoredOrder } from '../store.port.js';
 import { toStoredOrder as mapOrder, type OrderRow as Row } from '../order.rows.js';
 
@@ -13,3 +14,19 @@ export const toStoredOrder = (r: OrderRow): StoredOrder => mapOrder(r, (address)
  * fraction would fail the query in PostgreSQL, where SQLite just finds nothing: it names no row here either.
  */
 export const canBeId = (n: number): boolean => Number.isSafeInteger(n);
+
+/** Sets one text column of many rows by id in one statement. Names come from this code, never from input. */
+export async function updateColumn(
+  tx: pg.ClientBase,
+  table: string,
+  idColumn: string,
+  column: string,
+  values: [number, string][],
+): Promise<void> {
+  if (values.length === 0) return;
+  await tx.query(
+    `UPDATE ${table} t SET ${column} = v.value
+       FROM unnest($1::bigint[], $2::text[]) AS v (id, value) WHERE t.${idColumn} = v.id`,
+    [values.map(([id]) => id), values.map(([, value]) => value)],
+  );
+}

@@ -1,6 +1,8 @@
+import type { Sealer } from '../../domain/secrets.js';
+import type { StoreSecrets } from '../store-secrets.js';
 import type { Store, StoreCounts } from '../store.port.js';
 import { postgresCatalog } from './postgres-catalog.js';
-import { postgresClients } from './postgres-clients.js';
+import { openPostgresSecrets, postgresClients } from './postgres-clients.js';
 import { postgresItems } from './postgres-items.js';
 import { postgresOrders } from './postgres-orders.js';
 import { postgresPayments } from './postgres-payments.js';
@@ -8,18 +10,32 @@ import { postgresProcessing } from './postgres-processing.js';
 import { postgresReconcile } from './postgres-reconcile.js';
 import { postgresSearch, type PostgresSearchOptions } from './postgres-search-store.js';
 import { migratePostgres } from './postgres.migrations.js';
+import { postgresWebhooks } from './postgres-webhooks.js';
 import { createPool, type PoolOptions } from './postgres.pool.js';
 
-export type PostgresStoreOptions = PoolOptions & PostgresSearchOptions;
+export type PostgresStoreOptions = PoolOptions &
+  PostgresSearchOptions & {
+    /** Seals the clients' secret keys; must be the key the database was first sealed or last rotated with. */
+    sealer: Sealer;
+  };
 
 /**
  * The store on the PostgreSQL database at `url`: a pool of `poolSize` connections (default 10), every
  * migration applied before it resolves. Many processes may open it at once.
  */
-export async function openPostgresStore(url: string, options: PostgresStoreOptions = {}): Promise<Store> {
+export async function openPostgresStore(url: string, options: PostgresStoreOptions): Promise<Store> {
   const pool = createPool(url, options);
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => (closing ??= pool.end());
+  const migrate = () => migratePostgres(pool, { sealer: options.sealer });
+  let secrets: StoreSecrets;
+  try {
+    await migrate();
+    secrets = await openPostgresSecrets(pool, options.sealer);
+  } catch (err) {
+    await close();
+    throw err;
+  }
 
   const counts = async (): Promise<StoreCounts> => {
     const [items, orders] = await Promise.all([
@@ -35,7 +51,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
 
   const store: Store = {
     kind: 'postgres',
-    clients: postgresClients(pool),
+    clients: postgresClients(pool, secrets),
     catalog: postgresCatalog(pool),
     orders: postgresOrders(pool),
     processing: postgresProcessing(pool),
@@ -43,18 +59,13 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     payments: postgresPayments(pool),
     reconcile: postgresReconcile(pool),
     search: postgresSearch(pool, options),
+    webhooks: postgresWebhooks(pool, secrets),
     counts,
-    migrate: () => migratePostgres(pool),
+    migrate,
     async ping() {
       await pool.query('SELECT 1');
     },
     close,
   };
-  try {
-    await store.migrate();
-  } catch (err) {
-    await close();
-    throw err;
-  }
   return store;
 }

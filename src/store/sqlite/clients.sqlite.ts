@@ -1,10 +1,19 @@
+import type { Sealer } from '../../domain/secrets.js';
+import {
+  openSecrets,
+  resealer,
+  SecretsKeyMismatchError,
+  type SecretsRow,
+  type StoreSecrets,
+} from '../store-secrets.js';
 import type { Card, Client, ClientStore } from '../store.port.js';
-import type { Db } from './sqlite.db.js';
+import { truncateWal, type Db } from './sqlite.db.js';
 
 interface ClientRow {
   client_id: number;
   name: string;
   access_key: string;
+  /** Sealed under SECRETS_KEY. */
   secret_key: string;
   disabled: number;
 }
@@ -12,41 +21,59 @@ interface ClientRow {
 interface CardRow {
   card_id: number;
   client_id: number;
-  token: string;
   declines: number;
   active: number;
 }
 
-const toClient = (r: ClientRow): Client => ({
-  clientId: r.client_id,
-  name: r.name,
-  accessKey: r.access_key,
-  secretKey: r.secret_key,
-  disabled: r.disabled === 1,
-});
-
 const toCard = (r: CardRow): Card => ({
   cardId: r.card_id,
   clientId: r.client_id,
-  token: r.token,
   declines: r.declines === 1,
   active: r.active === 1,
 });
 
-/** Clients, their keys and their sandbox cards. */
-export function sqliteClients(db: Db): ClientStore {
+const CARD_COLUMNS = 'card_id, client_id, declines, active';
+
+/** The store's secrets row, opened with the process's key (a mismatch stops the open, naming SECRETS_KEY). */
+export function openSqliteSecrets(db: Db, sealer: Sealer): StoreSecrets {
+  return openSecrets(sealer, readSecretsRow(db));
+}
+
+function readSecretsRow(db: Db): SecretsRow | undefined {
+  return db
+    .prepare<[], SecretsRow>('SELECT key_id AS keyId, token_key AS tokenKey FROM store_secrets WHERE id = 1')
+    .get();
+}
+
+/** Clients, their keys (sealed) and their sandbox cards (by token hash). */
+export function sqliteClients(db: Db, opened: StoreSecrets): ClientStore {
+  let secrets = opened;
+  const toClient = (r: ClientRow): Client => ({
+    clientId: r.client_id,
+    name: r.name,
+    accessKey: r.access_key,
+    secretKey: secrets.unsealSecretKey(r.secret_key, r.access_key),
+    disabled: r.disabled === 1,
+  });
   const byAccessKey = db.prepare<[string], ClientRow>('SELECT * FROM clients WHERE access_key = ?');
-  const insertClient = db.prepare<[string, string, string, number], ClientRow>(
-    'INSERT INTO clients (name, access_key, secret_key, created_at) VALUES (?, ?, ?, ?) RETURNING *',
+  const storeKeyId = db.prepare<[], string>('SELECT key_id FROM store_secrets WHERE id = 1').pluck();
+  const insertClient = db.prepare<[string, string, string, number], { client_id: number }>(
+    'INSERT INTO clients (name, access_key, secret_key, created_at) VALUES (?, ?, ?, ?) RETURNING client_id',
   );
   const disable = db.prepare<[string], ClientRow>(
     'UPDATE clients SET disabled = 1 WHERE access_key = ? RETURNING *',
   );
   const insertCard = db.prepare<[number, string, number, number], CardRow>(
-    'INSERT INTO cards (client_id, token, declines, created_at) VALUES (?, ?, ?, ?) RETURNING *',
+    `INSERT INTO cards (client_id, token, declines, created_at) VALUES (?, ?, ?, ?) RETURNING ${CARD_COLUMNS}`,
   );
-  const cardByToken = db.prepare<[string], CardRow>('SELECT * FROM cards WHERE token = ?');
-  const cardById = db.prepare<[number], CardRow>('SELECT * FROM cards WHERE card_id = ?');
+  const cardByToken = db.prepare<[string], CardRow>(`SELECT ${CARD_COLUMNS} FROM cards WHERE token = ?`);
+  const cardById = db.prepare<[number], CardRow>(`SELECT ${CARD_COLUMNS} FROM cards WHERE card_id = ?`);
+  // Checked in the writing transaction: a process left on a rotated-away key must not seal a new row with it.
+  const create = db.transaction((name: string, accessKey: string, secretKey: string, now: number) => {
+    const keyId = storeKeyId.get();
+    if (keyId !== secrets.sealer.keyId) throw new SecretsKeyMismatchError(secrets.sealer.keyId, keyId);
+    return insertClient.get(name, accessKey, secrets.sealer.seal(secretKey, accessKey), now)!.client_id;
+  });
 
   return {
     async findByAccessKey(accessKey) {
@@ -54,22 +81,52 @@ export function sqliteClients(db: Db): ClientStore {
       return row ? toClient(row) : null;
     },
     async create({ name, accessKey, secretKey, now }) {
-      return toClient(insertClient.get(name, accessKey, secretKey, now)!);
+      const clientId = create.immediate(name, accessKey, secretKey, now);
+      return { clientId, name, accessKey, secretKey, disabled: false };
     },
     async disable(accessKey) {
       const row = disable.get(accessKey);
       return row ? toClient(row) : null;
     },
     async addCard({ clientId, token, declines, now }) {
-      return toCard(insertCard.get(clientId, token, declines ? 1 : 0, now)!);
+      return { ...toCard(insertCard.get(clientId, secrets.hashToken(token), declines ? 1 : 0, now)!), token };
     },
     async findCard(token) {
-      const row = cardByToken.get(token);
+      const row = cardByToken.get(secrets.hashToken(token));
       return row ? toCard(row) : null;
     },
     async findCardById(cardId) {
       const row = cardById.get(cardId);
       return row ? toCard(row) : null;
     },
+    async rotateSecrets(next) {
+      const counts = rotate(db, secrets, next);
+      secrets = openSecrets(next, readSecretsRow(db));
+      truncateWal(db);
+      return counts;
+    },
   };
+}
+
+/** Re-seals every secret key and the token-hashing key under `next`, in one `BEGIN IMMEDIATE` transaction. */
+function rotate(db: Db, current: StoreSecrets, next: Sealer): { clients: number; cards: number } {
+  const reseal = resealer(current, next);
+  return db
+    .transaction(() => {
+      const row = reseal.row(readSecretsRow(db));
+      db.prepare('UPDATE store_secrets SET key_id = ?, token_key = ? WHERE id = 1').run(
+        row.keyId,
+        row.tokenKey,
+      );
+      const clients = db
+        .prepare<[], Pick<ClientRow, 'client_id' | 'access_key' | 'secret_key'>>(
+          'SELECT client_id, access_key, secret_key FROM clients',
+        )
+        .all();
+      const update = db.prepare('UPDATE clients SET secret_key = ? WHERE client_id = ?');
+      for (const c of clients) update.run(reseal.secretKey(c.secret_key, c.access_key), c.client_id);
+      const cards = db.prepare<[], number>('SELECT count(*) FROM cards').pluck().get() ?? 0;
+      return { clients: clients.length, cards };
+    })
+    .immediate();
 }

@@ -2,6 +2,7 @@ import type { ItemMoveWrite, ItemMoveWriteResult, ItemStore } from '../store.por
 import { toItemWithCurrency, type ItemWithCurrencyRow } from './rows.sqlite.js';
 import { ledgerWriter } from './ledger.sqlite.js';
 import type { Db } from './sqlite.db.js';
+import { eventRecorder } from './webhooks.sqlite.js';
 
 /** Item moves as compare-and-set: status, stock, shipping cost and ledger change together or not at all. */
 export function sqliteItems(db: Db): ItemStore {
@@ -20,6 +21,7 @@ export function sqliteItems(db: Db): ItemStore {
   );
   const returnStock = db.prepare('UPDATE listings SET stock = stock + 1 WHERE listing_id = ?');
   const writeLedger = ledgerWriter(db);
+  const recordEvent = eventRecorder(db);
   const markApplied = db.prepare(
     'UPDATE ledger_entries SET applied_at = ? WHERE entry_key = ? AND applied_at IS NULL',
   );
@@ -29,6 +31,7 @@ export function sqliteItems(db: Db): ItemStore {
     if (m.returnStockOf !== null) returnStock.run(m.returnStockOf);
     const entryId = m.ledger ? writeLedger(m.ledger, m.now) : null;
     const item = toItemWithCurrency(itemById.get(m.orderItemId)!);
+    if (m.event) recordEvent(item.orderId, m.event, m.now);
     return { kind: 'moved', item, entryId };
   });
 

@@ -24,9 +24,13 @@ export function sqliteOrders(db: Db): OrderStore {
   const phaseOf = db.prepare<[number], { phase: OrderRow['phase'] }>(
     'SELECT phase FROM orders WHERE order_id = ?',
   );
+  const countUnsettled = db
+    .prepare<[], number>("SELECT count(*) FROM orders WHERE phase <> 'settled'")
+    .pluck();
   const read = orderReader(db);
 
-  const accept = db.transaction((order: NewOrder): AcceptResult => {
+  // The body of one acceptance, run inside the caller's transaction.
+  const acceptOne = (order: NewOrder): AcceptResult => {
     const { items, ...head } = order;
     const inserted = insertOrder.run({
       ...head,
@@ -44,7 +48,13 @@ export function sqliteOrders(db: Db): OrderStore {
       insertItem.run({ ...item, orderId, clientId: order.clientId, createdAt: order.createdAt });
     }
     return { kind: 'created', orderId };
-  });
+  };
+  const accept = db.transaction(acceptOne);
+  // One transaction for a whole batch: its prepared statements run back to back under one write lock.
+  const acceptMany = db.transaction((orders: readonly NewOrder[]) => orders.map(acceptOne));
+  const getMany = db.transaction((orderIds: readonly number[]) =>
+    orderIds.flatMap((orderId) => read(orderId) ?? []),
+  );
 
   // One snapshot for the order and its items; another client's order is reported as absent.
   const getWithItems = db.transaction((orderId: number, clientId: number | null) => {
@@ -56,8 +66,17 @@ export function sqliteOrders(db: Db): OrderStore {
     async accept(order) {
       return accept.immediate(order);
     },
+    async acceptMany(orders) {
+      return acceptMany.immediate(orders);
+    },
     async get(orderId) {
       return getWithItems.deferred(orderId, null);
+    },
+    async getMany(orderIds) {
+      return getMany.deferred([...new Set(orderIds)]);
+    },
+    async countUnsettled() {
+      return countUnsettled.get() ?? 0;
     },
     async getForClient(clientId, orderId) {
       return getWithItems.deferred(orderId, clientId);

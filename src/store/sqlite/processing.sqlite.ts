@@ -10,6 +10,7 @@ import type {
 import { ledgerWriter } from './ledger.sqlite.js';
 import { orderReader } from './orders.sqlite.js';
 import type { Db } from './sqlite.db.js';
+import { eventRecorder } from './webhooks.sqlite.js';
 
 /** Raised inside a reservation to roll it back whole when a listing no longer has the stock. */
 class ShortOfStock extends Error {}
@@ -49,12 +50,15 @@ export function sqliteProcessing(db: Db): ProcessingStore {
       WHERE order_id = @orderId AND status = 1`,
   );
   const writeLedger = ledgerWriter(db);
+  const recordEvent = eventRecorder(db);
 
   const giveBack = (changes: readonly StockChange[]) => {
     for (const { listingId, copies } of changes) returnStock.run(copies, listingId);
   };
 
-  const ledgerHas = db.prepare<[string], { one: number }>('SELECT 1 AS one FROM ledger_entries WHERE entry_key = ?');
+  const ledgerHas = db.prepare<[string], { one: number }>(
+    'SELECT 1 AS one FROM ledger_entries WHERE entry_key = ?',
+  );
 
   const beginAttempt = db.transaction(
     (orderId: number, lease: { leaseUntil: number; maxAttempts: number }): OrderWithItems | null => {
@@ -79,6 +83,7 @@ export function sqliteProcessing(db: Db): ProcessingStore {
       );
       if (item.status !== ItemStatus.QUEUED) rejectItem.run(item.status, r.now, r.now, item.orderItemId);
     }
+    if (r.event) recordEvent(r.orderId, r.event, r.now);
     return 'applied';
   });
 
@@ -89,6 +94,7 @@ export function sqliteProcessing(db: Db): ProcessingStore {
     settleItems.run({ orderId, status: s.itemStatus, now, clear: s.clearCharges ? 1 : 0 });
     giveBack(s.giveBack);
     if (s.ledger) writeLedger(s.ledger, now);
+    if (s.event) recordEvent(orderId, s.event, now);
     return true;
   });
 

@@ -1,24 +1,41 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { restrictToOwner, touchPrivateFile } from '../private-files.js';
+import type { MigrationContext } from '../store-secrets.js';
 import { MIGRATIONS } from './sqlite.migrations.js';
 
 export type Db = Database.Database;
 
-/** Opens the one connection of a process: WAL, foreign keys, a busy timeout, and every migration applied. */
+/**
+ * Opens the one connection of a process: WAL, foreign keys, a busy timeout. The file holds secrets: it is
+ * created 0600 (SQLite gives its -wal and -shm the file's mode) in a folder created 0700.
+ */
 export function openDb(dbPath: string, busyTimeoutMs = 10_000): Db {
-  if (dbPath !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(dbPath)), { recursive: true });
+  if (dbPath !== ':memory:') {
+    touchPrivateFile(path.resolve(dbPath));
+    restrictDbFiles(dbPath);
+  }
   const db = new Database(dbPath);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
   db.pragma(`busy_timeout = ${Math.trunc(busyTimeoutMs)}`);
-  migrate(db);
+  // A row rewritten in place (a sealed secret, a rotation) leaves no copy of its old bytes in the page.
+  db.pragma('secure_delete = FAST');
   return db;
 }
 
-/** Applies the migrations this file has not seen yet; safe when several processes start at once. */
-export function migrate(db: Db): number[] {
+/** Narrows the database file and its -wal/-shm to 0600 where they exist wider (older versions made 0644). */
+export function restrictDbFiles(dbPath: string): void {
+  if (dbPath === ':memory:') return;
+  for (const file of [dbPath, `${dbPath}-wal`, `${dbPath}-shm`]) restrictToOwner(file);
+}
+
+/**
+ * Applies the migrations this file has not seen yet, in one `BEGIN IMMEDIATE` transaction: safe when
+ * several processes start at once. A migration may run code (`run`) besides its SQL.
+ */
+export function migrate(db: Db, ctx: MigrationContext): number[] {
   const applied: number[] = [];
   db.transaction(() => {
     db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -32,7 +49,8 @@ export function migrate(db: Db): number[] {
     );
     for (const migration of MIGRATIONS) {
       if (done.has(migration.version)) continue;
-      db.exec(migration.sql);
+      if (migration.sql) db.exec(migration.sql);
+      migration.run?.(db, ctx);
       db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
         migration.version,
         migration.name,
@@ -42,4 +60,9 @@ export function migrate(db: Db): number[] {
     }
   }).immediate();
   return applied;
+}
+
+/** Empties the WAL, whose older frames may hold what a rewrite replaced: clear tokens, old sealed keys. */
+export function truncateWal(db: Db): void {
+  db.pragma('wal_checkpoint(TRUNCATE)');
 }

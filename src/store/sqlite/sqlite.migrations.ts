@@ -1,8 +1,20 @@
+import type { MigrationContext } from '../store-secrets.js';
 import { LIFECYCLE_MIGRATION } from './lifecycle.migration.js';
 import { SEARCH_MIGRATION } from './search.migration.js';
+import { SECRETS_MIGRATION } from './secrets.migration.js';
+import { WEBHOOKS_MIGRATION } from './webhooks.migration.js';
+import type { Db } from './sqlite.db.js';
 
-/** Versioned schema migrations, applied in order, each once, each in its own transaction. */
-export const MIGRATIONS: readonly { version: number; name: string; sql: string }[] = [
+/** One schema version: its SQL, then code when rows must be rewritten too (in the same transaction). */
+export interface SqliteMigration {
+  version: number;
+  name: string;
+  sql?: string;
+  run?(db: Db, ctx: MigrationContext): void;
+}
+
+/** Versioned schema migrations, applied in order, each once. */
+export const MIGRATIONS: readonly SqliteMigration[] = [
   {
     version: 1,
     name: 'initial schema for the whole contract',
@@ -155,4 +167,6 @@ export const MIGRATIONS: readonly { version: number; name: string; sql: string }
     // Until when the attempt that counted itself last may still be paying: nothing else fails the order before.
     sql: 'ALTER TABLE orders ADD COLUMN lease_until INTEGER;',
   },
+  SECRETS_MIGRATION,
+  WEBHOOKS_MIGRATION,
 ];

@@ -1,15 +1,21 @@
+import type { Sealer } from '../../domain/secrets.js';
+import type { StoreSecrets } from '../store-secrets.js';
 import type { Store } from '../store.port.js';
 import { sqliteCatalog } from './catalog.sqlite.js';
-import { sqliteClients } from './clients.sqlite.js';
+import { openSqliteSecrets, sqliteClients } from './clients.sqlite.js';
 import { sqliteItems } from './items.sqlite.js';
 import { sqliteOrders } from './orders.sqlite.js';
 import { sqlitePayments } from './payments.sqlite.js';
 import { sqliteProcessing } from './processing.sqlite.js';
 import { sqliteReconcile } from './reconcile.sqlite.js';
 import { sqliteSearch, type SqliteSearchOptions } from './search.sqlite.js';
-import { migrate, openDb } from './sqlite.db.js';
+import { SECRETS_MIGRATION } from './secrets.migration.js';
+import { migrate, openDb, restrictDbFiles, truncateWal, type Db } from './sqlite.db.js';
+import { sqliteWebhooks } from './webhooks.sqlite.js';
 
 export interface SqliteStoreOptions extends SqliteSearchOptions {
+  /** Seals the clients' secret keys; must be the key the file was first sealed or last rotated with. */
+  sealer: Sealer;
   /** How long a statement waits for another process's write lock before failing (SQLITE_BUSY). */
   busyTimeoutMs?: number;
 }
@@ -19,8 +25,16 @@ export interface SqliteStoreOptions extends SqliteSearchOptions {
  * operation is one synchronous transaction (`BEGIN IMMEDIATE` where it reads then writes), so processes on
  * one host that share the file are serialised by SQLite's write lock.
  */
-export async function openSqliteStore(dbPath: string, options: SqliteStoreOptions = {}): Promise<Store> {
+export async function openSqliteStore(dbPath: string, options: SqliteStoreOptions): Promise<Store> {
   const db = openDb(dbPath, options.busyTimeoutMs);
+  let secrets: StoreSecrets;
+  try {
+    migrateAndTidy(db, dbPath, options.sealer);
+    secrets = openSqliteSecrets(db, options.sealer);
+  } catch (err) {
+    db.close();
+    throw err;
+  }
   const itemsByStatus = db.prepare<[], { status: number; count: number }>(
     'SELECT status, count(*) AS count FROM order_items GROUP BY status',
   );
@@ -31,7 +45,7 @@ export async function openSqliteStore(dbPath: string, options: SqliteStoreOption
   const ping = db.prepare('SELECT 1');
   return {
     kind: 'sqlite',
-    clients: sqliteClients(db),
+    clients: sqliteClients(db, secrets),
     catalog: sqliteCatalog(db),
     orders: sqliteOrders(db),
     processing: sqliteProcessing(db),
@@ -39,11 +53,12 @@ export async function openSqliteStore(dbPath: string, options: SqliteStoreOption
     payments: sqlitePayments(db),
     reconcile: sqliteReconcile(db),
     search: sqliteSearch(db, options),
+    webhooks: sqliteWebhooks(db, secrets),
     async counts() {
       return { itemsByStatus: itemsByStatus.all(), unsettledByPhase: unsettledByPhase.all() };
     },
     async migrate() {
-      return migrate(db);
+      return migrateAndTidy(db, dbPath, options.sealer);
     },
     async ping() {
       ping.get();
@@ -52,4 +67,12 @@ export async function openSqliteStore(dbPath: string, options: SqliteStoreOption
       db.close();
     },
   };
+}
+
+function migrateAndTidy(db: Db, dbPath: string, sealer: Sealer): number[] {
+  const applied = migrate(db, { sealer });
+  // The first write made the -wal and -shm: they must be as private as the file (older versions made 0644).
+  restrictDbFiles(dbPath);
+  if (applied.includes(SECRETS_MIGRATION.version)) truncateWal(db);
+  return applied;
 }

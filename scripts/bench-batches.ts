@@ -1,0 +1,246 @@
+// Orders accepted per second through POST /v1/order-batches (batches of 500) against single signed requests
+// with Prefer: respond-async, at the same number of requests in flight, on one web process and no worker (the
+// acceptance rate only: every order ends QUEUED in the store and waiting in the queue). Single and batch phases
+// alternate for `--rounds` rounds on the same process and store. Writes the "Batches" section of BENCHMARKS.md.
+//   node --import tsx scripts/bench-batches.ts [--single 3000] [--batched 50000] [--batch 500] [--in-flight 8]
+//     [--rounds 2] [--stores sqlite,postgres] [--no-write]
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { sign } from '../src/auth/signature.js';
+import { loadConfig } from '../src/config.js';
+import { ORDER_QUEUE } from '../src/queue/order.queue.js';
+import { addCard, createClient } from '../src/services/client-keys.js';
+import { batchesSection, type BatchRun } from './bench-batches-report.js';
+import { running, startEntry, stopAllOnInterrupt, stopProcess, waitForWeb } from './bench-processes.js';
+import {
+  freshStore,
+  parseStoreKinds,
+  serviceEnv,
+  stopPostgresServer,
+  type StoreKind,
+} from './bench-stores.js';
+import { replaceSection } from './benchmarks-file.js';
+import { LOAD_LISTINGS, LOAD_VENDOR } from './load-mix.js';
+import { treeCpuSeconds } from './process-stats.js';
+import { ensureRedis, freePort, type RunningRedis } from './redis.js';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const { values } = parseArgs({
+  options: {
+    single: { type: 'string', default: '3000' },
+    batched: { type: 'string', default: '50000' },
+    batch: { type: 'string', default: '500' },
+    'in-flight': { type: 'string', default: '8' },
+    rounds: { type: 'string', default: '2' },
+    stores: { type: 'string', default: 'sqlite,postgres' },
+    'no-write': { type: 'boolean', default: false },
+  },
+});
+const SINGLE = Number(values.single);
+const BATCHED = Number(values.batched);
+const BATCH = Number(values.batch);
+const IN_FLIGHT = Number(values['in-flight']);
+const ROUNDS = Number(values.rounds);
+const STORES = parseStoreKinds(values.stores);
+
+const say = (line: string) => process.stderr.write(`[bench-batches] ${line}\n`);
+
+interface Buyer {
+  accessKey: string;
+  secretKey: string;
+  ccToken: string;
+}
+
+const ADDRESS = {
+  name: 'Bench',
+  address1: '1 Loop',
+  city: 'Austin',
+  provstate: 'TX',
+  country: 'USA',
+  zipcode: '78701',
+  phone: '1',
+};
+
+/** A real order of one copy of one of the load listings, as bench-orders sends it. */
+function order(buyer: Buyer) {
+  const listingId = LOAD_LISTINGS[crypto.randomInt(LOAD_LISTINGS.length)]!.listingId;
+  return {
+    shipAddr: ADDRESS,
+    billAddr: ADDRESS,
+    ccToken: buyer.ccToken,
+    listings: [{ listingId, quantity: 1 }],
+    shippingMode: 'S',
+    domain: 'bookmarket.com',
+  };
+}
+
+/** A signed POST of `body`; resolves with the response's Svc-Status and JSON body. */
+async function post(baseUrl: string, buyer: Buyer, path: string, body: string, headers = {}) {
+  const requestId = crypto.randomUUID();
+  const date = new Date().toISOString();
+  const signature = sign(buyer.secretKey, { method: 'POST', path, rawQuery: '', date, requestId, body });
+  const res = await fetch(`${baseUrl}${path}`, {
+    method: 'POST',
+    body,
+    headers: {
+      'content-type': 'application/json',
+      'svc-requestid': requestId,
+      'svc-access-key': buyer.accessKey,
+      'svc-date': date,
+      'svc-signature': signature,
+      ...headers,
+    },
+  });
+  return { status: res.headers.get('svc-status'), body: (await res.json()) as unknown };
+}
+
+async function postSingle(baseUrl: string, buyer: Buyer): Promise<void> {
+  const res = await post(baseUrl, buyer, '/v1/orders', JSON.stringify(order(buyer)), {
+    prefer: 'respond-async',
+  });
+  if (res.status !== '2010') throw new Error(`order refused: ${res.status} ${JSON.stringify(res.body)}`);
+}
+
+async function postBatch(baseUrl: string, buyer: Buyer, size: number): Promise<void> {
+  const orders = Array.from({ length: size }, () => ({ requestId: crypto.randomUUID(), ...order(buyer) }));
+  const res = await post(baseUrl, buyer, '/v1/order-batches', JSON.stringify({ orders }));
+  const results = (res.body as { results?: { status: number[] }[] }).results ?? [];
+  const created = results.filter((r) => r.status.length === 1 && r.status[0] === 2010).length;
+  if (res.status !== '2004' || created !== size)
+    throw new Error(`batch refused: ${res.status}, ${created} of ${size} created`);
+}
+
+/** Runs `requests` calls of `send` with IN_FLIGHT at once; resolves with the wall seconds they took. */
+async function timed(requests: number, send: () => Promise<void>): Promise<number> {
+  const started = performance.now();
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(IN_FLIGHT, requests) }, async () => {
+      while (next++ < requests) await send();
+    }),
+  );
+  return (performance.now() - started) / 1000;
+}
+
+/** A fresh store with the load catalog (stock for millions of copies) and one client with a card. */
+async function prepare(kind: StoreKind) {
+  const store = await freshStore(kind, 'bench_batches');
+  const opened = await store.open('bench');
+  try {
+    await opened.catalog.importCatalog([LOAD_VENDOR], LOAD_LISTINGS);
+    const client = await createClient(opened.clients, 'bench client', Date.now());
+    const card = await addCard(opened.clients, client.clientId, false, Date.now());
+    return {
+      store,
+      buyer: { accessKey: client.accessKey, secretKey: client.secretKey, ccToken: card.token },
+    };
+  } finally {
+    await opened.close();
+  }
+}
+
+/** One web process on a fresh store: single and batch phases alternating, `ROUNDS` times. */
+async function runStore(redis: RunningRedis, kind: StoreKind): Promise<BatchRun[]> {
+  const { store, buyer } = await prepare(kind);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-batches-'));
+  const port = await freePort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const env = serviceEnv(store, {
+    REDIS_URL: redis.url,
+    QUEUE_PREFIX: `benchbatch${process.pid}${kind}`,
+    LOG_LEVEL: 'info',
+    LOG_PRETTY: 'false',
+    RATE_LIMIT_PER_S: '0',
+    PORT: String(port),
+    // No worker settles anything here: the limit must not refuse the benchmark's own orders.
+    MAX_UNSETTLED_ORDERS: String(10 * (SINGLE + BATCHED) * ROUNDS),
+  });
+  const web = startEntry('src/server.ts', env, path.join(dir, 'web.log'));
+  const connection = new Redis(redis.url, { maxRetriesPerRequest: null });
+  const queue = new Queue(ORDER_QUEUE, { connection, prefix: loadConfig(env).REDIS_PREFIX });
+  const probe = store.probe();
+  const runs: BatchRun[] = [];
+  try {
+    await waitForWeb(baseUrl, web);
+    // Warm-up: connections, statement caches, JIT.
+    await timed(IN_FLIGHT * 10, () => postSingle(baseUrl, buyer));
+    await timed(IN_FLIGHT, () => postBatch(baseUrl, buyer, BATCH));
+    const phase = async (mode: BatchRun['mode'], orders: number, send: () => Promise<void>, per: number) => {
+      const cpu = () => ({ web: treeCpuSeconds(web.pid!), generator: ownCpuSeconds() });
+      const before = cpu();
+      const seconds = await timed(Math.ceil(orders / per), send);
+      const after = cpu();
+      const run: BatchRun = {
+        store: kind,
+        mode,
+        orders: Math.ceil(orders / per) * per,
+        seconds,
+        webCpu: after.web - before.web,
+        generatorCpu: after.generator - before.generator,
+      };
+      say(`${kind} ${mode}: ${(run.orders / seconds).toFixed(0)} orders/s`);
+      runs.push(run);
+    };
+    for (let round = 1; round <= ROUNDS; round++) {
+      await phase('single', SINGLE, () => postSingle(baseUrl, buyer), 1);
+      await phase('batch', BATCHED, () => postBatch(baseUrl, buyer, BATCH), BATCH);
+    }
+    const stored = await probe.scalar<number>('SELECT count(*) FROM orders');
+    const expected = IN_FLIGHT * 10 + IN_FLIGHT * BATCH + runs.reduce((sum, r) => sum + r.orders, 0);
+    if (Number(stored) !== expected) throw new Error(`${stored} orders stored, ${expected} expected`);
+    return runs;
+  } finally {
+    await stopProcess(web);
+    await queue.obliterate({ force: true }).catch(() => undefined);
+    await queue.close();
+    connection.disconnect();
+    await probe.close();
+    await store.remove();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function ownCpuSeconds(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1e6;
+}
+
+async function main() {
+  const redis = await ensureRedis();
+  stopAllOnInterrupt(async () => {
+    await redis.stop();
+    await stopPostgresServer();
+  });
+  const loadAtStart = os.loadavg()[0]!;
+  try {
+    const runs: BatchRun[] = [];
+    for (const kind of STORES) runs.push(...(await runStore(redis, kind)));
+    const body = batchesSection(
+      {
+        single: SINGLE,
+        batched: BATCHED,
+        batch: BATCH,
+        inFlight: IN_FLIGHT,
+        rounds: ROUNDS,
+        load: [loadAtStart, os.loadavg()[0]!],
+      },
+      runs,
+    );
+    process.stdout.write(`${body}\n`);
+    if (!values['no-write']) replaceSection(path.join(ROOT, 'BENCHMARKS.md'), 'Batches', body);
+  } finally {
+    await Promise.all([...running].map(stopProcess));
+    await redis.stop();
+    await stopPostgresServer();
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});

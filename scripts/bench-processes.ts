@@ -1,0 +1,88 @@
+// The service's processes as benchmarks run them: each Procfile entry in its own Node process, logs as JSON
+// lines appended to one file, stopped with SIGTERM as a platform would stop them.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+
+/**
+ * How benchmarks run the service's entries: `dist` (the default) as production does, plain Node on the
+ * compiled build (built first when missing or stale); `tsx` (BENCH_RUNTIME=tsx) from source through tsx.
+ */
+export const RUNTIME: 'dist' | 'tsx' = process.env.BENCH_RUNTIME === 'tsx' ? 'tsx' : 'dist';
+let built = false;
+
+/** Node's arguments to run `entry` (a source path from the repository root, e.g. src/server.ts). */
+export function entryArgs(entry: string): string[] {
+  if (RUNTIME === 'tsx') return ['--import', 'tsx', path.join(ROOT, entry)];
+  if (!built) execFileSync('bash', [path.join(ROOT, 'scripts/build.sh'), '--if-stale'], { stdio: 'inherit' });
+  built = true;
+  return ['--enable-source-maps', path.join(ROOT, 'dist', entry.replace(/\.ts$/, '.js'))];
+}
+
+/** Everything started here and not exited yet, so that Ctrl-C can stop it too. */
+export const running = new Set<ChildProcess>();
+
+/** Starts `entry` (a path from the repository root) with exactly `env`, its output appended to `logFile`. */
+export function startEntry(entry: string, env: NodeJS.ProcessEnv, logFile: string): ChildProcess {
+  const log = fs.openSync(logFile, 'a');
+  const child = spawn(process.execPath, entryArgs(entry), {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', log, log],
+  });
+  fs.closeSync(log);
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+  return child;
+}
+
+/** SIGTERM, and the exit code once it has exited (null when a signal ended it). */
+export function stopProcess(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode);
+    child.once('exit', (code) => resolve(code));
+    child.kill('SIGTERM');
+  });
+}
+
+/** Polls `check` every `everyMs` until it holds; a check that throws counts as not yet. */
+export async function waitFor(
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 30_000,
+  everyMs = 200,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (
+    !(await Promise.resolve()
+      .then(check)
+      .catch(() => false))
+  ) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/** Resolves once the web process answers /healthz. */
+export async function waitForWeb(baseUrl: string, web: ChildProcess): Promise<void> {
+  const exited = () => web.exitCode !== null || web.signalCode !== null;
+  await waitFor(async () => exited() || (await fetch(`${baseUrl}/healthz`)).ok, `${baseUrl}/healthz`);
+  if (exited()) throw new Error(`web exited (${web.signalCode ?? web.exitCode}) before answering`);
+}
+
+/** Resolves once `count` workers logged to `logFile` that they are ready. */
+export function waitForWorkers(logFile: string, count: number): Promise<void> {
+  const ready = () => fs.readFileSync(logFile, 'utf8').split('"msg":"worker ready"').length - 1;
+  return waitFor(() => ready() >= count, `${count} workers ready`);
+}
+
+/** Stops every process still running when this one is interrupted, then exits. */
+export function stopAllOnInterrupt(cleanup: () => Promise<void> = () => Promise.resolve()): void {
+  process.once('SIGINT', () => {
+    void Promise.all([...running].map(stopProcess))
+      .then(cleanup)
+      .finally(() => process.exit(130));
+  });
+}

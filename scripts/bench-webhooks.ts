@@ -1,0 +1,219 @@
+// Webhook deliveries per second to a local receiver: a backlog of signed deliveries in the store's outbox
+// (events of settled orders, multiplied by replays), drained by one real worker process (relay, BullMQ queue,
+// signing, POST, attempt recorded) into an HTTP receiver in this process that answers 204. Prints a section
+// for BENCHMARKS.md ("Webhook deliveries"); --write replaces it there.
+//   node --import tsx scripts/bench-webhooks.ts [--deliveries 5000] [--stores sqlite,postgres] [--write]
+import crypto from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { ItemStatus } from '../src/domain/item-status.js';
+import { addCard, createClient } from '../src/services/client-keys.js';
+import { newOrderEvent } from '../src/services/order-events.js';
+import type { Store } from '../src/store/store.port.js';
+import { replaceSection } from './benchmarks-file.js';
+import { running, startEntry, stopProcess, waitFor, waitForWorkers } from './bench-processes.js';
+import {
+  freshStore,
+  parseStoreKinds,
+  serviceEnv,
+  stopPostgresServer,
+  type BenchStore,
+} from './bench-stores.js';
+import { machineBusySeconds, processStats } from './process-stats.js';
+import { ensureRedis } from './redis.js';
+
+const { values } = parseArgs({
+  options: {
+    deliveries: { type: 'string', default: '5000' },
+    stores: { type: 'string', default: 'sqlite,postgres' },
+    concurrency: { type: 'string', default: '32' },
+    write: { type: 'boolean', default: false },
+  },
+});
+const DELIVERIES = Number(values.deliveries);
+const CONCURRENCY = Number(values.concurrency);
+// Distinct events; the rest of the backlog is replays of them, which take the same path.
+const EVENTS = Math.min(200, DELIVERIES);
+const ROOT = path.resolve(import.meta.dirname, '..');
+const LISTING = 9_000_001;
+
+interface Result {
+  store: string;
+  deliveries: number;
+  seconds: number;
+  workerCpuSeconds: number;
+  /** Cores the whole machine kept busy meanwhile: worker, Redis, database server, this receiver, anything else. */
+  machineCores: number;
+}
+
+/** A receiver that answers 204 and counts; `at` holds the first and last arrival times. */
+async function startReceiver() {
+  const at = { first: 0, last: 0, count: 0 };
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      at.count += 1;
+      at.last = performance.now();
+      if (at.count === 1) at.first = at.last;
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { at, url: `http://127.0.0.1:${port}/hooks`, close: () => server.close() };
+}
+
+/** One client with a webhook, and DELIVERIES pending deliveries to it: EVENTS settled orders, then replays. */
+async function fillOutbox(store: Store, url: string): Promise<void> {
+  const now = Date.now();
+  await store.catalog.importCatalog(
+    [{ vendorId: 9001, name: 'Bench Books', country: 'USA', currency: 'USD', rates: [] }],
+    [
+      {
+        listingId: LISTING,
+        vendorId: 9001,
+        title: 'Walden',
+        isbn: '9780691096124',
+        priceCents: 1000,
+        quantity: 1,
+      },
+    ],
+  );
+  const client = await createClient(store.clients, 'webhook bench', now);
+  const card = await addCard(store.clients, client.clientId, false, now);
+  const webhook = await store.webhooks.add({ clientId: client.clientId, url, now });
+  for (let i = 0; i < EVENTS; i += 1) await settledOrder(store, client.clientId, card.cardId, now);
+  const replays = Math.ceil(DELIVERIES / EVENTS) - 1;
+  for (let i = 0; i < replays; i += 1) await store.webhooks.replay(webhook.webhookId, 0, now);
+}
+
+const ADDRESS = { name: 'A', address1: '1 St', city: 'C', country: 'USA', zipcode: '1', phone: '1' };
+const ITEM = {
+  lineNo: 0,
+  listingId: LISTING,
+  vendorId: 9001,
+  title: 'Walden',
+  isbn: '9780691096124',
+  lineQuantity: 1,
+  maxPriceCents: null,
+  minDays: null,
+  maxDays: null,
+  costCents: 1000,
+};
+
+/** An order of one copy that the worker found unavailable: one event, as the worker's reservation records it. */
+async function settledOrder(store: Store, clientId: number, cardId: number, now: number): Promise<void> {
+  const accepted = await store.orders.accept({
+    clientId,
+    requestId: crypto.randomUUID(),
+    requestHash: 'bench',
+    referenceId: null,
+    domain: 'bookmarket.com',
+    currency: 'USD',
+    shippingMode: 'S',
+    shipAddr: ADDRESS,
+    billAddr: ADDRESS,
+    cardId,
+    totalMaxPriceCents: null,
+    createdAt: now,
+    items: [ITEM],
+  });
+  if (accepted.kind !== 'created') throw new Error('order not created');
+  const [item] = (await store.orders.get(accepted.orderId))!.items;
+  const rejected = { costCents: 1000, shipcostCents: 0, taxCents: 0, minDays: null, maxDays: null };
+  await store.processing.reserve({
+    orderId: accepted.orderId,
+    items: [{ orderItemId: item!.orderItemId, ...rejected, status: ItemStatus.ITEM_UNAVAILABLE }],
+    take: [],
+    phase: 'settled',
+    taxCents: null,
+    taxModel: null,
+    totalCents: 0,
+    now,
+    event: newOrderEvent(),
+  });
+}
+
+async function round(bench: BenchStore, redisUrl: string): Promise<Result> {
+  const receiver = await startReceiver();
+  const store = await bench.open();
+  try {
+    await fillOutbox(store, receiver.url);
+    const logFile = path.join(os.tmpdir(), `bench-webhooks-${process.pid}-${bench.kind}.log`);
+    const env = serviceEnv(bench, {
+      REDIS_URL: redisUrl,
+      QUEUE_PREFIX: `benchwh${process.pid}${bench.kind}`,
+      WEBHOOK_ALLOW_PRIVATE: 'true',
+      WEBHOOK_CONCURRENCY: String(CONCURRENCY),
+      LOG_LEVEL: 'info',
+      LOG_PRETTY: 'false',
+    });
+    const worker = startEntry('workers/order.worker.ts', env, logFile);
+    await waitForWorkers(logFile, 1);
+    await waitFor(() => receiver.at.count >= 1, 'first delivery');
+    const cpuAtFirst = processStats(worker.pid!)?.cpuSeconds ?? 0;
+    const busyAtFirst = machineBusySeconds();
+    await waitFor(() => receiver.at.count >= DELIVERIES, `${DELIVERIES} deliveries`, 600_000, 50);
+    const cpu = (processStats(worker.pid!)?.cpuSeconds ?? 0) - cpuAtFirst;
+    const busy = machineBusySeconds() - busyAtFirst;
+    await stopProcess(worker);
+    const seconds = (receiver.at.last - receiver.at.first) / 1000;
+    return {
+      store: bench.kind,
+      deliveries: receiver.at.count,
+      seconds,
+      workerCpuSeconds: cpu,
+      machineCores: busy / seconds,
+    };
+  } finally {
+    await store.close();
+    receiver.close();
+  }
+}
+
+function section(results: Result[]): string {
+  const rows = results.map((r) => {
+    const rate = Math.round((r.deliveries - 1) / r.seconds);
+    const cpuUs = Math.round((r.workerCpuSeconds / (r.deliveries - 1)) * 1e6);
+    return `| ${r.store} | ${r.deliveries} | ${r.seconds.toFixed(2)} | ${rate} | ${cpuUs} | ${r.machineCores.toFixed(1)} |`;
+  });
+  return `Command: \`node --import tsx scripts/bench-webhooks.ts --deliveries ${DELIVERIES}\` (${os.cpus().length} cores, \
+WEBHOOK_CONCURRENCY=${CONCURRENCY}, one worker process; ${new Date().toISOString().slice(0, 10)})
+
+A backlog of pending deliveries in the store's outbox (${EVENTS} events of settled orders, the rest replays of
+them) drained by one worker process into a local HTTP receiver answering 204: per delivery the relay hands it to
+the \`webhooks\` queue, the job reads the delivery with its event and webhook, renders and signs the body, POSTs it
+over a kept-alive connection after the SSRF check of the resolved address, and records the attempt. The rate is
+measured at the receiver, from the first delivery to the last.
+
+| store | deliveries | seconds | deliveries/s | worker CPU µs per delivery | machine cores busy |
+|---|--:|--:|--:|--:|--:|
+${rows.join('\n')}`;
+}
+
+async function main(): Promise<void> {
+  const redis = await ensureRedis();
+  const results: Result[] = [];
+  try {
+    for (const kind of parseStoreKinds(values.stores)) {
+      const bench = await freshStore(kind, 'benchwebhooks');
+      try {
+        results.push(await round(bench, redis.url));
+      } finally {
+        await bench.remove();
+      }
+    }
+  } finally {
+    await Promise.all([...running].map(stopProcess));
+    await stopPostgresServer();
+    await redis.stop();
+  }
+  const text = section(results);
+  process.stdout.write(`${text}\n`);
+  if (values.write) replaceSection(path.join(ROOT, 'BENCHMARKS.md'), 'Webhook deliveries', text);
+}
+
+await main();

@@ -1,0 +1,60 @@
+import { Queue, type JobsOptions } from 'bullmq';
+import { z } from 'zod';
+import type { Logger } from '../logger.js';
+import type { DeliveryAttempt } from '../store/store.port.js';
+import type { RedisClient } from './redis.js';
+
+export const WEBHOOK_QUEUE = 'webhooks';
+
+/** The closed catalogue of this queue's jobs: each name has one payload schema. */
+export const WebhookJobs = {
+  'deliver-webhook': z.strictObject({
+    deliveryId: z.number().int().positive(),
+    attempt: z.number().int().positive(),
+  }),
+} as const;
+
+export type WebhookJobName = keyof typeof WebhookJobs;
+export type WebhookJobData = z.infer<(typeof WebhookJobs)['deliver-webhook']>;
+
+/** Deterministic per delivery and attempt: the relay may hand an attempt again without duplicating it. */
+export const deliveryJobId = (deliveryId: number, attempt: number): string =>
+  `delivery-${deliveryId}-${attempt}`;
+
+export interface WebhookQueue {
+  /** Adds each attempt as a job, delayed until it is due. */
+  enqueue(attempts: readonly DeliveryAttempt[], now: number): Promise<void>;
+  close(): Promise<void>;
+  readonly queue: Queue;
+}
+
+// Retries here are for a store that did not answer; receivers' failures are attempts the store counts.
+const OPTIONS: JobsOptions = {
+  attempts: 3,
+  backoff: { type: 'exponential', delay: 1000 },
+  // Gone once finished, so that the relay can hand a lost attempt again under the same id.
+  removeOnComplete: true,
+  removeOnFail: true,
+};
+
+/** The producer side of the webhooks queue; it owns `connection` and closes it with the queue. */
+export function createWebhookQueue(connection: RedisClient, prefix: string, logger: Logger): WebhookQueue {
+  const queue = new Queue<WebhookJobData, void, WebhookJobName>(WEBHOOK_QUEUE, { connection, prefix });
+  queue.on('error', (err) => logger.debug({ err: err.message }, 'webhook queue connection error'));
+  return {
+    queue,
+    async enqueue(attempts, now) {
+      await queue.addBulk(
+        attempts.map(({ deliveryId, attempt, dueAt }) => ({
+          name: 'deliver-webhook' as const,
+          data: { deliveryId, attempt },
+          opts: { ...OPTIONS, jobId: deliveryJobId(deliveryId, attempt), delay: Math.max(0, dueAt - now) },
+        })),
+      );
+    },
+    async close() {
+      await queue.close();
+      connection.disconnect();
+    },
+  };
+}

@@ -1,0 +1,108 @@
+import { ItemStatus } from '../domain/item-status.js';
+import type { Logger } from '../logger.js';
+import type { OrderQueue } from '../queue/order.queue.js';
+import type { AcceptResult, NewOrder, OrderWithItems } from '../store/store.port.js';
+import type { CheckedOrder } from './order-intake.js';
+import { toDryRunResponse, toOrderResponse } from './order-view.js';
+import { newOrder, type PlaceOrderDeps, type PlaceOrderResult } from './place-order.js';
+
+export type PlaceOrderBatchDeps = Pick<PlaceOrderDeps, 'store' | 'queue' | 'clock' | 'backpressure'>;
+
+/** One order of a batch that passed the edge's checks, with its own idempotency key and request hash. */
+export interface BatchOrder {
+  requestId: string;
+  requestHash: string;
+  checked: CheckedOrder;
+}
+
+/**
+ * A batch of checked orders (CONTRACT.md section 12): dry runs priced; real orders admitted by backpressure in
+ * request order, accepted in one store transaction, enqueued in one round trip and answered at once, as
+ * with Prefer: respond-async. One result per order, in the same order, as `placeOrder` would give it.
+ */
+export async function placeOrderBatch(
+  deps: PlaceOrderBatchDeps,
+  input: { clientId: number; orders: readonly BatchOrder[]; log: Logger },
+): Promise<PlaceOrderResult[]> {
+  const now = deps.clock();
+  const results = new Array<PlaceOrderResult>(input.orders.length);
+  const real: number[] = [];
+  input.orders.forEach(({ checked }, index) => {
+    const { draft, pricing, currency } = checked;
+    if (draft.dryrun)
+      results[index] = {
+        kind: 'dry-run',
+        order: toDryRunResponse(pricing, currency, draft.referenceId, now),
+      };
+    else real.push(index);
+  });
+  const admitted = await deps.backpressure.reserve(real.length);
+  const busy = { kind: 'busy', retryAfterS: deps.backpressure.retryAfterS() } as const;
+  for (const index of real.slice(admitted)) results[index] = busy;
+  const accepting = real.slice(0, admitted);
+  if (accepting.length > 0) {
+    const orders = accepting.map((index) =>
+      newOrder({ ...input.orders[index]!, clientId: input.clientId }, now),
+    );
+    const accepted = await acceptAll(deps, orders);
+    const placed = await answers(deps, accepted, input.log);
+    accepting.forEach((index, n) => (results[index] = placed[n]!));
+  }
+  input.log.info(summary(results), 'batch answered');
+  return results;
+}
+
+/** Accepts the admitted orders in one transaction; what they did not create is given back to backpressure. */
+async function acceptAll(deps: PlaceOrderBatchDeps, orders: NewOrder[]): Promise<AcceptResult[]> {
+  let created = 0;
+  try {
+    const accepted = await deps.store.orders.acceptMany(orders);
+    created = accepted.filter((a) => a.kind === 'created').length;
+    return accepted;
+  } finally {
+    deps.backpressure.release(orders.length, created);
+  }
+}
+
+/** Enqueues the accepted orders (duplicates again, in case their first enqueue was lost) and reads them back. */
+async function answers(
+  deps: PlaceOrderBatchDeps,
+  accepted: readonly AcceptResult[],
+  log: Logger,
+): Promise<PlaceOrderResult[]> {
+  const ids = accepted.flatMap((a) => (a.kind === 'conflict' ? [] : [a.orderId]));
+  await enqueueAll(deps.queue, ids, log);
+  const stored = new Map((await deps.store.orders.getMany(ids)).map((o) => [o.order.orderId, o]));
+  return accepted.map((a) => (a.kind === 'conflict' ? a : placed(stored.get(a.orderId)!, a.kind)));
+}
+
+function placed({ order, items }: OrderWithItems, kind: 'created' | 'duplicate'): PlaceOrderResult {
+  const queued = items.some((item) => item.status === ItemStatus.QUEUED);
+  return {
+    kind: 'placed',
+    duplicate: kind === 'duplicate',
+    queued,
+    order: toOrderResponse(order, items, false),
+  };
+}
+
+/** The orders are stored before this runs; a Redis outage leaves them QUEUED for reconciliation to enqueue. */
+async function enqueueAll(queue: OrderQueue, orderIds: readonly number[], log: Logger): Promise<void> {
+  try {
+    await queue.enqueueMany(orderIds);
+  } catch (err) {
+    log.warn(
+      { err, orders: orderIds.length },
+      'enqueue failed; reconciliation will enqueue the stored orders',
+    );
+  }
+}
+
+function summary(results: readonly PlaceOrderResult[]): Record<string, number> {
+  const counts: Record<string, number> = { entries: results.length };
+  for (const r of results) {
+    const key = r.kind === 'placed' ? (r.duplicate ? 'duplicate' : 'created') : r.kind;
+    counts[key] = (counts[key] ?? 0) + 1;
+  }
+  return counts;
+}

@@ -1,0 +1,59 @@
+import type { Store, WebhookWithSecret } from '../store/store.port.js';
+import {
+  hostOf,
+  parseWebhookUrl,
+  resolveTarget,
+  systemResolver,
+  WebhookTargetError,
+  type Resolver,
+} from '../webhooks/webhook-target.js';
+
+export interface WebhookAdminDeps {
+  store: Pick<Store, 'webhooks'>;
+  /** WEBHOOK_ALLOW_PRIVATE. */
+  allowPrivate: boolean;
+  resolve?: Resolver;
+  clock: () => number;
+}
+
+export type AddWebhookOutcome =
+  { kind: 'added'; webhook: WebhookWithSecret } | { kind: 'refused'; message: string };
+
+/**
+ * Registers a webhook for a client after checking its URL as every delivery will: http(s), and unless private
+ * targets are allowed, a host that is and resolves to public addresses only. Deliveries check again, since
+ * what a name resolves to may change.
+ */
+export async function addWebhook(
+  deps: WebhookAdminDeps,
+  clientId: number,
+  urlText: string,
+): Promise<AddWebhookOutcome> {
+  let url: URL;
+  try {
+    url = parseWebhookUrl(urlText);
+    await resolveTarget(hostOf(url), {
+      allowPrivate: deps.allowPrivate,
+      resolve: deps.resolve ?? systemResolver,
+    });
+  } catch (err) {
+    if (err instanceof WebhookTargetError) return { kind: 'refused', message: err.message };
+    throw err;
+  }
+  const webhook = await deps.store.webhooks.add({ clientId, url: url.href, now: deps.clock() });
+  return { kind: 'added', webhook };
+}
+
+export type ReplayOutcome = { kind: 'replayed'; count: number } | { kind: 'missing' } | { kind: 'removed' };
+
+/** Every event of the webhook's client recorded since `since`, sent to it again (as new deliveries). */
+export async function replayWebhook(
+  deps: Pick<WebhookAdminDeps, 'store' | 'clock'>,
+  webhookId: number,
+  since: number,
+): Promise<ReplayOutcome> {
+  const webhook = await deps.store.webhooks.find(webhookId);
+  if (!webhook) return { kind: 'missing' };
+  if (!webhook.active) return { kind: 'removed' };
+  return { kind: 'replayed', count: await deps.store.webhooks.replay(webhookId, since, deps.clock()) };
+}

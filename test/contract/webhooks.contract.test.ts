@@ -1,0 +1,257 @@
+// The store port's webhooks and order events: the same cases on whichever adapter the project names.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { ItemStatus as S } from '../../src/domain/item-status.js';
+import { addCard, createClient } from '../../src/services/client-keys.js';
+import { toOrderResponse } from '../../src/services/order-view.js';
+import { openStore } from '../../src/store/open-store.js';
+import type { Store } from '../../src/store/store.port.js';
+import { LISTINGS, VENDORS } from '../helpers/fixtures.js';
+import { TEST_STORE, testStoreEnv, type TestStoreEnv } from '../helpers/test-store.js';
+
+const T0 = Date.parse('2026-11-01T10:00:00.000Z');
+const WALDEN = 2002;
+
+let dir: string;
+let testStore: TestStoreEnv;
+let store: Store;
+let seq = 0;
+
+beforeAll(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bookorders-webhooks-'));
+  testStore = await testStoreEnv(dir);
+  store = await openStore(loadConfig(testStore.env), 'test', () => undefined);
+  await store.catalog.importCatalog(VENDORS, LISTINGS);
+});
+
+afterAll(async () => {
+  await store?.close();
+  await testStore?.drop();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+async function newClient(): Promise<{ clientId: number; cardId: number }> {
+  const { clientId } = await createClient(store.clients, `client ${(seq += 1)}`, T0);
+  return { clientId, cardId: (await addCard(store.clients, clientId, false, T0)).cardId };
+}
+
+const address = { name: 'Ada', address1: '1 Main St', city: 'X', country: 'USA', zipcode: '1', phone: '5' };
+
+/** An accepted order of one copy of Walden, reserved: the worker's next step is a settlement. */
+async function reservedOrder(client: { clientId: number; cardId: number }): Promise<number> {
+  seq += 1;
+  const result = await store.orders.accept({
+    clientId: client.clientId,
+    requestId: `req-${seq}`,
+    requestHash: `hash-${seq}`,
+    referenceId: `ref-${seq}`,
+    domain: 'bookmarket.com',
+    currency: 'USD',
+    shippingMode: 'S',
+    shipAddr: address,
+    billAddr: address,
+    cardId: client.cardId,
+    totalMaxPriceCents: null,
+    createdAt: T0 + seq,
+    items: [WALDEN, WALDEN].map(() => ({
+      lineNo: 0,
+      listingId: WALDEN,
+      vendorId: 601,
+      title: 'Walden',
+      isbn: '9780691096124',
+      lineQuantity: 2,
+      maxPriceCents: null,
+      minDays: 3,
+      maxDays: 7,
+      costCents: 1000,
+    })),
+  });
+  if (result.kind !== 'created') throw new Error(result.kind);
+  const { items } = (await store.orders.get(result.orderId))!;
+  const priced = items.map((i) => ({ ...i, shipcostCents: 100, taxCents: 0, status: S.QUEUED }));
+  await store.processing.reserve({
+    orderId: result.orderId,
+    items: priced,
+    take: [{ listingId: WALDEN, copies: 2 }],
+    phase: 'reserved',
+    taxCents: null,
+    taxModel: null,
+    totalCents: 2200,
+    now: T0,
+  });
+  return result.orderId;
+}
+
+const settle = (orderId: number, eventId?: string) =>
+  store.processing.settle({
+    orderId,
+    fromPhase: 'reserved',
+    itemStatus: S.ORDERED,
+    clearCharges: false,
+    zeroTax: false,
+    giveBack: [],
+    ledger: null,
+    now: T0 + 1000,
+    ...(eventId ? { event: { eventId } } : {}),
+  });
+
+const pendingOf = async (webhookId: number) =>
+  (await store.webhooks.unenqueued(1000)).filter((a) => deliveryWebhook.get(a.deliveryId) === webhookId);
+const deliveryWebhook = new Map<number, number>();
+
+/** Every pending, not yet handed delivery with its webhook and event, remembered for later lookups. */
+async function outbox() {
+  const attempts = await store.webhooks.unenqueued(1000);
+  const targets = await Promise.all(attempts.map((a) => store.webhooks.target(a.deliveryId)));
+  for (const t of targets) deliveryWebhook.set(t!.deliveryId, t!.webhook.webhookId);
+  return targets.map((t) => t!);
+}
+
+describe(`webhooks and order events on ${TEST_STORE}`, () => {
+  it('adds, lists and removes webhooks, each with its own secret that the store gives back alike', async () => {
+    const client = await newClient();
+    const a = await store.webhooks.add({ clientId: client.clientId, url: 'https://a.example/', now: T0 });
+    const b = await store.webhooks.add({ clientId: client.clientId, url: 'https://b.example/', now: T0 });
+    expect(a).toMatchObject({
+      clientId: client.clientId,
+      url: 'https://a.example/',
+      active: true,
+      failing: false,
+    });
+    expect(a.secret).toMatch(/^whsec_[0-9a-f]{64}$/);
+    expect(b.secret).not.toBe(a.secret);
+    expect(await store.webhooks.list(client.clientId)).toEqual([
+      { webhookId: a.webhookId, clientId: client.clientId, url: a.url, active: true, failing: false },
+      { webhookId: b.webhookId, clientId: client.clientId, url: b.url, active: true, failing: false },
+    ]);
+    expect(await store.webhooks.remove(a.webhookId, T0)).toMatchObject({
+      webhookId: a.webhookId,
+      active: false,
+    });
+    expect(await store.webhooks.find(a.webhookId)).toMatchObject({ active: false });
+    expect(await store.webhooks.remove(999_999_999, T0)).toBeNull();
+    expect(await store.webhooks.find(999_999_999)).toBeNull();
+
+    const orderId = await reservedOrder(client);
+    await settle(orderId, 'evt_secret');
+    const [target] = (await outbox()).filter((t) => t.event.orderId === orderId);
+    expect(target!.webhook).toEqual({ ...b, failing: false });
+  });
+
+  it('records an event with a change only when asked, numbered per order, holding the order as it then stood', async () => {
+    const client = await newClient();
+    const other = await newClient();
+    const live = await store.webhooks.add({
+      clientId: client.clientId,
+      url: 'https://live.example/',
+      now: T0,
+    });
+    const gone = await store.webhooks.add({
+      clientId: client.clientId,
+      url: 'https://gone.example/',
+      now: T0,
+    });
+    await store.webhooks.remove(gone.webhookId, T0);
+    await store.webhooks.add({ clientId: other.clientId, url: 'https://other.example/', now: T0 });
+    const silent = await reservedOrder(client);
+    expect(await settle(silent)).toBe(true);
+    const orderId = await reservedOrder(client);
+    expect(await settle(orderId, 'evt_settled')).toBe(true);
+    const afterSettle = (await store.orders.get(orderId))!;
+    const item = afterSettle.items[0]!;
+    const moved = await store.items.applyMove({
+      orderItemId: item.orderItemId,
+      from: S.ORDERED,
+      fromChangedAt: item.statusChangedAt,
+      to: S.SHIPPED,
+      now: T0 + 2000,
+      addShipcostCents: 0,
+      extraShippingCents: null,
+      shippingCompany: 'DHL',
+      trackingId: 'JD1',
+      returnStockOf: null,
+      ledger: null,
+      event: { eventId: 'evt_shipped' },
+    });
+    expect(moved.kind).toBe('moved');
+    const afterMove = (await store.orders.get(orderId))!;
+
+    const targets = await outbox();
+    expect(targets.filter((t) => t.event.orderId === silent)).toEqual([]);
+    const mine = targets.filter((t) => t.event.orderId === orderId);
+    expect(mine.map((t) => [t.webhook.webhookId, t.event.eventId, t.event.sequence])).toEqual([
+      [live.webhookId, 'evt_settled', 1],
+      [live.webhookId, 'evt_shipped', 2],
+    ]);
+    const [settled, shipped] = mine.map((t) => t.event);
+    expect(settled).toMatchObject({ clientId: client.clientId, createdAt: T0 + 1000 });
+    expect(toOrderResponse(settled!.order, settled!.items)).toEqual(
+      toOrderResponse(afterSettle.order, afterSettle.items),
+    );
+    expect(toOrderResponse(shipped!.order, shipped!.items)).toEqual(
+      toOrderResponse(afterMove.order, afterMove.items),
+    );
+    expect(mine.every((t) => t.state === 'pending' && t.attempts === 0)).toBe(true);
+  });
+
+  it('hands attempts over once, finds lost ones, and records each attempt once', async () => {
+    const client = await newClient();
+    const hook = await store.webhooks.add({ clientId: client.clientId, url: 'https://h.example/', now: T0 });
+    await settle(await reservedOrder(client), `evt_outbox_${seq}`);
+    await outbox();
+    const [first] = await pendingOf(hook.webhookId);
+    expect(first).toEqual({ deliveryId: expect.any(Number), attempt: 1, dueAt: 0 });
+    const { deliveryId } = first!;
+
+    await store.webhooks.markEnqueued([first!], T0 + 10);
+    expect(await pendingOf(hook.webhookId)).toEqual([]);
+    expect((await store.webhooks.overdue(T0 + 10, 1000)).map((a) => a.deliveryId)).not.toContain(deliveryId);
+    expect(await store.webhooks.overdue(T0 + 11, 1000)).toContainEqual(first);
+
+    const retry = { kind: 'retry' as const, retryAt: T0 + 5000, error: 'answered 500' };
+    expect(await store.webhooks.recordAttempt(deliveryId, 1, retry, T0 + 20)).toBe(true);
+    expect(await store.webhooks.recordAttempt(deliveryId, 1, retry, T0 + 20)).toBe(false);
+    expect(await pendingOf(hook.webhookId)).toEqual([{ deliveryId, attempt: 2, dueAt: T0 + 5000 }]);
+    await store.webhooks.markEnqueued([{ deliveryId, attempt: 1, dueAt: 0 }], T0 + 30);
+    expect(await pendingOf(hook.webhookId)).toHaveLength(1);
+
+    const gaveUp = { kind: 'gave-up' as const, error: 'answered 503' };
+    expect(await store.webhooks.recordAttempt(deliveryId, 2, gaveUp, T0 + 40)).toBe(true);
+    expect(await store.webhooks.find(hook.webhookId)).toMatchObject({ failing: true });
+    expect(await store.webhooks.target(deliveryId)).toMatchObject({ state: 'failed', attempts: 2 });
+    expect(await store.webhooks.recordAttempt(deliveryId, 3, { kind: 'delivered' }, T0 + 50)).toBe(false);
+
+    await settle(await reservedOrder(client), `evt_outbox_${seq}`);
+    await outbox();
+    const [next] = await pendingOf(hook.webhookId);
+    expect(await store.webhooks.recordAttempt(next!.deliveryId, 1, { kind: 'delivered' }, T0 + 60)).toBe(
+      true,
+    );
+    expect(await store.webhooks.find(hook.webhookId)).toMatchObject({ failing: false });
+    expect(await store.webhooks.target(next!.deliveryId)).toMatchObject({ state: 'delivered', attempts: 1 });
+  });
+
+  it('replays the events of the client since a time, and removing a webhook drops what it still had pending', async () => {
+    const client = await newClient();
+    const hook = await store.webhooks.add({ clientId: client.clientId, url: 'https://r.example/', now: T0 });
+    await settle(await reservedOrder(client), `evt_replay_a_${seq}`);
+    await outbox();
+    const [pending] = await pendingOf(hook.webhookId);
+    await store.webhooks.recordAttempt(pending!.deliveryId, 1, { kind: 'delivered' }, T0);
+
+    expect(await store.webhooks.replay(hook.webhookId, T0 + 1000, T0 + 9000)).toBe(1);
+    expect(await store.webhooks.replay(hook.webhookId, T0 + 1001, T0 + 9000)).toBe(0);
+    await outbox();
+    const again = await pendingOf(hook.webhookId);
+    expect(again).toEqual([{ deliveryId: expect.any(Number), attempt: 1, dueAt: 0 }]);
+    expect((await store.webhooks.target(again[0]!.deliveryId))!.event.eventId).toMatch(/^evt_replay_a_/);
+
+    await store.webhooks.remove(hook.webhookId, T0 + 9500);
+    expect(await pendingOf(hook.webhookId)).toEqual([]);
+    expect(await store.webhooks.target(again[0]!.deliveryId)).toMatchObject({ state: 'dropped' });
+    expect(await store.webhooks.replay(hook.webhookId, 0, T0 + 9900)).toBe(0);
+  });
+});

@@ -1,0 +1,72 @@
+// A real HTTP receiver of webhook deliveries on 127.0.0.1, for tests: it records every request and answers as
+// the test says (a status, or never), and checks signatures as a client's receiver would.
+import http, { type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { webhookSignatureMatches } from '../../src/auth/webhook-signature.js';
+import type { OrderEventBody } from '../../src/services/order-events.js';
+
+export interface Received {
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+  event: OrderEventBody;
+  at: number;
+  /** What the receiver answered: a status, or 'hang'. */
+  answered?: number | 'hang';
+}
+
+/** What to answer the n-th request (0-based): a status code, or 'hang' to leave it unanswered. */
+export type Answer = (received: Received, n: number) => number | 'hang';
+
+export interface Receiver {
+  readonly port: number;
+  url(path?: string): string;
+  /** Every request so far, in arrival order. */
+  readonly received: Received[];
+  answer(with_: Answer): void;
+  /** Whether a request carries a valid signature of its body under `secret`. */
+  verify(received: Received, secret: string): boolean;
+  close(): Promise<void>;
+}
+
+export async function startReceiver(answer: Answer = () => 204): Promise<Receiver> {
+  const received: Received[] = [];
+  let current = answer;
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString('utf8');
+      const entry: Received = {
+        path: req.url ?? '',
+        headers: req.headers,
+        body,
+        event: JSON.parse(body) as OrderEventBody,
+        at: Date.now(),
+      };
+      received.push(entry);
+      entry.answered = current(entry, received.length - 1);
+      if (entry.answered !== 'hang') res.writeHead(entry.answered).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    port,
+    url: (path = '/hooks') => `http://127.0.0.1:${port}${path}`,
+    received,
+    answer(next) {
+      current = next;
+    },
+    verify(entry, secret) {
+      const date = String(entry.headers['svc-date']);
+      const eventId = String(entry.headers['svc-event-id']);
+      const signature = String(entry.headers['svc-signature']);
+      return webhookSignatureMatches(secret, { date, eventId, body: entry.body }, signature);
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,116 @@
+import type express from 'express';
+import supertest from 'supertest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createWebApp } from '../../src/server.js';
+import { entry, postBatch, resultsOf, statusesOf } from '../helpers/batches.js';
+import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
+import { valueOf } from '../helpers/prometheus-text.js';
+import { createTestService, signed, type Credentials, type TestService } from '../helpers/test-service.js';
+import { until } from '../helpers/wait.js';
+
+const LIMIT = 2;
+const ASYNC = { headers: { Prefer: 'respond-async' } };
+
+let service: TestService;
+let buyer: Credentials;
+let web: express.Express;
+
+const ordersStored = () => service.probe.scalar<number>('SELECT count(*) FROM orders');
+
+// No worker at first: what is accepted stays unsettled, so the limit is reached by the test's own orders.
+beforeAll(async () => {
+  service = await createTestService({ env: { MAX_UNSETTLED_ORDERS: String(LIMIT) } });
+  await service.importCatalog(VENDORS, LISTINGS);
+  buyer = await service.client('eager buyer');
+  web = createWebApp(service.deps);
+});
+afterAll(() => service.close());
+
+describe(`when more than MAX_UNSETTLED_ORDERS (${LIMIT}) orders are unsettled`, () => {
+  it('then a batch is admitted in request order up to the limit, the rest of its real orders refused with 5030', async () => {
+    const res = await postBatch(service, buyer, [
+      entry('b1', buyer.ccToken),
+      entry('b2', buyer.ccToken),
+      entry('b3', buyer.ccToken),
+      entry('b4', buyer.ccToken),
+      entry('dry', buyer.ccToken, { dryrun: true }),
+    ]);
+    expect(res.status).toBe(200);
+    expect(res.headers['svc-status']).toBe('2004');
+    // Each entry as if sent alone, one after another: admitted while at most LIMIT were unsettled.
+    expect(statusesOf(res)).toEqual([[2010], [2010], [2010], [5030], [2002]]);
+    expect(resultsOf(res)[3]).toMatchObject({
+      order: null,
+      messages: [expect.stringMatching(/retry after/)],
+    });
+    expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(await ordersStored()).toBe(3);
+  });
+
+  it('then a real order alone is 503 with 5030 and Retry-After, and nothing is stored', async () => {
+    const res = await signed(service.app, buyer, 'POST', '/v1/orders', orderBody(buyer.ccToken), ASYNC);
+    expect(res.status).toBe(503);
+    expect(res.headers['svc-status']).toBe('5030');
+    expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(res.body.messages).toEqual([expect.stringMatching(/too many orders/)]);
+    const batch = await postBatch(service, buyer, [entry('b5', buyer.ccToken), entry('b6', buyer.ccToken)]);
+    expect(statusesOf(batch)).toEqual([[5030], [5030]]);
+    expect(await ordersStored()).toBe(3);
+  });
+
+  it('then dry runs, gets and searches are still answered', async () => {
+    const dryRun = await signed(
+      service.app,
+      buyer,
+      'POST',
+      '/v1/orders',
+      orderBody(buyer.ccToken, { dryrun: true }),
+    );
+    expect(dryRun.headers['svc-status']).toBe('2002');
+    const search = await signed(service.app, buyer, 'GET', '/v1/orders');
+    expect(search.headers['svc-status']).toBe('2000');
+    expect(search.body.orders).toHaveLength(3);
+    const got = await signed(service.app, buyer, 'GET', `/v1/orders/${search.body.orders[0].orderId}`);
+    expect(got.headers['svc-status']).toBe('2000');
+  });
+
+  it('then /metrics shows the unsettled orders and the limit', async () => {
+    const text = (await supertest(web).get('/metrics').expect(200)).text;
+    expect(valueOf(text, 'bookorders_orders_unsettled', { phase: 'queued' })).toBe(3);
+    expect(valueOf(text, 'bookorders_orders_unsettled_limit')).toBe(LIMIT);
+  });
+
+  it('then once a worker settles the orders, real orders are accepted again within a few seconds', async () => {
+    await service.startWorker();
+    let last = 0;
+    await until(
+      async () => {
+        const res = await signed(service.app, buyer, 'POST', '/v1/orders', orderBody(buyer.ccToken), ASYNC);
+        last = res.status;
+        return res.headers['svc-status'] === '2010';
+      },
+      20_000,
+      'an order accepted after the backlog settled',
+    );
+    expect(last).toBe(200);
+  });
+});
+
+describe('when the default MAX_UNSETTLED_ORDERS is far away', () => {
+  it('then real orders, alone and in batches, are accepted', async () => {
+    const relaxed = await createTestService();
+    try {
+      await relaxed.importCatalog(VENDORS, LISTINGS);
+      const client = await relaxed.client('relaxed buyer');
+      const orders = Array.from({ length: 5 }, (_, i) => entry(`r${i}`, client.ccToken));
+      const batch = await postBatch(relaxed, client, orders);
+      expect(statusesOf(batch)).toEqual(orders.map(() => [2010]));
+      expect(batch.headers['retry-after']).toBeUndefined();
+      const alone = await signed(relaxed.app, client, 'POST', '/v1/orders', orderBody(client.ccToken), ASYNC);
+      expect(alone.headers['svc-status']).toBe('2010');
+      expect(await relaxed.probe.scalar('SELECT count(*) FROM orders')).toBe(6);
+    } finally {
+      await relaxed.close();
+    }
+  });
+});

@@ -1,0 +1,199 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../scripts/redis.js';
+import { createSigningClient, type SigningClient } from '../../src/client/signing-client.js';
+import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
+import { rawRequest, type RawAnswer } from '../helpers/raw-http.js';
+import { createTestService, type Credentials, type TestService } from '../helpers/test-service.js';
+
+// The web process as deployed, with the request timeout lowered so that a slow client is cut in a second.
+const TIMEOUT_MS = 1000;
+const MAX_ANSWER = 64 * 1024;
+
+let service: TestService;
+let buyer: Credentials;
+let port: number;
+let client: SigningClient;
+let logLines: string[] = [];
+
+beforeAll(async () => {
+  service = await createTestService();
+  await service.importCatalog(VENDORS, LISTINGS);
+  buyer = await service.client('hostile tester');
+  port = await freePort();
+  const env = { PORT: String(port), HTTP_REQUEST_TIMEOUT_MS: String(TIMEOUT_MS) };
+  const web = await service.spawn('src/server.ts', env, 'web listening');
+  let rest = '';
+  web.stdout!.on('data', (chunk: Buffer) => {
+    const parts = (rest + chunk.toString()).split('\n');
+    rest = parts.pop()!;
+    logLines.push(...parts);
+  });
+  client = createSigningClient({ baseUrl: `http://127.0.0.1:${port}`, ...buyer });
+});
+afterAll(() => service.close());
+
+/** A signed POST /v1/orders of raw JSON text; resolves with the answer, its size and its messages. */
+async function postRaw(text: string) {
+  const res = await client.request('POST', '/v1/orders', text);
+  return { ...res, size: Number(res.headers['content-length']), messages: messagesOf(res.body) };
+}
+
+function messagesOf(body: unknown): string[] {
+  return (body as { messages?: string[] }).messages ?? [];
+}
+
+/** 45,000 listings that do not exist, in a body just under 1 MiB (as an attacker would fill it). */
+function manyListingsBody(): string {
+  const listings = Array.from({ length: 45_000 }, (_, i) => ({ listingId: 100_000 + i }));
+  return JSON.stringify({ ...orderBody(buyer.ccToken, { dryrun: true }), listings });
+}
+
+const longestLogLine = () => Math.max(0, ...logLines.map((line) => line.length));
+
+/** The web process's own time for the last POST it logged, once it has logged it. */
+async function serverMs(): Promise<number> {
+  const posted = () => logLines.filter((line) => line.includes('"method":"POST"'));
+  await expect.poll(() => posted().length).toBeGreaterThan(0);
+  return (JSON.parse(posted().at(-1)!) as { ms: number }).ms;
+}
+
+function expectErrorResponse(answer: RawAnswer, http: number, codes: string, requestId = '') {
+  expect(answer.status).toBe(http);
+  expect(answer.headers['svc-status']).toBe(codes);
+  expect(answer.headers['content-type']).toMatch(/^application\/json/);
+  const body = JSON.parse(answer.body) as { requestId: string; messages: string[] };
+  expect(body.requestId).toBe(requestId);
+  expect(body.messages.length).toBeGreaterThan(0);
+  expect(answer.closed).toBe(true);
+}
+
+describe('when a client sends a body that makes a request hopeless', () => {
+  it('then 45,000 unknown listings are refused 4002 at once, in a small answer and a small log line', async () => {
+    const text = manyListingsBody();
+    expect(text.length).toBeGreaterThan(900_000);
+    logLines = [];
+    const res = await postRaw(text);
+    expect(res.status).toBe(400);
+    expect(res.svcStatus).toEqual([4002]);
+    expect(res.messages).toEqual(['listings: must have at most 100 listings']);
+    expect(res.size).toBeLessThan(MAX_ANSWER);
+    expect(await serverMs()).toBeLessThan(200);
+    expect(longestLogLine()).toBeLessThan(16 * 1024);
+  });
+
+  it('then 101 listings are refused with the problems of the other fields, none of a listing', async () => {
+    const listings = Array.from({ length: 101 }, (_, i) => ({ listingId: 100_000 + i, quantity: 0 }));
+    const res = await postRaw(JSON.stringify({ ...orderBody(buyer.ccToken), listings, domain: 'x.com' }));
+    expect(res.svcStatus).toEqual([4002, 4220]);
+    expect(res.messages).toEqual([
+      'listings: must have at most 100 listings',
+      expect.stringMatching(/^domain: must be one of /),
+    ]);
+  });
+
+  it('then /healthz answers within half a second while six of them run', async () => {
+    const text = manyListingsBody();
+    let running = true;
+    const attacks = Promise.all(Array.from({ length: 6 }, () => postRaw(text))).finally(
+      () => (running = false),
+    );
+    const latencies: number[] = [];
+    while (running) {
+      const started = performance.now();
+      expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+      latencies.push(performance.now() - started);
+    }
+    expect((await attacks).map((r) => r.status)).toEqual(Array(6).fill(400));
+    expect(latencies.length).toBeGreaterThan(0);
+    expect(Math.max(...latencies)).toBeLessThan(500);
+  });
+
+  it.each([
+    ['deeply nested JSON', `{"listings":${'['.repeat(500_000)}${']'.repeat(500_000)}}`, [4000]],
+    ['a huge array in an unknown field', `{"junk":[${Array(340_000).fill('{}').join(',')}]}`, [4000]],
+    ['a field name of 900 KB', JSON.stringify({ ['k'.repeat(900_000)]: 1 }), [4220]],
+    [
+      '90,000 fields',
+      JSON.stringify(Object.fromEntries(Array.from({ length: 90_000 }, (_, i) => [`f${i}`, 1]))),
+      [4000],
+    ],
+    ['a card token of 900 KB', JSON.stringify(orderBody('x'.repeat(900_000))), [4220]],
+  ])('then %s is refused in a small answer and a small log line', async (_what, text, codes) => {
+    logLines = [];
+    const res = await postRaw(text);
+    expect(res.svcStatus).toEqual(codes);
+    expect(res.messages.length).toBeGreaterThan(0);
+    expect(res.size).toBeLessThan(MAX_ANSWER);
+    expect(await serverMs()).toBeLessThan(200);
+    expect(longestLogLine()).toBeLessThan(16 * 1024);
+  });
+});
+
+describe("when a request is refused by node's HTTP parser", () => {
+  const head = (lines: string[]) => `${lines.join('\r\n')}\r\n\r\n`;
+
+  it.each([
+    [
+      'a control byte in a header',
+      head(['GET /healthz HTTP/1.1', 'Host: x', 'X-Bad: a\u0001b']),
+      400,
+      '4000',
+    ],
+    [
+      'both Content-Length and Transfer-Encoding',
+      head(['POST /v1/orders HTTP/1.1', 'Host: x', 'Content-Length: 5', 'Transfer-Encoding: chunked']) +
+        '0\r\n\r\n',
+      400,
+      '4000',
+    ],
+    ['an unknown method', head(['BREW /v1/orders HTTP/1.1', 'Host: x']), 400, '4000'],
+    [
+      'headers over 16 KiB',
+      head(['GET /healthz HTTP/1.1', 'Host: x', `X-Big: ${'a'.repeat(20_000)}`]),
+      431,
+      '4310',
+    ],
+  ])('then %s is answered with an ErrorResponse and Svc-Status', async (_what, bytes, http, codes) => {
+    expectErrorResponse(await rawRequest(port, bytes), http, codes);
+  });
+});
+
+describe('when a client is slow or announces too much', () => {
+  const getHead = 'GET /healthz HTTP/1.1\r\nHost: x\r\n';
+
+  it('then a client dribbling its headers is cut with 408 within the timeout while others are served', async () => {
+    const slow = rawRequest(port, getHead, {
+      dribble: { bytes: 'X-Slow: ' + 'a'.repeat(100), everyMs: 100 },
+    });
+    const started = performance.now();
+    for (let i = 0; i < 5; i++) expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+    expect(performance.now() - started).toBeLessThan(TIMEOUT_MS / 2);
+    const answer = await slow;
+    expectErrorResponse(answer, 408, '4080');
+    expect(answer.ms).toBeLessThan(TIMEOUT_MS + 500);
+  });
+
+  it('then a body announced but not sent (or dribbled) is cut with 408 within the timeout', async () => {
+    const post = `POST /v1/orders HTTP/1.1\r\nHost: x\r\nSvc-RequestId: slow-1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n`;
+    const [silent, dribbled] = await Promise.all([
+      rawRequest(port, post),
+      rawRequest(port, post, { dribble: { bytes: '{'.repeat(99), everyMs: 100 } }),
+    ]);
+    for (const answer of [silent, dribbled]) {
+      expectErrorResponse(answer, 408, '4080', 'slow-1');
+      expect(answer.ms).toBeLessThan(TIMEOUT_MS + 500);
+    }
+  });
+
+  it('then a Content-Length of 2 MiB is refused 4130 before any body byte is sent', async () => {
+    const post = `POST /v1/orders HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${2 * 1024 * 1024}\r\n\r\n`;
+    const answer = await rawRequest(port, post);
+    expectErrorResponse(answer, 413, '4130');
+    expect(answer.ms).toBeLessThan(TIMEOUT_MS / 2);
+  });
+
+  it('then an idle keep-alive connection is kept longer than a load balancer keeps its own (60 s)', async () => {
+    const res = await fetch(`http://127.0.0.1:${port}/healthz`);
+    expect(res.headers.get('keep-alive')).toBe('timeout=65');
+  });
+});

@@ -1,0 +1,173 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/logger.js';
+import { deliverWebhook } from '../../src/services/deliver-webhook.js';
+import { processOrder } from '../../src/services/process-order.js';
+import { addWebhook } from '../../src/services/webhooks.js';
+import { createWebhookSender } from '../../src/webhooks/webhook-sender.js';
+import type { Resolver } from '../../src/webhooks/webhook-target.js';
+import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
+import { createTestService, signed, type Credentials, type TestService } from '../helpers/test-service.js';
+import { runAdmin, type CliRun } from '../helpers/wait.js';
+import { startReceiver, type Receiver } from '../helpers/webhook-receiver.js';
+
+let service: TestService;
+let receiver: Receiver;
+let buyer: Credentials;
+
+beforeAll(async () => {
+  service = await createTestService();
+  await service.importCatalog(VENDORS, LISTINGS);
+  buyer = await service.client('targets buyer');
+  receiver = await startReceiver();
+});
+afterAll(async () => {
+  await service?.close();
+  await receiver?.close();
+});
+
+const admin = (args: string[], env: Record<string, string> = {}) =>
+  runAdmin({ ...service.env, ...env }, args);
+const json = (run: CliRun) => JSON.parse(run.stdout) as unknown;
+
+/** A settled order of the buyer, processed in this process: its event waits in the outbox (no worker runs). */
+async function settledOrder(creds = buyer): Promise<number> {
+  const body = orderBody(creds.ccToken);
+  const res = await signed(service.app, creds, 'POST', '/v1/orders', body, {
+    headers: { Prefer: 'respond-async' },
+  });
+  await processOrder({ ...service.deps, maxAttempts: 5 }, res.body.orderId as number);
+  return res.body.orderId as number;
+}
+
+describe('when an operator adds a webhook whose URL reaches a private address', () => {
+  it('then webhook:add refuses it with exit 1, unless WEBHOOK_ALLOW_PRIVATE=true', async () => {
+    const refused: [string, string][] = [
+      [`http://localhost:${receiver.port}/hooks`, 'loopback'],
+      ['http://10.1.2.3/hooks', 'private'],
+      ['https://169.254.169.254/latest', 'link-local'],
+      ['http://[::ffff:127.0.0.1]/', 'loopback'],
+      ['http://0.0.0.0:8080/', 'unspecified'],
+      ['http://100.64.0.7/', 'shared (CGNAT)'],
+      ['ftp://example.com/', 'must be https:// or http://'],
+      ['https://user:pw@example.com/', 'credentials'],
+    ];
+    const runs = await Promise.all(
+      refused.map(([url]) => admin(['webhook:add', '--access-key', buyer.accessKey, '--url', url])),
+    );
+    runs.forEach((run, i) => {
+      expect({ url: refused[i]![0], code: run.code, stdout: run.stdout }).toEqual({
+        url: refused[i]![0],
+        code: 1,
+        stdout: '',
+      });
+      expect(run.stderr).toContain(refused[i]![1]);
+    });
+
+    const allowed = await admin(['webhook:add', '--access-key', buyer.accessKey, '--url', receiver.url()], {
+      WEBHOOK_ALLOW_PRIVATE: 'true',
+    });
+    expect(allowed.code).toBe(0);
+    const added = json(allowed) as { webhookId: number; url: string; secret: string };
+    expect(Object.keys(added)).toEqual(['webhookId', 'url', 'secret']);
+    expect(added).toMatchObject({
+      url: receiver.url(),
+      secret: expect.stringMatching(/^whsec_[0-9a-f]{64}$/),
+    });
+    expect(await service.deps.store.webhooks.list(buyer.clientId)).toHaveLength(1);
+    await service.deps.store.webhooks.remove(added.webhookId, Date.now());
+  });
+});
+
+describe('when a webhook name resolves to a private address at delivery time', () => {
+  it('then the delivery is refused before anything is sent, and connects to the checked address only', async () => {
+    let answer = '93.184.216.34';
+    const resolve: Resolver = async () => [{ address: answer, family: 4 }];
+    const url = `http://hooks.example.test:${receiver.port}/rebind`;
+    const added = await addWebhook(
+      { store: service.deps.store, allowPrivate: false, resolve, clock: Date.now },
+      buyer.clientId,
+      url,
+    );
+    expect(added.kind).toBe('added');
+    await settledOrder();
+    const deliveryId = await service.probe.scalar(
+      `SELECT delivery_id FROM webhook_deliveries WHERE state = 'pending' ORDER BY delivery_id DESC`,
+    );
+
+    answer = '127.0.0.1';
+    const deps = (allowPrivate: boolean) => ({
+      store: service.deps.store,
+      sender: createWebhookSender({ allowPrivate, timeoutMs: 2000, resolve }),
+      clock: Date.now,
+      logger: createLogger(service.config, 'test'),
+      config: service.config,
+    });
+    expect(await deliverWebhook(deps(false), deliveryId, 1)).toBe('retry');
+    expect(receiver.received.filter((r) => r.path === '/rebind')).toHaveLength(0);
+    const error = await service.probe.scalar<string>(
+      'SELECT last_error FROM webhook_deliveries WHERE delivery_id = ?',
+      deliveryId,
+    );
+    expect(error).toContain('hooks.example.test resolves to 127.0.0.1, which is a loopback address');
+
+    // Allowed, the same name reaches the receiver through the address it was resolved to, named in Host.
+    expect(await deliverWebhook(deps(true), deliveryId, 2)).toBe('delivered');
+    const [post] = receiver.received.filter((r) => r.path === '/rebind');
+    expect(post!.headers.host).toBe(`hooks.example.test:${receiver.port}`);
+  });
+});
+
+describe('when an operator manages webhooks', () => {
+  it('then list, remove and replay print what CONTRACT.md section 12 says', async () => {
+    const client = await service.client('managed');
+    const allow = { WEBHOOK_ALLOW_PRIVATE: 'true' };
+    const first = json(
+      await admin(['webhook:add', '--access-key', client.accessKey, '--url', receiver.url('/a')], allow),
+    ) as { webhookId: number };
+    const second = json(
+      await admin(['webhook:add', '--access-key', client.accessKey, '--url', receiver.url('/b')], allow),
+    ) as { webhookId: number };
+
+    const removed = await admin(['webhook:remove', '--webhook', String(first.webhookId)]);
+    expect(removed.code).toBe(0);
+    expect(json(removed)).toEqual({ webhookId: first.webhookId, active: false });
+    const listed = await admin(['webhook:list', '--access-key', client.accessKey]);
+    expect(json(listed)).toEqual([
+      { webhookId: first.webhookId, url: receiver.url('/a'), active: false, failing: false },
+      { webhookId: second.webhookId, url: receiver.url('/b'), active: true, failing: false },
+    ]);
+
+    const since = new Date().toISOString();
+    await settledOrder(client);
+    await settledOrder(client);
+    const replayed = await admin(['webhook:replay', '--webhook', String(second.webhookId), '--since', since]);
+    expect(replayed.code).toBe(0);
+    expect(json(replayed)).toEqual({ replayed: 2 });
+    const later = await admin([
+      'webhook:replay',
+      '--webhook',
+      String(second.webhookId),
+      '--since',
+      '2999-01-01',
+    ]);
+    expect(json(later)).toEqual({ replayed: 0 });
+  });
+
+  it('then unknown webhooks and keys exit 1 and malformed options exit 2', async () => {
+    const cases: [string[], number, string][] = [
+      [['webhook:remove', '--webhook', '999999'], 1, 'no webhook 999999'],
+      [['webhook:replay', '--webhook', '999999', '--since', '2026-01-01'], 1, 'no webhook 999999'],
+      [['webhook:list', '--access-key', 'AKnope'], 1, 'no client with access key AKnope'],
+      [['webhook:add', '--access-key', 'AKnope', '--url', 'https://example.com/'], 1, 'no client'],
+      [['webhook:replay', '--webhook', '1', '--since', 'yesterday'], 2, '--since must be an ISO 8601 time'],
+      [['webhook:add', '--access-key', buyer.accessKey], 2, 'missing --url'],
+      [['webhook:remove', '--webhook', 'x'], 2, '--webhook must be an integer greater than 0'],
+    ];
+    const runs = await Promise.all(cases.map(([args]) => admin(args)));
+    runs.forEach((run, i) => {
+      const [args, code, message] = cases[i]!;
+      expect({ args, code: run.code, stdout: run.stdout }).toEqual({ args, code, stdout: '' });
+      expect(run.stderr).toContain(message);
+    });
+  });
+});

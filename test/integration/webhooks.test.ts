@@ -1,0 +1,207 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { moveItem } from '../../src/services/item-lifecycle.js';
+import { reconcileOnce } from '../../src/services/reconcile.js';
+import { addWebhook } from '../../src/services/webhooks.js';
+import type { WebhookWithSecret } from '../../src/store/store.port.js';
+import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
+import { createTestService, signed, type Credentials, type TestService } from '../helpers/test-service.js';
+import { until } from '../helpers/wait.js';
+import { startReceiver, type Receiver } from '../helpers/webhook-receiver.js';
+
+const WALDEN = 2002;
+const RETRY_BASE_MS = 200;
+
+let service: TestService;
+let receiver: Receiver;
+
+beforeAll(async () => {
+  service = await createTestService({
+    env: {
+      WEBHOOK_ALLOW_PRIVATE: 'true',
+      WEBHOOK_RETRY_BASE_MS: String(RETRY_BASE_MS),
+      WEBHOOK_MAX_ATTEMPTS: '3',
+      WEBHOOK_TIMEOUT_MS: '1000',
+    },
+  });
+  await service.importCatalog(VENDORS, LISTINGS);
+  receiver = await startReceiver();
+  await service.startWorker();
+});
+afterAll(async () => {
+  await service?.close();
+  await receiver?.close();
+});
+
+/** A new client with a webhook at its own path of the receiver. */
+async function clientWithWebhook(name: string): Promise<{ buyer: Credentials; webhook: WebhookWithSecret }> {
+  const buyer = await service.client(name);
+  const deps = { store: service.deps.store, allowPrivate: true, clock: Date.now };
+  const added = await addWebhook(deps, buyer.clientId, receiver.url(`/${name}`));
+  if (added.kind !== 'added') throw new Error(added.message);
+  return { buyer, webhook: added.webhook };
+}
+
+const receivedAt = (path: string) => receiver.received.filter((r) => r.path === `/${path}`);
+
+async function order(buyer: Credentials, overrides: Record<string, unknown> = {}) {
+  const body = orderBody(buyer.ccToken, { listings: [{ listingId: WALDEN, quantity: 2 }], ...overrides });
+  const res = await signed(service.app, buyer, 'POST', '/v1/orders', body);
+  expect(res.status).toBe(200);
+  return res.body as {
+    orderId: number;
+    listings: { orderItems: { orderItemId: number; status: number }[] }[];
+  };
+}
+
+const getOrder = async (buyer: Credentials, orderId: number) =>
+  (await signed(service.app, buyer, 'GET', `/v1/orders/${orderId}`)).body;
+
+const move = (orderItemId: number, to: number, extra: Record<string, unknown> = {}) =>
+  moveItem(service.deps, { orderItemId, to, ...extra });
+
+describe('when an order of a client with a webhook changes', () => {
+  it('then each change is posted once, signed, in sequence, with the order as GET showed it', async () => {
+    const { buyer, webhook } = await clientWithWebhook('story');
+    const placed = await order(buyer);
+    const [first, second] = placed.listings.flatMap((l) => l.orderItems);
+    await until(() => receivedAt('story').length === 1, 10_000, 'settlement event');
+    const afterSettle = await getOrder(buyer, placed.orderId);
+    expect(await move(first!.orderItemId, 35, { shippingCompany: 'DHL', trackingId: 'JD1' })).toMatchObject({
+      kind: 'moved',
+    });
+    expect(await move(second!.orderItemId, 17)).toMatchObject({ kind: 'moved' });
+    await until(() => receivedAt('story').length === 3, 10_000, 'move events');
+    const finalOrder = await getOrder(buyer, placed.orderId);
+
+    const posts = receivedAt('story').sort((a, b) => a.event.sequence - b.event.sequence);
+    expect(posts.map((p) => p.event.sequence)).toEqual([1, 2, 3]);
+    expect(new Set(posts.map((p) => p.event.eventId)).size).toBe(3);
+    for (const post of posts) {
+      expect(receiver.verify(post, webhook.secret)).toBe(true);
+      expect(post.headers['content-type']).toBe('application/json');
+      expect(post.headers['svc-event-id']).toBe(post.event.eventId);
+      expect(post.event.eventId).toMatch(/^evt_[0-9a-f]{24}$/);
+      expect(Math.abs(Date.parse(String(post.headers['svc-date'])) - Date.now())).toBeLessThan(60_000);
+      expect(Object.keys(post.event)).toEqual(['eventId', 'type', 'createDate', 'sequence', 'order']);
+      expect(post.event.type).toBe('order.updated');
+    }
+    expect(posts[0]!.event.order).toEqual(afterSettle);
+    expect(posts[2]!.event.order).toEqual(finalOrder);
+    const statuses = posts.map((p) =>
+      p.event.order.listings.flatMap((l) => l.orderItems.map((i) => i.status)),
+    );
+    expect(statuses).toEqual([
+      [5, 5],
+      [35, 5],
+      [35, 17],
+    ]);
+    expect(receiver.verify(posts[0]!, 'whsec_another')).toBe(false);
+  });
+
+  it('then acceptance records no event, and an order that buys nothing records one', async () => {
+    const { buyer } = await clientWithWebhook('nothing');
+    const body = orderBody(buyer.ccToken, { listings: [{ listingId: WALDEN, quantity: 1, maxPrice: 1 }] });
+    const res = await signed(service.app, buyer, 'POST', '/v1/orders', body, {
+      headers: { Prefer: 'respond-async' },
+    });
+    const orderId = res.body.orderId as number;
+    await until(() => receivedAt('nothing').length === 1, 10_000, 'event of the rejected order');
+    const [post] = receivedAt('nothing');
+    expect(post!.event).toMatchObject({ sequence: 1, order: { orderId } });
+    expect(post!.event.order.listings[0]!.orderItems[0]!.status).toBe(53);
+    expect(await service.probe.scalar('SELECT count(*) FROM order_events WHERE order_id = ?', orderId)).toBe(
+      1,
+    );
+  });
+
+  it('then a reconciliation move records an event too', async () => {
+    const { buyer } = await clientWithWebhook('deadline');
+    const placed = await order(buyer, { listings: [{ listingId: WALDEN, quantity: 1 }] });
+    const item = placed.listings[0]!.orderItems[0]!;
+    await move(item.orderItemId, 93, { extraShippingCents: 250 });
+    await until(() => receivedAt('deadline').length === 2, 10_000, 'settlement and request events');
+    const counts = await reconcileOnce(service.deps, Date.now() + 49 * 3_600_000);
+    expect(counts.extraShippingTimedOut).toBeGreaterThanOrEqual(1);
+    await until(() => receivedAt('deadline').length === 3, 10_000, 'reconciliation event');
+    const last = receivedAt('deadline').find((p) => p.event.sequence === 3)!;
+    expect(last.event.order).toEqual(await getOrder(buyer, placed.orderId));
+    expect(last.event.order.listings[0]!.orderItems[0]!.status).toBe(90);
+  });
+});
+
+describe('when a receiver fails', () => {
+  it('then a 500 and a timeout are retried with growing waits until a 2xx', async () => {
+    const { buyer, webhook } = await clientWithWebhook('flaky');
+    receiver.answer((r) => {
+      if (r.path !== '/flaky') return 204;
+      const tries = receivedAt('flaky').length;
+      return tries === 1 ? 500 : tries === 2 ? 'hang' : 204;
+    });
+    try {
+      await order(buyer);
+      await until(() => receivedAt('flaky').length === 3, 15_000, 'third attempt');
+    } finally {
+      receiver.answer(() => 204);
+    }
+    const [a, b, c] = receivedAt('flaky');
+    expect(new Set([a, b, c].map((p) => p!.body)).size).toBe(1);
+    for (const p of [a, b, c]) expect(receiver.verify(p!, webhook.secret)).toBe(true);
+    expect(b!.at - a!.at).toBeGreaterThanOrEqual(RETRY_BASE_MS);
+    // The second attempt waited out the 1 s timeout, then twice the base.
+    expect(c!.at - b!.at).toBeGreaterThanOrEqual(1000 + 2 * RETRY_BASE_MS);
+    await until(async () => (await deliveryStates(webhook.webhookId)) === 'delivered:3', 5000, 'recorded');
+  });
+
+  it('then after the last attempt the webhook is failing, later events are still tried, and a success clears it', async () => {
+    const { buyer, webhook } = await clientWithWebhook('down');
+    receiver.answer((r) => (r.path === '/down' ? 503 : 204));
+    try {
+      await order(buyer);
+      await until(async () => (await deliveryStates(webhook.webhookId)) === 'failed:3', 15_000, 'given up');
+      expect(receivedAt('down')).toHaveLength(3);
+      expect(await service.deps.store.webhooks.list(buyer.clientId)).toEqual([
+        {
+          webhookId: webhook.webhookId,
+          clientId: buyer.clientId,
+          url: webhook.url,
+          active: true,
+          failing: true,
+        },
+      ]);
+    } finally {
+      receiver.answer(() => 204);
+    }
+    await order(buyer);
+    await until(() => receivedAt('down').length === 4, 10_000, 'later event tried');
+    await until(
+      async () => !(await service.deps.store.webhooks.find(webhook.webhookId))!.failing,
+      5000,
+      'failing cleared',
+    );
+  });
+});
+
+describe('when an operator replays a webhook', () => {
+  it('then every event of the client since then is sent again, with the same id and body', async () => {
+    const { buyer, webhook } = await clientWithWebhook('replay');
+    const before = Date.now();
+    await order(buyer);
+    await order(buyer);
+    await until(() => receivedAt('replay').length === 2, 10_000, 'two events');
+    const replayed = await service.deps.store.webhooks.replay(webhook.webhookId, before, Date.now());
+    expect(replayed).toBe(2);
+    await until(() => receivedAt('replay').length === 4, 10_000, 'replayed events');
+    const [first, second, ...again] = receivedAt('replay');
+    expect(again.map((p) => p.body).sort()).toEqual([first!.body, second!.body].sort());
+    expect(await service.deps.store.webhooks.replay(webhook.webhookId, Date.now() + 1, Date.now())).toBe(0);
+  });
+});
+
+/** The states of a webhook's deliveries with their attempts, e.g. 'delivered:3'. */
+async function deliveryStates(webhookId: number): Promise<string> {
+  const rows = await service.probe.all<{ state: string; attempts: number }>(
+    'SELECT state, attempts FROM webhook_deliveries WHERE webhook_id = ? ORDER BY delivery_id',
+    webhookId,
+  );
+  return rows.map((r) => `${r.state}:${r.attempts}`).join(',');
+}

@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest';
+import { forbiddenRange, parseIp } from '../../src/domain/ip-ranges.js';
+
+describe('forbiddenRange: which addresses a webhook may not reach', () => {
+  it.each([
+    ['127.0.0.1', 'loopback'],
+    ['127.255.255.254', 'loopback'],
+    ['10.0.0.1', 'private'],
+    ['172.16.0.1', 'private'],
+    ['172.31.255.255', 'private'],
+    ['192.168.1.1', 'private'],
+    ['169.254.169.254', 'link-local'],
+    ['0.0.0.0', 'unspecified'],
+    ['100.64.0.1', 'shared (CGNAT)'],
+    ['100.127.255.255', 'shared (CGNAT)'],
+    ['224.0.0.251', 'multicast'],
+    ['255.255.255.255', 'reserved'],
+    ['::1', 'loopback'],
+    ['::', 'unspecified'],
+    ['fc00::1', 'private (unique local)'],
+    ['fd12:3456::1', 'private (unique local)'],
+    ['fe80::1', 'link-local'],
+    ['fe80::1%eth0', 'link-local'],
+    ['[::1]', 'loopback'],
+    ['ff02::1', 'multicast'],
+  ])('refuses %s as %s', (address, range) => {
+    expect(forbiddenRange(address)).toBe(range);
+  });
+
+  it.each([
+    ['::ffff:127.0.0.1', 'loopback'],
+    ['::ffff:7f00:1', 'loopback'],
+    ['::ffff:10.0.0.1', 'private'],
+    ['::ffff:169.254.169.254', 'link-local'],
+    ['64:ff9b::a9fe:a9fe', 'link-local'],
+    ['2002:c0a8:0101::1', 'private'],
+    ['::127.0.0.1', 'loopback'],
+  ])('judges an IPv6 address carrying IPv4 (%s) by that address', (address, range) => {
+    expect(forbiddenRange(address)).toMatch(new RegExp(`^${range.replace(/[()]/g, '\\$&')} \\(IPv4 `));
+  });
+
+  it.each([
+    '8.8.8.8',
+    '93.184.216.34',
+    '100.128.0.1',
+    '172.32.0.1',
+    '2606:4700:4700::1111',
+    '::ffff:8.8.8.8',
+  ])('allows the public address %s', (address) => {
+    expect(forbiddenRange(address)).toBeNull();
+  });
+
+  it('refuses what is not an address', () => {
+    expect(forbiddenRange('example.com')).toBe('not an IP address');
+    expect(forbiddenRange('')).toBe('not an IP address');
+  });
+
+  it('parses IPv4 and IPv6 forms to bytes', () => {
+    expect([...parseIp('1.2.3.4')!]).toEqual([1, 2, 3, 4]);
+    expect([...parseIp('1:2:3:4:5:6:7:8')!]).toEqual([0, 1, 0, 2, 0, 3, 0, 4, 0, 5, 0, 6, 0, 7, 0, 8]);
+    expect([...parseIp('::ffff:1.2.3.4')!]).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 255, 255, 1, 2, 3, 4]);
+    expect([...parseIp('1::')!]).toEqual([0, 1, ...Array<number>(14).fill(0)]);
+    expect(parseIp('1.2.3')).toBeNull();
+  });
+});
