@@ -4,6 +4,7 @@
 // alternate for `--rounds` rounds on the same process and store. Writes the "Batches" section of BENCHMARKS.md.
 //   node --import tsx scripts/bench-batches.ts [--single 3000] [--batched 50000] [--batch 500] [--in-flight 8]
 //     [--rounds 2] [--stores sqlite,postgres] [--no-write]
+import type { ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -20,6 +21,7 @@ import { running, startEntry, stopAllOnInterrupt, stopProcess, waitForWeb } from
 import {
   freshStore,
   parseStoreKinds,
+  postgresServerPid,
   serviceEnv,
   stopPostgresServer,
   type StoreKind,
@@ -170,25 +172,12 @@ async function runStore(redis: RunningRedis, kind: StoreKind): Promise<BatchRun[
     // Warm-up: connections, statement caches, JIT.
     await timed(IN_FLIGHT * 10, () => postSingle(baseUrl, buyer));
     await timed(IN_FLIGHT, () => postBatch(baseUrl, buyer, BATCH));
-    const phase = async (mode: BatchRun['mode'], orders: number, send: () => Promise<void>, per: number) => {
-      const cpu = () => ({ web: treeCpuSeconds(web.pid!), generator: ownCpuSeconds() });
-      const before = cpu();
-      const seconds = await timed(Math.ceil(orders / per), send);
-      const after = cpu();
-      const run: BatchRun = {
-        store: kind,
-        mode,
-        orders: Math.ceil(orders / per) * per,
-        seconds,
-        webCpu: after.web - before.web,
-        generatorCpu: after.generator - before.generator,
-      };
-      say(`${kind} ${mode}: ${(run.orders / seconds).toFixed(0)} orders/s`);
-      runs.push(run);
-    };
+    const readCpu = await cpuReader(web, redis, kind);
     for (let round = 1; round <= ROUNDS; round++) {
-      await phase('single', SINGLE, () => postSingle(baseUrl, buyer), 1);
-      await phase('batch', BATCHED, () => postBatch(baseUrl, buyer, BATCH), BATCH);
+      runs.push(await measure(kind, 'single', SINGLE, 1, () => postSingle(baseUrl, buyer), readCpu));
+      runs.push(
+        await measure(kind, 'batch', BATCHED, BATCH, () => postBatch(baseUrl, buyer, BATCH), readCpu),
+      );
     }
     const stored = await probe.scalar<number>('SELECT count(*) FROM orders');
     const expected = IN_FLIGHT * 10 + IN_FLIGHT * BATCH + runs.reduce((sum, r) => sum + r.orders, 0);
@@ -203,6 +192,37 @@ async function runStore(redis: RunningRedis, kind: StoreKind): Promise<BatchRun[
     await store.remove();
     fs.rmSync(dir, { recursive: true, force: true });
   }
+}
+
+type CpuReader = () => Record<string, number>;
+
+/** CPU seconds so far of the web process, this load generator, Redis and the PostgreSQL server (when private). */
+async function cpuReader(web: ChildProcess, redis: RunningRedis, kind: StoreKind): Promise<CpuReader> {
+  const databasePid = kind === 'postgres' ? await postgresServerPid() : undefined;
+  return () => {
+    const cpu: Record<string, number> = { web: treeCpuSeconds(web.pid!), generator: ownCpuSeconds() };
+    if (redis.process?.pid) cpu.redis = treeCpuSeconds(redis.process.pid);
+    if (databasePid) cpu.database = treeCpuSeconds(databasePid);
+    return cpu;
+  };
+}
+
+/** One phase: `orders` sent `per` request, IN_FLIGHT requests at once, timed and with the CPU each process spent. */
+async function measure(
+  kind: StoreKind,
+  mode: BatchRun['mode'],
+  orders: number,
+  per: number,
+  send: () => Promise<void>,
+  readCpu: CpuReader,
+): Promise<BatchRun> {
+  const requests = Math.ceil(orders / per);
+  const before = readCpu();
+  const seconds = await timed(requests, send);
+  const after = readCpu();
+  const cpu = Object.fromEntries(Object.entries(after).map(([name, s]) => [name, s - (before[name] ?? 0)]));
+  say(`${kind} ${mode}: ${((requests * per) / seconds).toFixed(0)} orders/s`);
+  return { store: kind, mode, orders: requests * per, seconds, cpu };
 }
 
 function ownCpuSeconds(): number {

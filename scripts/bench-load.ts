@@ -19,7 +19,9 @@ import { addCard, createClient } from '../src/services/client-keys.js';
 import { placeOrder } from '../src/services/place-order.js';
 import { replaceSection } from './benchmarks-file.js';
 import {
+  eventLoopP99Ms,
   running,
+  RUNTIME,
   startEntry,
   stopAllOnInterrupt,
   stopProcess,
@@ -67,6 +69,8 @@ interface Setup {
 interface Run extends Setup {
   drain: Drain;
   report: LoadReport;
+  /** The web's event-loop delay p99 over the mixed load (nodejs_eventloop_lag_p99_seconds), in ms. */
+  eventLoopP99Ms: number;
   exitCodes: Record<string, number | null>;
 }
 
@@ -167,6 +171,7 @@ async function benchOnce(kind: StoreKind, setup: Setup, durationS: number): Prom
       await waitForWorkers(logFile, workers);
     });
     say(`drained at ${drain.perSecond} orders/s; now ${durationS} s of mixed load`);
+    await eventLoopP99Ms(url); // a scrape resets the histogram: what the next one reads is the load's
     const report = await runLoad({
       url,
       store,
@@ -179,9 +184,10 @@ async function benchOnce(kind: StoreKind, setup: Setup, durationS: number): Prom
         { name: 'redis-server', pid: redisPid },
       ],
     });
+    const eventLoop = await eventLoopP99Ms(url);
     const exitCodes: Record<string, number | null> = {};
     for (const [name, child] of Object.entries(children)) exitCodes[name] = await stopProcess(child);
-    return { ...setup, drain, report, exitCodes };
+    return { ...setup, drain, report, eventLoopP99Ms: eventLoop, exitCodes };
   } finally {
     await Promise.all(Object.values(children).map(stopProcess));
     await redis.stop();
@@ -206,12 +212,12 @@ function summary(runs: Run[]): string {
     return (
       `| ${run.latencyMs} | ${run.web} | ${run.workers} | ${run.drain.perSecond}${scale} | ${run.drain.coresBusy} | ${Math.round(all / run.report.durationS)} | ` +
       `${Math.round(orders.accepted / run.report.durationS)} | ${orders.peakBacklog} | ` +
-      `${p99('dry-run')} / ${p99('order-async')} / ${p99('get')} / ${p99('search')} | ${refused} | ${unexpected} | ${clean} |`
+      `${p99('dry-run')} / ${p99('order-async')} / ${p99('get')} / ${p99('search')} | ${run.eventLoopP99Ms} | ${refused} | ${unexpected} | ${clean} |`
     );
   });
   return [
-    '| payment latency ms | web | workers | backlog drain, orders/s | cores busy in drain | mixed load, requests/s | orders accepted/s | peak backlog | p99 ms dry run / order / get / search | 4291 (deliberate) | unexpected answers | all exited 0 on SIGTERM |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| payment latency ms | web | workers | backlog drain, orders/s | cores busy in drain | mixed load, requests/s | orders accepted/s | peak backlog | p99 ms dry run / order / get / search | web event-loop p99 ms (10 = no delay) | 4291 (deliberate) | unexpected answers | all exited 0 on SIGTERM |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
   ].join('\n');
 }
@@ -244,13 +250,13 @@ async function main() {
     await stopPostgresServer();
   }
   const command =
-    `node --import tsx scripts/bench-load.ts --store ${kind} --duration ${durationS} --workers ${values.workers} ` +
+    `${RUNTIME === 'tsx' ? 'BENCH_RUNTIME=tsx ' : ''}node --import tsx scripts/bench-load.ts --store ${kind} --duration ${durationS} --workers ${values.workers} ` +
     `--latency-ms ${values['latency-ms']} --web-check ${values['web-check']}`;
   const body = [
     `Command: \`${command}\` (${os.cpus().length} cores, ${new Date().toISOString().slice(0, 10)}; ${CONNECTIONS} connections, ` +
       `one access key each, plus one key at ${OVER_LIMIT_RATE} requests/s against RATE_LIMIT_PER_S=200, the deliberate 4291s).`,
     '',
-    `Each run starts a fresh store (${kind === 'sqlite' ? 'a SQLite file' : 'a database on a private PostgreSQL server'}) and queue with the Procfile processes (web, N workers, clock). **Backlog drain**: ` +
+    `Each run starts a fresh store (${kind === 'sqlite' ? 'a SQLite file' : 'a database on a private PostgreSQL server'}) and queue with the Procfile processes (web, N workers, clock; ${RUNTIME === 'tsx' ? 'from source through tsx' : 'compiled, the Procfile commands as written'}). **Backlog drain**: ` +
       `${BACKLOG} orders accepted while the queue is paused, then resumed with every worker ready; orders/s from the ` +
       'resume to the last settlement, the workers alone. **Mixed load**: 40 % dry runs, 20 % real orders with ' +
       '`Prefer: respond-async`, 20 % gets, 20 % searches (each connection its own key with 10 orders of its own), ' +
@@ -268,7 +274,8 @@ async function main() {
     ]),
   ].join('\n');
   process.stdout.write(`${body}\n`);
-  const title = kind === 'sqlite' ? 'Load' : 'Load (PostgreSQL)';
+  // Runs from source keep the sections of the figures before the compiled build.
+  const title = `Load${kind === 'sqlite' ? '' : ' (PostgreSQL)'}${RUNTIME === 'tsx' ? '' : ', compiled'}`;
   if (!values['no-write']) replaceSection(path.join(ROOT, 'BENCHMARKS.md'), title, body);
 }
 

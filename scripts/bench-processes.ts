@@ -3,22 +3,27 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { compiledEntry, fromSource, readProcfile } from './procfile.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 
 /**
- * How benchmarks run the service's entries: `dist` (the default) as production does, plain Node on the
- * compiled build (built first when missing or stale); `tsx` (BENCH_RUNTIME=tsx) from source through tsx.
+ * How benchmarks run the service's entries: `dist` (the default) as production does, the Procfile's command on
+ * the compiled build (built first when missing or stale); `tsx` (BENCH_RUNTIME=tsx) the same command on the
+ * source through tsx. An entry the Procfile does not name (a baseline server) runs through tsx.
  */
 export const RUNTIME: 'dist' | 'tsx' = process.env.BENCH_RUNTIME === 'tsx' ? 'tsx' : 'dist';
+const PROCFILE = Object.values(readProcfile(ROOT));
 let built = false;
 
 /** Node's arguments to run `entry` (a source path from the repository root, e.g. src/server.ts). */
 export function entryArgs(entry: string): string[] {
-  if (RUNTIME === 'tsx') return ['--import', 'tsx', path.join(ROOT, entry)];
+  const command = PROCFILE.find((args) => compiledEntry(args) === `dist/${entry.replace(/\.ts$/, '.js')}`);
+  if (!command) return ['--import', 'tsx', entry];
+  if (RUNTIME === 'tsx') return fromSource(command);
   if (!built) execFileSync('bash', [path.join(ROOT, 'scripts/build.sh'), '--if-stale'], { stdio: 'inherit' });
   built = true;
-  return ['--enable-source-maps', path.join(ROOT, 'dist', entry.replace(/\.ts$/, '.js'))];
+  return command;
 }
 
 /** Everything started here and not exited yet, so that Ctrl-C can stop it too. */
@@ -85,4 +90,14 @@ export function stopAllOnInterrupt(cleanup: () => Promise<void> = () => Promise.
       .then(cleanup)
       .finally(() => process.exit(130));
   });
+}
+
+/**
+ * The web's event-loop delay p99 in ms since the previous scrape of its /metrics (prom-client resets the
+ * histogram at each scrape; it samples every 10 ms, and each sample includes those 10 ms: 10 is no delay).
+ */
+export async function eventLoopP99Ms(baseUrl: string): Promise<number> {
+  const text = await (await fetch(`${baseUrl}/metrics`)).text();
+  const value = /^nodejs_eventloop_lag_p99_seconds(?:\{[^}]*\})? (\S+)$/m.exec(text)?.[1];
+  return value === undefined ? NaN : Math.round(Number(value) * 10_000) / 10;
 }

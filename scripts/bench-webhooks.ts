@@ -4,6 +4,7 @@
 // for BENCHMARKS.md ("Webhook deliveries"); --write replaces it there.
 //   node --import tsx scripts/bench-webhooks.ts [--deliveries 5000] [--stores sqlite,postgres] [--write]
 import crypto from 'node:crypto';
+import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -18,12 +19,13 @@ import { running, startEntry, stopProcess, waitFor, waitForWorkers } from './ben
 import {
   freshStore,
   parseStoreKinds,
+  postgresServerPid,
   serviceEnv,
   stopPostgresServer,
   type BenchStore,
 } from './bench-stores.js';
-import { machineBusySeconds, processStats } from './process-stats.js';
-import { ensureRedis } from './redis.js';
+import { machineBusySeconds, processStats, treeCpuSeconds } from './process-stats.js';
+import { ensureRedis, type RunningRedis } from './redis.js';
 
 const { values } = parseArgs({
   options: {
@@ -44,7 +46,8 @@ interface Result {
   store: string;
   deliveries: number;
   seconds: number;
-  workerCpuSeconds: number;
+  /** CPU seconds while the backlog drained, by who spent them. */
+  cpu: { worker: number; redis: number; database: number; receiver: number };
   /** Cores the whole machine kept busy meanwhile: worker, Redis, database server, this receiver, anything else. */
   machineCores: number;
 }
@@ -137,14 +140,26 @@ async function settledOrder(store: Store, clientId: number, cardId: number, now:
   });
 }
 
-async function round(bench: BenchStore, redisUrl: string): Promise<Result> {
+/** CPU seconds so far of the worker, Redis (when private), the database server (when private) and this process. */
+async function cpuNow(workerPid: number, redis: RunningRedis, bench: BenchStore) {
+  const databasePid = bench.kind === 'postgres' ? await postgresServerPid() : undefined;
+  const own = process.cpuUsage();
+  return {
+    worker: processStats(workerPid)?.cpuSeconds ?? 0,
+    redis: redis.process?.pid ? (processStats(redis.process.pid)?.cpuSeconds ?? 0) : 0,
+    database: databasePid ? treeCpuSeconds(databasePid) : 0,
+    receiver: (own.user + own.system) / 1e6,
+  };
+}
+
+async function round(bench: BenchStore, redis: RunningRedis): Promise<Result> {
   const receiver = await startReceiver();
   const store = await bench.open();
   try {
     await fillOutbox(store, receiver.url);
     const logFile = path.join(os.tmpdir(), `bench-webhooks-${process.pid}-${bench.kind}.log`);
     const env = serviceEnv(bench, {
-      REDIS_URL: redisUrl,
+      REDIS_URL: redis.url,
       QUEUE_PREFIX: `benchwh${process.pid}${bench.kind}`,
       WEBHOOK_ALLOW_PRIVATE: 'true',
       WEBHOOK_CONCURRENCY: String(CONCURRENCY),
@@ -154,18 +169,24 @@ async function round(bench: BenchStore, redisUrl: string): Promise<Result> {
     const worker = startEntry('workers/order.worker.ts', env, logFile);
     await waitForWorkers(logFile, 1);
     await waitFor(() => receiver.at.count >= 1, 'first delivery');
-    const cpuAtFirst = processStats(worker.pid!)?.cpuSeconds ?? 0;
+    const before = await cpuNow(worker.pid!, redis, bench);
     const busyAtFirst = machineBusySeconds();
     await waitFor(() => receiver.at.count >= DELIVERIES, `${DELIVERIES} deliveries`, 600_000, 50);
-    const cpu = (processStats(worker.pid!)?.cpuSeconds ?? 0) - cpuAtFirst;
+    const after = await cpuNow(worker.pid!, redis, bench);
     const busy = machineBusySeconds() - busyAtFirst;
     await stopProcess(worker);
+    fs.rmSync(logFile, { force: true });
     const seconds = (receiver.at.last - receiver.at.first) / 1000;
     return {
       store: bench.kind,
       deliveries: receiver.at.count,
       seconds,
-      workerCpuSeconds: cpu,
+      cpu: {
+        worker: after.worker - before.worker,
+        redis: after.redis - before.redis,
+        database: after.database - before.database,
+        receiver: after.receiver - before.receiver,
+      },
       machineCores: busy / seconds,
     };
   } finally {
@@ -177,8 +198,11 @@ async function round(bench: BenchStore, redisUrl: string): Promise<Result> {
 function section(results: Result[]): string {
   const rows = results.map((r) => {
     const rate = Math.round((r.deliveries - 1) / r.seconds);
-    const cpuUs = Math.round((r.workerCpuSeconds / (r.deliveries - 1)) * 1e6);
-    return `| ${r.store} | ${r.deliveries} | ${r.seconds.toFixed(2)} | ${rate} | ${cpuUs} | ${r.machineCores.toFixed(1)} |`;
+    const us = (seconds: number) =>
+      seconds > 0 ? String(Math.round((seconds / (r.deliveries - 1)) * 1e6)) : '–';
+    const { worker, redis, database, receiver } = r.cpu;
+    const cpu = [worker, redis, database, receiver].map(us).join(' | ');
+    return `| ${r.store} | ${r.deliveries} | ${r.seconds.toFixed(2)} | ${rate} | ${cpu} | ${r.machineCores.toFixed(1)} |`;
   });
   return `Command: \`node --import tsx scripts/bench-webhooks.ts --deliveries ${DELIVERIES}\` (${os.cpus().length} cores, \
 WEBHOOK_CONCURRENCY=${CONCURRENCY}, one worker process; ${new Date().toISOString().slice(0, 10)})
@@ -189,8 +213,11 @@ the \`webhooks\` queue, the job reads the delivery with its event and webhook, r
 over a kept-alive connection after the SSRF check of the resolved address, and records the attempt. The rate is
 measured at the receiver, from the first delivery to the last.
 
-| store | deliveries | seconds | deliveries/s | worker CPU µs per delivery | machine cores busy |
-|---|--:|--:|--:|--:|--:|
+CPU µs per delivery by process (the database server counts PostgreSQL and its backends; SQLite runs inside the
+worker); "machine cores busy" counts every process of this shared machine during the drain.
+
+| store | deliveries | seconds | deliveries/s | worker µs | Redis µs | database server µs | receiver µs | machine cores busy |
+|---|--:|--:|--:|--:|--:|--:|--:|--:|
 ${rows.join('\n')}`;
 }
 
@@ -201,7 +228,7 @@ async function main(): Promise<void> {
     for (const kind of parseStoreKinds(values.stores)) {
       const bench = await freshStore(kind, 'benchwebhooks');
       try {
-        results.push(await round(bench, redis.url));
+        results.push(await round(bench, redis));
       } finally {
         await bench.remove();
       }

@@ -6,21 +6,18 @@ import path from 'node:path';
 import { loadConfig } from '../src/config.js';
 import { openStore } from '../src/store/open-store.js';
 import { seedDemo, writeDemoOrders } from './demo-data.js';
+import { fromSource, readProcfile } from './procfile.js';
 import { ensureRedis, type RunningRedis } from './redis.js';
 
-// Compiled (dist/scripts/start.js, as `npm start` runs it), it starts the compiled entries with plain Node;
-// run from source through tsx (`npm run dev`), it starts the sources through tsx.
+// Compiled (dist/scripts/start.js, as `npm start` runs it), it runs the Procfile's commands on the compiled
+// entries; run from source through tsx (`npm run dev`), the same commands on the sources through tsx.
 const COMPILED = import.meta.filename.endsWith('.js');
-const ENTRY_ROOT = path.resolve(import.meta.dirname, '..');
-const ROOT = COMPILED ? path.dirname(ENTRY_ROOT) : ENTRY_ROOT;
-const NODE_ARGS = COMPILED ? ['--enable-source-maps'] : ['--import', 'tsx'];
+const ROOT = path.resolve(import.meta.dirname, COMPILED ? '../..' : '..');
 // Each process gives itself 30 s to finish its work (src/process.ts).
 const STOP_TIMEOUT_MS = 35_000;
-const PROCESSES: Record<string, string> = {
-  web: 'src/server',
-  worker: 'workers/order.worker',
-  clock: 'jobs/clock',
-};
+const PROCESSES = Object.fromEntries(
+  Object.entries(readProcfile(ROOT)).map(([name, args]) => [name, COMPILED ? args : fromSource(args)]),
+);
 
 function say(line: string): void {
   process.stderr.write(`[start] ${line}\n`);
@@ -65,8 +62,7 @@ async function main(): Promise<void> {
 
   const launch = (name: string) => {
     if (stopping) return;
-    const entry = `${path.join(ENTRY_ROOT, PROCESSES[name]!)}.${COMPILED ? 'js' : 'ts'}`;
-    const child = spawn(process.execPath, [...NODE_ARGS, entry], {
+    const child = spawn(process.execPath, PROCESSES[name]!, {
       cwd: ROOT,
       env,
       stdio: 'inherit',

@@ -14,6 +14,9 @@ const ConfigSchema = z.object({
     .regex(/^postgres(ql)?:\/\/[^/]+\/[^/?]+/, 'must be a postgres://USER[:PASSWORD]@HOST:PORT/DB URL')
     .optional(),
   DB_POOL_SIZE: positiveInt.default(10),
+  // How long the web waits for another process's SQLite write lock, blocking its event loop, before answering
+  // 503 5030 with Retry-After; other processes wait up to 10 s.
+  WEB_DB_BUSY_TIMEOUT_MS: nonNegativeInt.max(10_000).default(100),
   SECRETS_KEY: z
     .string()
     .superRefine((key, ctx) => {

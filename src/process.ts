@@ -19,24 +19,31 @@ export function runProcess(
     process.exit(1);
   }
   const logger = createLogger(config, name);
+  // Signals are handled from the first moment: one that arrives while the process starts stops it once started.
+  let stopping: string | null = null;
+  let stop: (() => Promise<void>) | null = null;
+  const shutdown = () => {
+    if (!stop || !stopping) return;
+    logger.info({ signal: stopping }, 'shutting down');
+    setTimeout(() => process.exit(1), SHUTDOWN_GRACE_MS).unref();
+    stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error({ err }, 'unclean shutdown');
+        process.exit(1);
+      },
+    );
+  };
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.on(signal, () => {
+      stopping ??= signal;
+      shutdown();
+    });
+  }
   start(config, logger).then(
-    ({ stop }) => {
-      let stopping = false;
-      const shutdown = (signal: string) => {
-        if (stopping) return;
-        stopping = true;
-        logger.info({ signal }, 'shutting down');
-        setTimeout(() => process.exit(1), SHUTDOWN_GRACE_MS).unref();
-        stop().then(
-          () => process.exit(0),
-          (err: unknown) => {
-            logger.error({ err }, 'unclean shutdown');
-            process.exit(1);
-          },
-        );
-      };
-      process.once('SIGTERM', () => shutdown('SIGTERM'));
-      process.once('SIGINT', () => shutdown('SIGINT'));
+    (started) => {
+      stop = started.stop;
+      shutdown();
     },
     (err: unknown) => {
       logger.fatal({ err }, 'failed to start');

@@ -3,13 +3,23 @@
  * whatever the order of its keys or its spacing, so a batch entry sent again is recognised as the same request.
  */
 export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const object = value as Record<string, unknown>;
-    const members = Object.keys(object)
-      .sort()
-      .map((key) => `${JSON.stringify(key)}:${canonicalJson(object[key])}`);
-    return `{${members.join(',')}}`;
+  return write(value, '');
+}
+
+// Appends to one string (V8 joins the pieces lazily) rather than building an array per object.
+function write(value: unknown, out: string): string {
+  if (value === null || typeof value !== 'object') return out + JSON.stringify(value);
+  if (Array.isArray(value)) {
+    out += '[';
+    for (let i = 0; i < value.length; i++) out = write(value[i], i ? `${out},` : out);
+    return `${out}]`;
   }
-  return JSON.stringify(value);
+  const object = value as Record<string, unknown>;
+  out += '{';
+  let first = true;
+  for (const key of Object.keys(object).sort()) {
+    out = write(object[key], `${out}${first ? '' : ','}${JSON.stringify(key)}:`);
+    first = false;
+  }
+  return `${out}}`;
 }

@@ -90,6 +90,7 @@ function toApiError(err: unknown): ApiError {
     return new ApiError(
       SvcStatus.UNAVAILABLE,
       'a dependency is busy or down; retry later with the same Svc-RequestId',
+      { 'Retry-After': '1' },
     );
   return new ApiError(
     SvcStatus.INTERNAL,

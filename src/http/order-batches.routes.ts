@@ -51,7 +51,7 @@ export function postOrderBatch(deps: PlaceOrderBatchDeps & { intake: OrderIntake
       const { requestId, problems } = entryRequestId(entry, index, seen);
       const check = async (order: Record<string, unknown>) => ({
         requestId,
-        requestHash: sha256Hex(`${req.method}\n${req.path}\n${sha256Hex(canonicalJson(order))}`),
+        requestHash: sha256Hex(`${req.method}\n${req.path}\n${canonicalJson(order)}`),
         checked: await checkOrderRequest(clientId, order, catalog),
       });
       checked.push(await checkEntry(entry, requestId, problems, check));

@@ -1,7 +1,5 @@
 import crypto from 'node:crypto';
-import { createBullBoard } from '@bull-board/api';
-import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
-import { ExpressAdapter } from '@bull-board/express';
+import { createRequire } from 'node:module';
 import type { Queue } from 'bullmq';
 import type { Express, RequestHandler } from 'express';
 
@@ -41,6 +39,12 @@ export function basicAuth(user: string, password: string, realm: string): Reques
  */
 export function mountQueueDashboard(app: Express, { queues, user, password }: DashboardOptions): boolean {
   if (!user || !password) return false;
+  // Loaded only when mounted: bull-board and its UI cost every web process memory it would not use.
+  const require = createRequire(import.meta.url);
+  const { createBullBoard } = require('@bull-board/api') as typeof import('@bull-board/api');
+  const { BullMQAdapter } =
+    require('@bull-board/api/bullMQAdapter') as typeof import('@bull-board/api/bullMQAdapter');
+  const { ExpressAdapter } = require('@bull-board/express') as typeof import('@bull-board/express');
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(DASHBOARD_PATH);
   createBullBoard({

@@ -71,8 +71,9 @@ async function answers(
   log: Logger,
 ): Promise<PlaceOrderResult[]> {
   const ids = accepted.flatMap((a) => (a.kind === 'conflict' ? [] : [a.orderId]));
-  await enqueueAll(deps.queue, ids, log);
-  const stored = new Map((await deps.store.orders.getMany(ids)).map((o) => [o.order.orderId, o]));
+  // The orders are stored: Redis takes the jobs while the store reads the answers.
+  const [, read] = await Promise.all([enqueueAll(deps.queue, ids, log), deps.store.orders.getMany(ids)]);
+  const stored = new Map(read.map((o) => [o.order.orderId, o]));
   return accepted.map((a) => (a.kind === 'conflict' ? a : placed(stored.get(a.orderId)!, a.kind)));
 }
 

@@ -56,12 +56,19 @@ export function startRelay(deps: RelayDeps, intervalMs = 1000): RunningRelay {
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> = Promise.resolve();
+  let failing = false;
   const tick = () => {
     running = relayDeliveries(deps).then(
-      (handed) => schedule(handed >= BATCH ? 0 : intervalMs),
+      (handed) => {
+        if (failing) deps.logger.info('webhook relay passes again');
+        failing = false;
+        schedule(handed >= BATCH ? 0 : intervalMs);
+      },
       (err: unknown) => {
-        // Redis or the store away: the rows stay in the outbox for the next pass.
-        deps.logger.warn({ err: (err as Error).message }, 'webhook relay pass failed; retrying');
+        // Redis or the store away: the rows stay in the outbox for the next pass; one warning per outage.
+        if (!failing)
+          deps.logger.warn({ err: (err as Error).message }, 'webhook relay pass failed; retrying');
+        failing = true;
         schedule(intervalMs);
       },
     );

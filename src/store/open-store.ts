@@ -1,8 +1,6 @@
 import type { Config } from '../config.js';
 import { createSealer } from '../domain/secrets.js';
-import { openPostgresStore } from './postgres/postgres.store.js';
 import { resolveSecretsKey } from './secrets-key.js';
-import { openSqliteStore } from './sqlite/sqlite.store.js';
 import type { Store } from './store.port.js';
 
 const toStderr = (message: string): void => void process.stderr.write(`${message}\n`);
@@ -13,12 +11,23 @@ const toStderr = (message: string): void => void process.stderr.write(`${message
  * `note`, stderr by default).
  */
 export async function openStore(
-  config: Pick<Config, 'DATABASE_URL' | 'DB_PATH' | 'DB_POOL_SIZE' | 'SECRETS_KEY'>,
+  config: Pick<Config, 'DATABASE_URL' | 'DB_PATH' | 'DB_POOL_SIZE' | 'SECRETS_KEY'> &
+    Partial<Pick<Config, 'WEB_DB_BUSY_TIMEOUT_MS'>>,
   role = 'service',
   note: (message: string) => void = toStderr,
 ): Promise<Store> {
   const sealer = createSealer(resolveSecretsKey(config, note).key);
-  return config.DATABASE_URL
-    ? openPostgresStore(config.DATABASE_URL, { poolSize: config.DB_POOL_SIZE, applicationName: role, sealer })
-    : openSqliteStore(config.DB_PATH, { sealer });
+  // Each adapter is loaded only where it is used: a process keeps one database driver in memory, not two.
+  if (config.DATABASE_URL) {
+    const { openPostgresStore } = await import('./postgres/postgres.store.js');
+    return openPostgresStore(config.DATABASE_URL, {
+      poolSize: config.DB_POOL_SIZE,
+      applicationName: role,
+      sealer,
+    });
+  }
+  const { openSqliteStore } = await import('./sqlite/sqlite.store.js');
+  // The web answers 503 rather than stall every request while a worker holds the write lock.
+  const busyTimeoutMs = role === 'web' ? config.WEB_DB_BUSY_TIMEOUT_MS : undefined;
+  return openSqliteStore(config.DB_PATH, { sealer, busyTimeoutMs });
 }

@@ -74,7 +74,10 @@ export function createWebhookSender(options: SenderOptions): WebhookSender {
         'svc-signature': signWebhook(request.secret, { date: request.date, eventId: request.eventId, body }),
       };
       const agent = url.protocol === 'https:' ? agents.https : agents.http;
-      return send(url, { headers, agent, lookup: fixedLookup(addresses) }, body, options);
+      // Whatever goes wrong with one post is that attempt's failure, counted like a receiver's.
+      return send(url, { headers, agent, lookup: fixedLookup(addresses) }, body, options).catch(
+        (err: unknown): PostResult => ({ ok: false, error: (err as Error).message }),
+      );
     },
     close() {
       agents.http.destroy();

@@ -189,7 +189,10 @@ describe(`the store port on ${TEST_STORE}`, () => {
     const earlier = newOrder([{ listingId: WALDEN, copies: 1 }]);
     const first = await store.orders.accept(earlier);
     const fresh = [
-      newOrder([{ listingId: WALDEN, copies: 2 }]),
+      newOrder([
+        { listingId: WALDEN, copies: 2 },
+        { listingId: MIDDLEMARCH, copies: 1 },
+      ]),
       newOrder([{ listingId: MIDDLEMARCH, copies: 1 }]),
     ];
     const sameKeyTwice = newOrder([{ listingId: WALDEN, copies: 1 }]);
@@ -215,9 +218,12 @@ describe(`the store port on ${TEST_STORE}`, () => {
     const stored = await store.orders.getMany([...ids, ...ids, 999_999_999]);
     expect(stored.map((o) => o.order.orderId).sort((a, b) => a - b)).toEqual([...ids].sort((a, b) => a - b));
     const byId = new Map(stored.map((o) => [o.order.orderId, o]));
-    expect(byId.get(ids[0]!)!.items.map((i) => [i.listingId, i.status])).toEqual([
-      [WALDEN, S.QUEUED],
-      [WALDEN, S.QUEUED],
+    // Read by item id, the items follow the order's listings, as a single acceptance stores them.
+    const items = byId.get(ids[0]!)!.items;
+    expect(items.map((i) => [i.lineNo, i.listingId, i.status])).toEqual([
+      [0, WALDEN, S.QUEUED],
+      [0, WALDEN, S.QUEUED],
+      [1, MIDDLEMARCH, S.QUEUED],
     ]);
     expect(byId.get(ids[1]!)!.order).toMatchObject({ requestId: fresh[1]!.requestId, phase: 'queued' });
     expect(await store.orders.acceptMany([])).toEqual([]);

@@ -1,7 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_COMMANDS } from '../../src/cli/admin.commands.js';
+import { CliError } from '../../src/cli/commands/command.js';
+import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { deliverWebhook } from '../../src/services/deliver-webhook.js';
-import { processOrder } from '../../src/services/process-order.js';
+import { failOrder, processOrder } from '../../src/services/process-order.js';
 import { addWebhook } from '../../src/services/webhooks.js';
 import { createWebhookSender } from '../../src/webhooks/webhook-sender.js';
 import type { Resolver } from '../../src/webhooks/webhook-target.js';
@@ -25,9 +28,26 @@ afterAll(async () => {
   await receiver?.close();
 });
 
+/** The operator CLI as an operator runs it, in a process of its own. */
 const admin = (args: string[], env: Record<string, string> = {}) =>
   runAdmin({ ...service.env, ...env }, args);
 const json = (run: CliRun) => JSON.parse(run.stdout) as unknown;
+
+/** The same command run in this process on the service's store: its output and the exit code it maps to. */
+async function command([name, ...args]: string[], env: Record<string, string> = {}): Promise<CliRun> {
+  const ctx = {
+    store: () => Promise.resolve(service.deps.store),
+    config: loadConfig({ ...service.env, ...env }),
+    out: { note: () => undefined },
+  };
+  try {
+    const result = await ADMIN_COMMANDS[name!]!.run(args, ctx);
+    return { code: 0, stdout: JSON.stringify(result), stderr: '' };
+  } catch (error) {
+    if (!(error instanceof CliError)) throw error;
+    return { code: error.exitCode, stdout: '', stderr: error.message };
+  }
+}
 
 /** A settled order of the buyer, processed in this process: its event waits in the outbox (no worker runs). */
 async function settledOrder(creds = buyer): Promise<number> {
@@ -41,8 +61,13 @@ async function settledOrder(creds = buyer): Promise<number> {
 
 describe('when an operator adds a webhook whose URL reaches a private address', () => {
   it('then webhook:add refuses it with exit 1, unless WEBHOOK_ALLOW_PRIVATE=true', async () => {
+    const local = `http://localhost:${receiver.port}/hooks`;
+    const refusedLocal = await admin(['webhook:add', '--access-key', buyer.accessKey, '--url', local]);
+    expect(refusedLocal).toMatchObject({ code: 1, stdout: '' });
+    expect(refusedLocal.stderr).toMatch(
+      /localhost resolves to (127\.0\.0\.1|::1), which is a loopback address/,
+    );
     const refused: [string, string][] = [
-      [`http://localhost:${receiver.port}/hooks`, 'loopback'],
       ['http://10.1.2.3/hooks', 'private'],
       ['https://169.254.169.254/latest', 'link-local'],
       ['http://[::ffff:127.0.0.1]/', 'loopback'],
@@ -52,7 +77,7 @@ describe('when an operator adds a webhook whose URL reaches a private address', 
       ['https://user:pw@example.com/', 'credentials'],
     ];
     const runs = await Promise.all(
-      refused.map(([url]) => admin(['webhook:add', '--access-key', buyer.accessKey, '--url', url])),
+      refused.map(([url]) => command(['webhook:add', '--access-key', buyer.accessKey, '--url', url])),
     );
     runs.forEach((run, i) => {
       expect({ url: refused[i]![0], code: run.code, stdout: run.stdout }).toEqual({
@@ -117,6 +142,24 @@ describe('when a webhook name resolves to a private address at delivery time', (
   });
 });
 
+describe('when an order is given up on', () => {
+  it('then its FAILED items are one event, as GET shows the order', async () => {
+    const body = orderBody(buyer.ccToken);
+    const res = await signed(service.app, buyer, 'POST', '/v1/orders', body, {
+      headers: { Prefer: 'respond-async' },
+    });
+    const orderId = res.body.orderId as number;
+    expect(await failOrder(service.deps, orderId)).toBe('failed');
+    const events = await service.probe.all<{ sequence: number; event_id: string }>(
+      'SELECT sequence, event_id FROM order_events WHERE order_id = ?',
+      orderId,
+    );
+    expect(events).toEqual([{ sequence: 1, event_id: expect.stringMatching(/^evt_/) }]);
+    const got = await signed(service.app, buyer, 'GET', `/v1/orders/${orderId}`);
+    expect(got.body.listings[0].orderItems[0].status).toBe(60);
+  });
+});
+
 describe('when an operator manages webhooks', () => {
   it('then list, remove and replay print what CONTRACT.md section 12 says', async () => {
     const client = await service.client('managed');
@@ -125,7 +168,7 @@ describe('when an operator manages webhooks', () => {
       await admin(['webhook:add', '--access-key', client.accessKey, '--url', receiver.url('/a')], allow),
     ) as { webhookId: number };
     const second = json(
-      await admin(['webhook:add', '--access-key', client.accessKey, '--url', receiver.url('/b')], allow),
+      await command(['webhook:add', '--access-key', client.accessKey, '--url', receiver.url('/b')], allow),
     ) as { webhookId: number };
 
     const removed = await admin(['webhook:remove', '--webhook', String(first.webhookId)]);
@@ -143,7 +186,7 @@ describe('when an operator manages webhooks', () => {
     const replayed = await admin(['webhook:replay', '--webhook', String(second.webhookId), '--since', since]);
     expect(replayed.code).toBe(0);
     expect(json(replayed)).toEqual({ replayed: 2 });
-    const later = await admin([
+    const later = await command([
       'webhook:replay',
       '--webhook',
       String(second.webhookId),
@@ -163,7 +206,7 @@ describe('when an operator manages webhooks', () => {
       [['webhook:add', '--access-key', buyer.accessKey], 2, 'missing --url'],
       [['webhook:remove', '--webhook', 'x'], 2, '--webhook must be an integer greater than 0'],
     ];
-    const runs = await Promise.all(cases.map(([args]) => admin(args)));
+    const runs = await Promise.all(cases.map(([args]) => command(args)));
     runs.forEach((run, i) => {
       const [args, code, message] = cases[i]!;
       expect({ args, code: run.code, stdout: run.stdout }).toEqual({ args, code, stdout: '' });

@@ -43,6 +43,15 @@ async function clientWithWebhook(name: string): Promise<{ buyer: Credentials; we
 
 const receivedAt = (path: string) => receiver.received.filter((r) => r.path === `/${path}`);
 
+/** The first post of each event at a path: delivery is at least once, so a post may come twice. */
+const eventsAt = (path: string) => [
+  ...new Map(
+    receivedAt(path)
+      .reverse()
+      .map((r) => [r.event.eventId, r]),
+  ).values(),
+];
+
 async function order(buyer: Credentials, overrides: Record<string, unknown> = {}) {
   const body = orderBody(buyer.ccToken, { listings: [{ listingId: WALDEN, quantity: 2 }], ...overrides });
   const res = await signed(service.app, buyer, 'POST', '/v1/orders', body);
@@ -64,16 +73,16 @@ describe('when an order of a client with a webhook changes', () => {
     const { buyer, webhook } = await clientWithWebhook('story');
     const placed = await order(buyer);
     const [first, second] = placed.listings.flatMap((l) => l.orderItems);
-    await until(() => receivedAt('story').length === 1, 10_000, 'settlement event');
+    await until(() => eventsAt('story').length >= 1, 20_000, 'settlement event');
     const afterSettle = await getOrder(buyer, placed.orderId);
     expect(await move(first!.orderItemId, 35, { shippingCompany: 'DHL', trackingId: 'JD1' })).toMatchObject({
       kind: 'moved',
     });
     expect(await move(second!.orderItemId, 17)).toMatchObject({ kind: 'moved' });
-    await until(() => receivedAt('story').length === 3, 10_000, 'move events');
+    await until(() => eventsAt('story').length >= 3, 20_000, 'move events');
     const finalOrder = await getOrder(buyer, placed.orderId);
 
-    const posts = receivedAt('story').sort((a, b) => a.event.sequence - b.event.sequence);
+    const posts = eventsAt('story').sort((a, b) => a.event.sequence - b.event.sequence);
     expect(posts.map((p) => p.event.sequence)).toEqual([1, 2, 3]);
     expect(new Set(posts.map((p) => p.event.eventId)).size).toBe(3);
     for (const post of posts) {
@@ -105,8 +114,8 @@ describe('when an order of a client with a webhook changes', () => {
       headers: { Prefer: 'respond-async' },
     });
     const orderId = res.body.orderId as number;
-    await until(() => receivedAt('nothing').length === 1, 10_000, 'event of the rejected order');
-    const [post] = receivedAt('nothing');
+    await until(() => eventsAt('nothing').length >= 1, 20_000, 'event of the rejected order');
+    const [post] = eventsAt('nothing');
     expect(post!.event).toMatchObject({ sequence: 1, order: { orderId } });
     expect(post!.event.order.listings[0]!.orderItems[0]!.status).toBe(53);
     expect(await service.probe.scalar('SELECT count(*) FROM order_events WHERE order_id = ?', orderId)).toBe(
@@ -119,11 +128,11 @@ describe('when an order of a client with a webhook changes', () => {
     const placed = await order(buyer, { listings: [{ listingId: WALDEN, quantity: 1 }] });
     const item = placed.listings[0]!.orderItems[0]!;
     await move(item.orderItemId, 93, { extraShippingCents: 250 });
-    await until(() => receivedAt('deadline').length === 2, 10_000, 'settlement and request events');
+    await until(() => eventsAt('deadline').length >= 2, 20_000, 'settlement and request events');
     const counts = await reconcileOnce(service.deps, Date.now() + 49 * 3_600_000);
     expect(counts.extraShippingTimedOut).toBeGreaterThanOrEqual(1);
-    await until(() => receivedAt('deadline').length === 3, 10_000, 'reconciliation event');
-    const last = receivedAt('deadline').find((p) => p.event.sequence === 3)!;
+    await until(() => eventsAt('deadline').length >= 3, 20_000, 'reconciliation event');
+    const last = eventsAt('deadline').find((p) => p.event.sequence === 3)!;
     expect(last.event.order).toEqual(await getOrder(buyer, placed.orderId));
     expect(last.event.order.listings[0]!.orderItems[0]!.status).toBe(90);
   });
@@ -139,7 +148,7 @@ describe('when a receiver fails', () => {
     });
     try {
       await order(buyer);
-      await until(() => receivedAt('flaky').length === 3, 15_000, 'third attempt');
+      await until(() => receivedAt('flaky').length >= 3, 20_000, 'third attempt');
     } finally {
       receiver.answer(() => 204);
     }
@@ -149,7 +158,7 @@ describe('when a receiver fails', () => {
     expect(b!.at - a!.at).toBeGreaterThanOrEqual(RETRY_BASE_MS);
     // The second attempt waited out the 1 s timeout, then twice the base.
     expect(c!.at - b!.at).toBeGreaterThanOrEqual(1000 + 2 * RETRY_BASE_MS);
-    await until(async () => (await deliveryStates(webhook.webhookId)) === 'delivered:3', 5000, 'recorded');
+    await until(async () => (await deliveryStates(webhook.webhookId)) === 'delivered:3', 10_000, 'recorded');
   });
 
   it('then after the last attempt the webhook is failing, later events are still tried, and a success clears it', async () => {
@@ -157,7 +166,7 @@ describe('when a receiver fails', () => {
     receiver.answer((r) => (r.path === '/down' ? 503 : 204));
     try {
       await order(buyer);
-      await until(async () => (await deliveryStates(webhook.webhookId)) === 'failed:3', 15_000, 'given up');
+      await until(async () => (await deliveryStates(webhook.webhookId)) === 'failed:3', 20_000, 'given up');
       expect(receivedAt('down')).toHaveLength(3);
       expect(await service.deps.store.webhooks.list(buyer.clientId)).toEqual([
         {
@@ -172,7 +181,7 @@ describe('when a receiver fails', () => {
       receiver.answer(() => 204);
     }
     await order(buyer);
-    await until(() => receivedAt('down').length === 4, 10_000, 'later event tried');
+    await until(() => eventsAt('down').length >= 2, 20_000, 'later event tried');
     await until(
       async () => !(await service.deps.store.webhooks.find(webhook.webhookId))!.failing,
       5000,
@@ -187,12 +196,12 @@ describe('when an operator replays a webhook', () => {
     const before = Date.now();
     await order(buyer);
     await order(buyer);
-    await until(() => receivedAt('replay').length === 2, 10_000, 'two events');
+    await until(() => eventsAt('replay').length >= 2, 20_000, 'two events');
+    const bodies = eventsAt('replay').map((p) => p.body);
     const replayed = await service.deps.store.webhooks.replay(webhook.webhookId, before, Date.now());
     expect(replayed).toBe(2);
-    await until(() => receivedAt('replay').length === 4, 10_000, 'replayed events');
-    const [first, second, ...again] = receivedAt('replay');
-    expect(again.map((p) => p.body).sort()).toEqual([first!.body, second!.body].sort());
+    const postsOf = (body: string) => receivedAt('replay').filter((p) => p.body === body).length;
+    await until(() => bodies.every((body) => postsOf(body) >= 2), 20_000, 'replayed events');
     expect(await service.deps.store.webhooks.replay(webhook.webhookId, Date.now() + 1, Date.now())).toBe(0);
   });
 });

@@ -1,12 +1,15 @@
-// `npm start` stops as a person expects: a signal to npm's own pid (not only Ctrl-C in its terminal) stops
-// everything it started — web, worker, clock and its private Redis — within the shutdown bound.
+// The production build and `npm start`, in one file so that they run one after the other (both write dist/):
+// `npm run build` compiles, and the Procfile's web command serves from dist/ with plain Node; `npm start` stops
+// as a person expects: a signal to npm's own pid (not only Ctrl-C in its terminal) stops everything it
+// started — web, worker, clock and its private Redis — within the shutdown bound.
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import { readProcfile } from '../../scripts/procfile.js';
 import { freePort } from '../../scripts/redis.js';
-import { sleep } from '../helpers/wait.js';
+import { sleep, until } from '../helpers/wait.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const dirs: string[] = [];
@@ -58,6 +61,41 @@ async function startService(): Promise<{ npm: number; port: number }> {
   }
   throw new Error('npm start did not get ready in 120 s');
 }
+
+describe('the compiled build', () => {
+  it('when npm run build has run, then the Procfile web command serves /healthz from dist/ and stops on SIGTERM', async () => {
+    execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'ignore' });
+    expect(fs.existsSync(path.join(ROOT, 'dist/src/server.js'))).toBe(true);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bookorders-dist-'));
+    dirs.push(dir);
+    const port = await freePort();
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      PORT: String(port),
+      DB_PATH: path.join(dir, 'orders.db'),
+      REDIS_URL: inject('redisUrl'),
+      QUEUE_PREFIX: `dist${process.pid}`,
+      LOG_LEVEL: 'warn',
+    };
+    delete env.DATABASE_URL;
+    const web = spawn(process.execPath, readProcfile(ROOT).web!, { cwd: ROOT, env, stdio: 'ignore' });
+    const exited = new Promise<number | null>((resolve) => web.once('exit', resolve));
+    try {
+      await until(
+        () =>
+          fetch(`http://127.0.0.1:${port}/healthz`).then(
+            (res) => res.ok,
+            () => false,
+          ),
+        30_000,
+        'web from dist/ answering /healthz',
+      );
+    } finally {
+      web.kill('SIGTERM');
+    }
+    expect(await exited).toBe(0);
+  }, 180_000);
+});
 
 describe('npm start', () => {
   it.each(['SIGINT', 'SIGTERM'] as const)(

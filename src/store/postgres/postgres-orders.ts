@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { AcceptResult, NewOrder, OrderPhase, OrderStore, OrderWithItems } from '../store.port.js';
-import { withTransaction, type Queryable } from './postgres.pool.js';
+import { acceptOrderBatch } from './postgres-order-batch.js';
+import type { Queryable } from './postgres.pool.js';
 import { canBeId, toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './postgres.rows.js';
 
 // One statement, so one atomic write: the order, then its items from parallel arrays in request order.
@@ -99,23 +100,6 @@ async function acceptOne(db: Queryable, order: NewOrder): Promise<AcceptResult> 
     : { kind: 'conflict' };
 }
 
-/**
- * Every order accepted in one transaction, each by the single-order statement. Keys are inserted in
- * (client, request id) order, so two batches sharing keys wait for each other instead of deadlocking.
- */
-function acceptMany(pool: pg.Pool, orders: readonly NewOrder[]): Promise<AcceptResult[]> {
-  const byKey = orders
-    .map((order, index) => ({ order, index }))
-    .sort((a, b) => a.order.clientId - b.order.clientId || compare(a.order.requestId, b.order.requestId));
-  return withTransaction(pool, async (tx) => {
-    const results: AcceptResult[] = new Array<AcceptResult>(orders.length);
-    for (const { order, index } of byKey) results[index] = await acceptOne(tx, order);
-    return results;
-  });
-}
-
-const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
-
 /** Accepting orders and reading them back. */
 export function postgresOrders(pool: pg.Pool): OrderStore {
   return {
@@ -123,7 +107,7 @@ export function postgresOrders(pool: pg.Pool): OrderStore {
       return acceptOne(pool, order);
     },
     acceptMany(orders) {
-      return orders.length === 0 ? Promise.resolve([]) : acceptMany(pool, orders);
+      return orders.length === 0 ? Promise.resolve([]) : acceptOrderBatch(pool, orders);
     },
     get(orderId) {
       return readOrder(pool, orderId);

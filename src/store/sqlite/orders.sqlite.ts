@@ -1,4 +1,4 @@
-import type { AcceptResult, NewOrder, OrderStore, OrderWithItems } from '../store.port.js';
+import type { AcceptResult, NewOrder, OrderStore, OrderWithItems, StoredItem } from '../store.port.js';
 import { toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './rows.sqlite.js';
 import type { Db } from './sqlite.db.js';
 
@@ -52,9 +52,23 @@ export function sqliteOrders(db: Db): OrderStore {
   const accept = db.transaction(acceptOne);
   // One transaction for a whole batch: its prepared statements run back to back under one write lock.
   const acceptMany = db.transaction((orders: readonly NewOrder[]) => orders.map(acceptOne));
-  const getMany = db.transaction((orderIds: readonly number[]) =>
-    orderIds.flatMap((orderId) => read(orderId) ?? []),
+  // Two statements for a whole batch, the ids passed as one JSON array.
+  const ordersIn = db.prepare<[string], OrderRow>(
+    'SELECT * FROM orders WHERE order_id IN (SELECT value FROM json_each(?))',
   );
+  const itemsIn = db.prepare<[string], ItemRow>(
+    'SELECT * FROM order_items WHERE order_id IN (SELECT value FROM json_each(?)) ORDER BY order_id, order_item_id',
+  );
+  const getMany = db.transaction((orderIds: readonly number[]): OrderWithItems[] => {
+    const ids = JSON.stringify(orderIds);
+    const found = new Map(
+      ordersIn
+        .all(ids)
+        .map((row) => [row.order_id, { order: toStoredOrder(row), items: [] as StoredItem[] }]),
+    );
+    for (const row of itemsIn.all(ids)) found.get(row.order_id)?.items.push(toStoredItem(row));
+    return [...found.values()];
+  });
 
   // One snapshot for the order and its items; another client's order is reported as absent.
   const getWithItems = db.transaction((orderId: number, clientId: number | null) => {
@@ -73,7 +87,7 @@ export function sqliteOrders(db: Db): OrderStore {
       return getWithItems.deferred(orderId, null);
     },
     async getMany(orderIds) {
-      return getMany.deferred([...new Set(orderIds)]);
+      return orderIds.length === 0 ? [] : getMany.deferred(orderIds.filter(Number.isSafeInteger));
     },
     async countUnsettled() {
       return countUnsettled.get() ?? 0;

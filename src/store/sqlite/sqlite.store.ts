@@ -16,7 +16,10 @@ import { sqliteWebhooks } from './webhooks.sqlite.js';
 export interface SqliteStoreOptions extends SqliteSearchOptions {
   /** Seals the clients' secret keys; must be the key the file was first sealed or last rotated with. */
   sealer: Sealer;
-  /** How long a statement waits for another process's write lock before failing (SQLITE_BUSY). */
+  /**
+   * How long an operation waits for another process's write lock before failing (SQLITE_BUSY); 10 s when
+   * absent. The migrations at open always wait up to 10 s.
+   */
   busyTimeoutMs?: number;
 }
 
@@ -26,7 +29,7 @@ export interface SqliteStoreOptions extends SqliteSearchOptions {
  * one host that share the file are serialised by SQLite's write lock.
  */
 export async function openSqliteStore(dbPath: string, options: SqliteStoreOptions): Promise<Store> {
-  const db = openDb(dbPath, options.busyTimeoutMs);
+  const db = openDb(dbPath);
   let secrets: StoreSecrets;
   try {
     migrateAndTidy(db, dbPath, options.sealer);
@@ -35,6 +38,7 @@ export async function openSqliteStore(dbPath: string, options: SqliteStoreOption
     db.close();
     throw err;
   }
+  if (options.busyTimeoutMs !== undefined) db.pragma(`busy_timeout = ${Math.trunc(options.busyTimeoutMs)}`);
   const itemsByStatus = db.prepare<[], { status: number; count: number }>(
     'SELECT status, count(*) AS count FROM order_items GROUP BY status',
   );
