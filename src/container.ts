@@ -72,8 +72,17 @@ export async function createDeps(
 /** Closes what createDeps opened, in reverse order. */
 export async function closeDeps(deps: Deps): Promise<void> {
   deps.backpressure.close();
-  await deps.outcomes.close().catch(() => undefined);
-  await deps.queue.close().catch(() => undefined);
+  // A Redis that went away and came back can leave a close waiting on a reply that never comes: bounded.
+  await settledWithin(deps.outcomes.close(), CLOSE_WAIT_MS);
+  await settledWithin(deps.queue.close(), CLOSE_WAIT_MS);
   deps.redis.disconnect();
   await deps.store.close();
+}
+
+const CLOSE_WAIT_MS = 5_000;
+
+function settledWithin(promise: Promise<unknown>, ms: number): Promise<unknown> {
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise((resolve) => (timer = setTimeout(resolve, ms)));
+  return Promise.race([promise.catch(() => undefined), waited]).finally(() => clearTimeout(timer));
 }
