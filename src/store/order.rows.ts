@@ -3,7 +3,13 @@
  * Only the adapters import this: no row leaves them.
  */
 import type { Currency } from '../domain/money.js';
-import type { OrderAddress, StoredItem, StoredItemWithCurrency, StoredOrder } from './store.port.js';
+import type {
+  OrderAddress,
+  SearchCursor,
+  StoredItem,
+  StoredItemWithCurrency,
+  StoredOrder,
+} from './store.port.js';
 
 /** An order row; `Address` is how the adapter hands over the address columns (JSON text or an object). */
 export interface OrderRow<Address> {
@@ -110,4 +116,26 @@ export const toStoredItem = (r: ItemRow): StoredItem => ({
 export const toItemWithCurrency = (r: ItemWithCurrencyRow): StoredItemWithCurrency => ({
   ...toStoredItem(r),
   currency: r.currency,
+});
+
+/** A search cursor row, the same on both stores. */
+export interface CursorRow {
+  cursor_id: number;
+  client_id: number;
+  criteria_hash: string;
+  date_start: number;
+  date_end: number;
+  after_created_at: number;
+  after_order_id: number;
+  created_at: number;
+}
+
+export const toCursor = (r: CursorRow): SearchCursor => ({
+  cursorId: r.cursor_id,
+  clientId: r.client_id,
+  criteriaHash: r.criteria_hash,
+  dateStart: r.date_start,
+  dateEnd: r.date_end,
+  after: { createdAt: r.after_created_at, orderId: r.after_order_id },
+  createdAt: r.created_at,
 });

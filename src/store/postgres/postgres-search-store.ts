@@ -1,7 +1,8 @@
 import crypto from 'node:crypto';
 import type pg from 'pg';
 import type { Currency } from '../../domain/money.js';
-import type { ItemView, OrderView, SearchCursor, SearchStore } from '../store.port.js';
+import type { ItemView, OrderView, SearchStore } from '../store.port.js';
+import { toCursor, type CursorRow } from '../order.rows.js';
 import { canBeId } from './postgres.rows.js';
 import { NARROW_UPDATE_SCAN } from '../search-plan.js';
 import { planSearch, updateRangeProbe } from './postgres-search.js';
@@ -53,27 +54,6 @@ const toItemView = (r: ItemTuple): ItemView => ({
   updatedAt: r[13],
   shippingCompany: r[14],
   trackingId: r[15],
-});
-
-interface CursorRow {
-  cursor_id: number;
-  client_id: number;
-  criteria_hash: string;
-  date_start: number;
-  date_end: number;
-  after_created_at: number;
-  after_order_id: number;
-  created_at: number;
-}
-
-const toCursor = (r: CursorRow): SearchCursor => ({
-  cursorId: r.cursor_id,
-  clientId: r.client_id,
-  criteriaHash: r.criteria_hash,
-  dateStart: r.date_start,
-  dateEnd: r.date_end,
-  after: { createdAt: r.after_created_at, orderId: r.after_order_id },
-  createdAt: r.created_at,
 });
 
 /** Order history search (one statement per page, after a probe for an update range) and its paging cursors. */

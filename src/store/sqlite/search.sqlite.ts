@@ -16,6 +16,7 @@ import {
   type Driver,
   type SearchShape,
 } from '../search-plan.js';
+import { toCursor, type CursorRow } from '../order.rows.js';
 import type { Db } from './sqlite.db.js';
 
 export interface SearchPlan {
@@ -122,27 +123,6 @@ export function sqliteSearch(
     },
   };
 }
-
-interface CursorRow {
-  cursor_id: number;
-  client_id: number;
-  criteria_hash: string;
-  date_start: number;
-  date_end: number;
-  after_created_at: number;
-  after_order_id: number;
-  created_at: number;
-}
-
-const toCursor = (r: CursorRow): SearchCursor => ({
-  cursorId: r.cursor_id,
-  clientId: r.client_id,
-  criteriaHash: r.criteria_hash,
-  dateStart: r.date_start,
-  dateEnd: r.date_end,
-  after: { createdAt: r.after_created_at, orderId: r.after_order_id },
-  createdAt: r.created_at,
-});
 
 const ORDER_COLUMNS = 'o.order_id, o.created_at, o.currency, o.tax_cents, o.tax_model, o.reference_id';
 type OrderTuple = [number, number, string, number | null, string | null, string | null];
