@@ -12,14 +12,11 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { sign } from '../src/auth/signature.js';
 import { loadConfig } from '../src/config.js';
 import { ORDER_QUEUE } from '../src/queue/order.queue.js';
-import { addCard, createClient } from '../src/services/client-keys.js';
 import { batchesSection, type BatchRun } from './bench-batches-report.js';
 import { running, startEntry, stopAllOnInterrupt, stopProcess, waitForWeb } from './bench-processes.js';
 import {
-  freshStore,
   parseStoreKinds,
   postgresServerPid,
   serviceEnv,
@@ -27,7 +24,7 @@ import {
   type StoreKind,
 } from './bench-stores.js';
 import { replaceSection } from './benchmarks-file.js';
-import { LOAD_LISTINGS, LOAD_VENDOR } from './load-mix.js';
+import { loadOrder, postAsyncOrder, postSigned, prepareBuyer, timed, type Buyer } from './bench-buyer.js';
 import { treeCpuSeconds } from './process-stats.js';
 import { ensureRedis, freePort, type RunningRedis } from './redis.js';
 
@@ -52,103 +49,21 @@ const STORES = parseStoreKinds(values.stores);
 
 const say = (line: string) => process.stderr.write(`[bench-batches] ${line}\n`);
 
-interface Buyer {
-  accessKey: string;
-  secretKey: string;
-  ccToken: string;
-}
-
-const ADDRESS = {
-  name: 'Bench',
-  address1: '1 Loop',
-  city: 'Austin',
-  provstate: 'TX',
-  country: 'USA',
-  zipcode: '78701',
-  phone: '1',
-};
-
-/** A real order of one copy of one of the load listings, as bench-orders sends it. */
-function order(buyer: Buyer) {
-  const listingId = LOAD_LISTINGS[crypto.randomInt(LOAD_LISTINGS.length)]!.listingId;
-  return {
-    shipAddr: ADDRESS,
-    billAddr: ADDRESS,
-    ccToken: buyer.ccToken,
-    listings: [{ listingId, quantity: 1 }],
-    shippingMode: 'S',
-    domain: 'bookmarket.com',
-  };
-}
-
-/** A signed POST of `body`; resolves with the response's Svc-Status and JSON body. */
-async function post(baseUrl: string, buyer: Buyer, path: string, body: string, headers = {}) {
-  const requestId = crypto.randomUUID();
-  const date = new Date().toISOString();
-  const signature = sign(buyer.secretKey, { method: 'POST', path, rawQuery: '', date, requestId, body });
-  const res = await fetch(`${baseUrl}${path}`, {
-    method: 'POST',
-    body,
-    headers: {
-      'content-type': 'application/json',
-      'svc-requestid': requestId,
-      'svc-access-key': buyer.accessKey,
-      'svc-date': date,
-      'svc-signature': signature,
-      ...headers,
-    },
-  });
-  return { status: res.headers.get('svc-status'), body: (await res.json()) as unknown };
-}
-
-async function postSingle(baseUrl: string, buyer: Buyer): Promise<void> {
-  const res = await post(baseUrl, buyer, '/v1/orders', JSON.stringify(order(buyer)), {
-    prefer: 'respond-async',
-  });
-  if (res.status !== '2010') throw new Error(`order refused: ${res.status} ${JSON.stringify(res.body)}`);
-}
-
 async function postBatch(baseUrl: string, buyer: Buyer, size: number): Promise<void> {
-  const orders = Array.from({ length: size }, () => ({ requestId: crypto.randomUUID(), ...order(buyer) }));
-  const res = await post(baseUrl, buyer, '/v1/order-batches', JSON.stringify({ orders }));
+  const orders = Array.from({ length: size }, () => ({
+    requestId: crypto.randomUUID(),
+    ...loadOrder(buyer),
+  }));
+  const res = await postSigned(baseUrl, buyer, '/v1/order-batches', JSON.stringify({ orders }));
   const results = (res.body as { results?: { status: number[] }[] }).results ?? [];
   const created = results.filter((r) => r.status.length === 1 && r.status[0] === 2010).length;
   if (res.status !== '2004' || created !== size)
     throw new Error(`batch refused: ${res.status}, ${created} of ${size} created`);
 }
 
-/** Runs `requests` calls of `send` with IN_FLIGHT at once; resolves with the wall seconds they took. */
-async function timed(requests: number, send: () => Promise<void>): Promise<number> {
-  const started = performance.now();
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(IN_FLIGHT, requests) }, async () => {
-      while (next++ < requests) await send();
-    }),
-  );
-  return (performance.now() - started) / 1000;
-}
-
-/** A fresh store with the load catalog (stock for millions of copies) and one client with a card. */
-async function prepare(kind: StoreKind) {
-  const store = await freshStore(kind, 'bench_batches');
-  const opened = await store.open('bench');
-  try {
-    await opened.catalog.importCatalog([LOAD_VENDOR], LOAD_LISTINGS);
-    const client = await createClient(opened.clients, 'bench client', Date.now());
-    const card = await addCard(opened.clients, client.clientId, false, Date.now());
-    return {
-      store,
-      buyer: { accessKey: client.accessKey, secretKey: client.secretKey, ccToken: card.token },
-    };
-  } finally {
-    await opened.close();
-  }
-}
-
 /** One web process on a fresh store: single and batch phases alternating, `ROUNDS` times. */
 async function runStore(redis: RunningRedis, kind: StoreKind): Promise<BatchRun[]> {
-  const { store, buyer } = await prepare(kind);
+  const { store, buyer } = await prepareBuyer(kind, 'bench_batches');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-batches-'));
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
@@ -170,11 +85,11 @@ async function runStore(redis: RunningRedis, kind: StoreKind): Promise<BatchRun[
   try {
     await waitForWeb(baseUrl, web);
     // Warm-up: connections, statement caches, JIT.
-    await timed(IN_FLIGHT * 10, () => postSingle(baseUrl, buyer));
-    await timed(IN_FLIGHT, () => postBatch(baseUrl, buyer, BATCH));
+    await timed(IN_FLIGHT * 10, IN_FLIGHT, () => postAsyncOrder(baseUrl, buyer));
+    await timed(IN_FLIGHT, IN_FLIGHT, () => postBatch(baseUrl, buyer, BATCH));
     const readCpu = await cpuReader(web, redis, kind);
     for (let round = 1; round <= ROUNDS; round++) {
-      runs.push(await measure(kind, 'single', SINGLE, 1, () => postSingle(baseUrl, buyer), readCpu));
+      runs.push(await measure(kind, 'single', SINGLE, 1, () => postAsyncOrder(baseUrl, buyer), readCpu));
       runs.push(
         await measure(kind, 'batch', BATCHED, BATCH, () => postBatch(baseUrl, buyer, BATCH), readCpu),
       );
@@ -218,7 +133,7 @@ async function measure(
 ): Promise<BatchRun> {
   const requests = Math.ceil(orders / per);
   const before = readCpu();
-  const seconds = await timed(requests, send);
+  const seconds = await timed(requests, IN_FLIGHT, send);
   const after = readCpu();
   const cpu = Object.fromEntries(Object.entries(after).map(([name, s]) => [name, s - (before[name] ?? 0)]));
   say(`${kind} ${mode}: ${((requests * per) / seconds).toFixed(0)} orders/s`);

@@ -5,19 +5,17 @@
 //   node --import tsx scripts/bench-orders.ts [--orders 2000] [--stores sqlite,postgres] [--workers 1,2,4]
 //     [--rounds 1] [--no-write]
 import type { ChildProcess } from 'node:child_process';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { sign } from '../src/auth/signature.js';
 import { loadConfig } from '../src/config.js';
 import { ORDER_QUEUE } from '../src/queue/order.queue.js';
-import { addCard, createClient } from '../src/services/client-keys.js';
 import type { Probe } from '../src/store/store.probe.js';
 import { replaceSection } from './benchmarks-file.js';
+import { postAsyncOrder, prepareBuyer, timed, type Buyer } from './bench-buyer.js';
 import {
   freshStore,
   parseStoreKinds,
@@ -25,7 +23,6 @@ import {
   serviceEnv,
   stopPostgresServer,
   type BenchStore,
-  type StoreKind,
 } from './bench-stores.js';
 import {
   running,
@@ -36,7 +33,7 @@ import {
   waitForWeb,
   waitForWorkers,
 } from './bench-processes.js';
-import { LOAD_LISTINGS, LOAD_VENDOR } from './load-mix.js';
+import { LOAD_LISTINGS } from './load-mix.js';
 import { machineBusySeconds, treeCpuSeconds } from './process-stats.js';
 import { ensureRedis, freePort, type RunningRedis } from './redis.js';
 import { MACHINE, ordersSection, type Phase, type Run } from './bench-orders-report.js';
@@ -91,69 +88,9 @@ async function noopRate(url: string, n: number): Promise<number> {
   return rate;
 }
 
-interface Buyer {
-  accessKey: string;
-  secretKey: string;
-  ccToken: string;
-}
-
-const ADDRESS = {
-  name: 'Bench',
-  address1: '1 Loop',
-  city: 'Austin',
-  provstate: 'TX',
-  country: 'USA',
-  zipcode: '78701',
-  phone: '1',
-};
-
-/** One real order of one copy of one of the load listings, signed and sent with Prefer: respond-async. */
-async function postOrder(baseUrl: string, buyer: Buyer): Promise<void> {
-  const listingId = LOAD_LISTINGS[crypto.randomInt(LOAD_LISTINGS.length)]!.listingId;
-  const body = JSON.stringify({
-    shipAddr: ADDRESS,
-    billAddr: ADDRESS,
-    ccToken: buyer.ccToken,
-    listings: [{ listingId, quantity: 1 }],
-    shippingMode: 'S',
-    domain: 'bookmarket.com',
-  });
-  const requestId = crypto.randomUUID();
-  const date = new Date().toISOString();
-  const signature = sign(buyer.secretKey, {
-    method: 'POST',
-    path: '/v1/orders',
-    rawQuery: '',
-    date,
-    requestId,
-    body,
-  });
-  const res = await fetch(`${baseUrl}/v1/orders`, {
-    method: 'POST',
-    body,
-    headers: {
-      'content-type': 'application/json',
-      prefer: 'respond-async',
-      'svc-requestid': requestId,
-      'svc-access-key': buyer.accessKey,
-      'svc-date': date,
-      'svc-signature': signature,
-    },
-  });
-  if (res.headers.get('svc-status') !== '2010')
-    throw new Error(`order refused: ${res.status} ${await res.text()}`);
-}
-
 /** Posts `n` orders with IN_FLIGHT at once; resolves with the orders accepted per second. */
 async function postOrders(baseUrl: string, buyer: Buyer, n: number): Promise<number> {
-  const started = performance.now();
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: IN_FLIGHT }, async () => {
-      while (next++ < n) await postOrder(baseUrl, buyer);
-    }),
-  );
-  return n / ((performance.now() - started) / 1000);
+  return n / (await timed(n, IN_FLIGHT, () => postAsyncOrder(baseUrl, buyer)));
 }
 
 /** CPU seconds so far of each process that matters, by name. */
@@ -252,23 +189,6 @@ async function runOnce({ redis, store, workers, buyer, dir }: RunContext): Promi
   }
 }
 
-/** A fresh store with the load catalog (stock for millions of copies) and one client with a card. */
-async function prepare(kind: StoreKind): Promise<{ store: BenchStore; buyer: Buyer }> {
-  const store = await freshStore(kind, 'bench_orders');
-  const opened = await store.open('bench');
-  try {
-    await opened.catalog.importCatalog([LOAD_VENDOR], LOAD_LISTINGS);
-    const client = await createClient(opened.clients, 'bench client', Date.now());
-    const card = await addCard(opened.clients, client.clientId, false, Date.now());
-    return {
-      store,
-      buyer: { accessKey: client.accessKey, secretKey: client.secretKey, ccToken: card.token },
-    };
-  } finally {
-    await opened.close();
-  }
-}
-
 async function versions(): Promise<string> {
   const found: string[] = [];
   for (const kind of STORES) {
@@ -297,7 +217,7 @@ async function main() {
     for (let round = 1; round <= ROUNDS; round++) {
       for (const kind of STORES) {
         for (const workers of WORKERS) {
-          const { store, buyer } = await prepare(kind);
+          const { store, buyer } = await prepareBuyer(kind, 'bench_orders');
           const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-orders-'));
           try {
             runs.push({ round, ...(await runOnce({ redis, store, workers, buyer, dir })) });

@@ -1,0 +1,102 @@
+// The benchmarks' one buyer: a fresh store with the load catalog and one client with a card, and its orders of
+// one copy of a load listing, signed and posted as a real client would.
+import crypto from 'node:crypto';
+import { sign } from '../src/auth/signature.js';
+import { addCard, createClient } from '../src/services/client-keys.js';
+import { freshStore, type BenchStore, type StoreKind } from './bench-stores.js';
+import { LOAD_LISTINGS, LOAD_VENDOR } from './load-mix.js';
+
+export interface Buyer {
+  accessKey: string;
+  secretKey: string;
+  ccToken: string;
+}
+
+const ADDRESS = {
+  name: 'Bench',
+  address1: '1 Loop',
+  city: 'Austin',
+  provstate: 'TX',
+  country: 'USA',
+  zipcode: '78701',
+  phone: '1',
+};
+
+/** A fresh store (named after the benchmark) with the load catalog and one client with a card. */
+export async function prepareBuyer(
+  kind: StoreKind,
+  name: string,
+): Promise<{ store: BenchStore; buyer: Buyer }> {
+  const store = await freshStore(kind, name);
+  const opened = await store.open('bench');
+  try {
+    await opened.catalog.importCatalog([LOAD_VENDOR], LOAD_LISTINGS);
+    const client = await createClient(opened.clients, 'bench client', Date.now());
+    const card = await addCard(opened.clients, client.clientId, false, Date.now());
+    return {
+      store,
+      buyer: { accessKey: client.accessKey, secretKey: client.secretKey, ccToken: card.token },
+    };
+  } finally {
+    await opened.close();
+  }
+}
+
+/** A real order of one copy of one of the load listings. */
+export function loadOrder(buyer: Buyer) {
+  const listingId = LOAD_LISTINGS[crypto.randomInt(LOAD_LISTINGS.length)]!.listingId;
+  return {
+    shipAddr: ADDRESS,
+    billAddr: ADDRESS,
+    ccToken: buyer.ccToken,
+    listings: [{ listingId, quantity: 1 }],
+    shippingMode: 'S',
+    domain: 'bookmarket.com',
+  };
+}
+
+/** A signed POST of `body`; resolves with the response's Svc-Status and JSON body. */
+export async function postSigned(
+  baseUrl: string,
+  buyer: Buyer,
+  path: string,
+  body: string,
+  headers: Record<string, string> = {},
+) {
+  const requestId = crypto.randomUUID();
+  const date = new Date().toISOString();
+  const signature = sign(buyer.secretKey, { method: 'POST', path, rawQuery: '', date, requestId, body });
+  const res = await fetch(`${baseUrl}${path}`, {
+    method: 'POST',
+    body,
+    headers: {
+      'content-type': 'application/json',
+      'svc-requestid': requestId,
+      'svc-access-key': buyer.accessKey,
+      'svc-date': date,
+      'svc-signature': signature,
+      ...headers,
+    },
+  });
+  return { status: res.headers.get('svc-status'), body: (await res.json()) as unknown };
+}
+
+/** One real order sent with Prefer: respond-async; throws unless it is accepted (2010). */
+export async function postAsyncOrder(baseUrl: string, buyer: Buyer): Promise<void> {
+  const res = await postSigned(baseUrl, buyer, '/v1/orders', JSON.stringify(loadOrder(buyer)), {
+    prefer: 'respond-async',
+  });
+  if (res.status !== '2010') throw new Error(`order refused: ${res.status} ${JSON.stringify(res.body)}`);
+}
+
+/** Runs `requests` calls of `send`, `inFlight` at once; resolves with the wall seconds they took. */
+export async function timed(requests: number, inFlight: number, send: () => Promise<void>): Promise<number> {
+  const started = performance.now();
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(inFlight, requests) }, async () => {
+      while (next++ < requests) await send();
+    }),
+  );
+  return (performance.now() - started) / 1000;
+}
