@@ -37,7 +37,7 @@ export function createWebApp(deps: Deps, processMetrics: ProcessMetrics = create
       : [];
   const metrics = metricsRoute(processMetricsSource(processMetrics.registry), createDeploymentRegistry(deps));
   return createApp(deps, {
-    first: [processMetrics.middleware],
+    observe: processMetrics.observe,
     afterAuth,
     extend(app) {
       app.get('/metrics', metrics);

@@ -58,8 +58,13 @@ export interface SignedParts {
   bodySha256?: string;
 }
 
+// Node 20.12 and later hash in one call without a Hash object (a third of the cost for a small input).
+const oneShotHash = (crypto as { hash?: (algorithm: string, data: Buffer | string) => string }).hash;
+const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
+
 export function sha256Hex(data: Buffer | string): string {
-  return crypto.createHash('sha256').update(data).digest('hex');
+  if (data.length === 0) return EMPTY_SHA256;
+  return oneShotHash ? oneShotHash('sha256', data) : crypto.createHash('sha256').update(data).digest('hex');
 }
 
 export function stringToSign(parts: SignedParts): string {
@@ -74,9 +79,17 @@ export function stringToSign(parts: SignedParts): string {
   ].join('\n');
 }
 
-/** Lower-case hex HMAC-SHA256 of the string to sign. */
-export function sign(secretKey: string, parts: SignedParts): string {
+/**
+ * Lower-case hex HMAC-SHA256 of the string to sign. A KeyObject made once (`signingKey`) saves preparing the
+ * key again for every request.
+ */
+export function sign(secretKey: string | crypto.KeyObject, parts: SignedParts): string {
   return crypto.createHmac('sha256', secretKey).update(stringToSign(parts)).digest('hex');
+}
+
+/** The secret key as a KeyObject for `sign`. */
+export function signingKey(secretKey: string): crypto.KeyObject {
+  return crypto.createSecretKey(Buffer.from(secretKey, 'utf8'));
 }
 
 /** Constant-time comparison of a presented signature with the expected one. */

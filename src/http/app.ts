@@ -1,18 +1,22 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type Request, type RequestHandler } from 'express';
 import type { Deps } from '../deps.js';
 import { marketplaceDomains } from '../domain/marketplace.js';
 import { authenticate } from './auth.js';
 import { ApiError, errorHandler } from './errors.js';
-import { createOrderHistoryRouter } from './order-history.routes.js';
+import { getOrder, getOrders } from './order-history.routes.js';
 import { postOrderBatch } from './order-batches.routes.js';
 import { postOrder } from './orders.routes.js';
 import { openApiDocument } from './openapi.js';
+import type { RequestObserver } from '../metrics/http.metrics.js';
+import { rawBody } from './raw-body.js';
 import { requestContext } from './request-context.js';
+import { signedRoutes } from './signed-routes.js';
 import { SvcStatus } from './status-codes.js';
 
 export interface AppOptions {
-  /** Middlewares that see every request first (request metrics). */
-  first?: RequestHandler[];
+  /** Told of every request once answered (request metrics). */
+  observe?: RequestObserver;
   /** Middlewares that run after authentication (rate limits). */
   afterAuth?: RequestHandler[];
   /** Extra routes outside /v1 (metrics, dashboard). */
@@ -20,11 +24,9 @@ export interface AppOptions {
 }
 
 const MAX_BODY_BYTES = 1024 * 1024;
-const KNOWN_PATHS: [RegExp, string[]][] = [
-  [/^\/orders\/?$/, ['GET', 'HEAD', 'POST']],
-  [/^\/orders\/[^/]+\/?$/, ['GET', 'HEAD']],
-  [/^\/order-batches\/?$/, ['POST']],
-];
+
+/** The service's request listener: Express for everything but the signed paths, which `signedRoutes` answers. */
+export type App = ((req: IncomingMessage, res: ServerResponse) => void) & { express: express.Express };
 
 /** Content negotiation, with the common cases (no Accept, JSON, anything) answered without parsing. */
 function acceptsJson(req: Request): boolean {
@@ -40,63 +42,60 @@ const announcedBodyLimit: RequestHandler = (req, _res, next) => {
   next();
 };
 
-/** Unknown paths are 4042 and wrong methods 4050 before anyone is asked to authenticate. */
-const routeGuard: RequestHandler = (req, res, next) => {
-  const known = KNOWN_PATHS.find(([pattern]) => pattern.test(req.path));
-  if (!known)
-    throw new ApiError(
-      SvcStatus.NO_SUCH_RESOURCE,
-      `${req.method} ${req.originalUrl.split('?')[0]}: no such resource`,
-    );
-  if (!known[1].includes(req.method)) {
-    res.set('Allow', known[1].join(', '));
-    throw new ApiError(
-      SvcStatus.METHOD_NOT_ALLOWED,
-      `${req.method}: not supported on ${req.path}; use ${known[1].join(', ')}`,
-    );
-  }
+/** 4060 before anyone is asked to authenticate. */
+const acceptGuard: RequestHandler = (req, _res, next) => {
   if (!acceptsJson(req)) throw new ApiError(SvcStatus.NOT_ACCEPTABLE, 'Accept: must allow application/json');
   next();
 };
 
 /** The whole HTTP front; it never listens (server.ts does), so tests hand it to supertest. */
-export function createApp(deps: Deps, options: AppOptions = {}): express.Express {
+export function createApp(deps: Deps, options: AppOptions = {}): App {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
   app.set('trust proxy', deps.config.TRUST_PROXY);
-  for (const middleware of options.first ?? []) app.use(middleware);
-  app.use(requestContext(deps.logger, app.request));
+  const context = requestContext(deps.logger, app.request, options.observe);
+  app.use(context);
 
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
   app.get('/readyz', readiness(deps));
   const openApi = openApiDocument([...marketplaceDomains(deps.config.marketplaceNames).keys()]);
   app.get('/v1/openapi.json', (_req, res) => void res.json(openApi));
   options.extend?.(app);
-
-  const v1 = express.Router();
-  v1.use(routeGuard);
-  v1.use(announcedBodyLimit);
-  v1.use(express.raw({ type: () => true, limit: MAX_BODY_BYTES }));
-  v1.use(
-    authenticate({
-      clients: deps.store.clients,
-      authLockout: deps.authLockout,
-      clock: deps.clock,
-      maxSkewS: deps.config.AUTH_MAX_SKEW_S,
-    }),
-  );
-  for (const middleware of options.afterAuth ?? []) v1.use(middleware);
-  v1.post('/orders', postOrder({ ...deps, orderWaitMs: deps.config.ORDER_WAIT_MS }));
-  v1.post('/order-batches', postOrderBatch(deps));
-  v1.use('/orders', createOrderHistoryRouter(deps));
-  app.use('/v1', v1);
-
   app.use((req) => {
     throw new ApiError(SvcStatus.NO_SUCH_RESOURCE, `${req.method} ${req.path}: no such resource`);
   });
   app.use(errorHandler);
-  return app;
+
+  const orderIntake = postOrder({ ...deps, orderWaitMs: deps.config.ORDER_WAIT_MS });
+  const signed = signedRoutes({
+    app,
+    context: [context],
+    guards: [
+      acceptGuard,
+      announcedBodyLimit,
+      rawBody(MAX_BODY_BYTES),
+      authenticate({
+        clients: deps.store.clients,
+        authLockout: deps.authLockout,
+        clock: deps.clock,
+        maxSkewS: deps.config.AUTH_MAX_SKEW_S,
+      }),
+      ...(options.afterAuth ?? []),
+    ],
+    routes: [
+      { pattern: /^\/orders\/?$/, methods: { GET: [getOrders(deps)], POST: [orderIntake] } },
+      { pattern: /^\/orders\/([^/]+)\/?$/, params: ['orderId'], methods: { GET: [getOrder(deps)] } },
+      { pattern: /^\/order-batches\/?$/, methods: { POST: [postOrderBatch(deps)] } },
+    ],
+    onError: errorHandler,
+  });
+  const listener = (req: IncomingMessage, res: ServerResponse) => {
+    const route = signed(req);
+    if (route) route(req, res);
+    else app(req, res);
+  };
+  return Object.assign(listener, { express: app });
 }
 
 function readiness(deps: Pick<Deps, 'store' | 'redis'>): RequestHandler {

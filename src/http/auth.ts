@@ -1,5 +1,5 @@
 import type { RequestHandler } from 'express';
-import { sha256Hex, sign, signatureMatches } from '../auth/signature.js';
+import { sha256Hex, sign, signatureMatches, signingKey } from '../auth/signature.js';
 import { cachedFor } from '../services/read-cache.js';
 import type { ClientStore } from '../store/store.port.js';
 import { ApiError, authError } from './errors.js';
@@ -63,7 +63,10 @@ function toApiError(problems: [SvcStatusCode, string][]): ApiError {
  * (so `express.raw` must run first). Sets `res.locals.auth` and the body hash it signed (`bodySha256Of`).
  */
 export function authenticate(deps: AuthDeps): RequestHandler {
-  const findClient = cachedFor(KEY_CACHE_MS, (accessKey: string) => deps.clients.findByAccessKey(accessKey));
+  const findClient = cachedFor(KEY_CACHE_MS, async (accessKey: string) => {
+    const client = await deps.clients.findByAccessKey(accessKey);
+    return client && { ...client, signingKey: signingKey(client.secretKey) };
+  });
   return async (req, res, next) => {
     const presented: Partial<Presented> = {
       requestId: req.get('svc-requestid'),
@@ -86,7 +89,7 @@ export function authenticate(deps: AuthDeps): RequestHandler {
     const [path = '', rawQuery = ''] = splitOnce(req.originalUrl, '?');
     const bodySha256 = sha256Hex(Buffer.isBuffer(req.body) ? req.body : '');
     const parts = { method: req.method, path, rawQuery, date, requestId, body: undefined, bodySha256 };
-    const expected = sign(client.secretKey, parts);
+    const expected = sign(client.signingKey, parts);
     if (!signatureMatches(expected, signature)) {
       const locked = await deps.authLockout.recordFailure(accessKey, now);
       req.log.info({ accessKey, locked }, 'signature mismatch');

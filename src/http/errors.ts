@@ -1,5 +1,6 @@
 import type { ErrorRequestHandler } from 'express';
 import type { z } from 'zod';
+import { writeJson } from './respond.js';
 import { SvcStatus, httpStatusOf, svcStatusHeader, type SvcStatusCode } from './status-codes.js';
 
 /** How much of its problems one answer tells: a hostile request cannot make a huge answer (or log line). */
@@ -68,14 +69,11 @@ export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
   if (apiError.codes.includes(SvcStatus.INTERNAL)) req.log.error({ err }, 'internal error');
   else req.log.info({ svcStatus: apiError.codes, messages: apiError.messages }, 'request refused');
   const requestId = req.get('svc-requestid') ?? '';
-  res.status(apiError.httpStatus);
-  res.set('Svc-Status', svcStatusHeader(apiError.codes));
-  if (requestId) res.set('Svc-RequestId', requestId);
   // A body refused before it was read is never read: the connection closes instead of staying alive for it.
-  if (!req.complete) res.set('Connection', 'close');
-  res.set(apiError.headers);
+  if (!req.complete) res.setHeader('Connection', 'close');
+  for (const [name, value] of Object.entries(apiError.headers)) res.setHeader(name, value);
   const body: ErrorBody = { requestId, messages: apiError.messages };
-  res.json(body);
+  writeJson(res, apiError.httpStatus, svcStatusHeader(apiError.codes), body);
 };
 
 function toApiError(err: unknown): ApiError {

@@ -1,4 +1,4 @@
-import express, { type Request } from 'express';
+import type { Request, RequestHandler } from 'express';
 import type { Deps } from '../deps.js';
 import { getClientOrder, searchOrders } from '../services/search-orders.js';
 import { ApiError } from './errors.js';
@@ -6,33 +6,33 @@ import { parseOrderSearchQuery, unexpectedParams } from './order-search.schema.j
 import { authOf, sendOk } from './respond.js';
 import { SvcStatus } from './status-codes.js';
 
-/** GET /v1/orders (search) and GET /v1/orders/{orderId}; mounted after the auth middleware. */
-export function createOrderHistoryRouter(deps: Deps): express.Router {
-  const router = express.Router();
-
-  router.get('/', async (req, res) => {
+/** GET /v1/orders: the search; runs after the auth middleware. */
+export function getOrders(deps: Deps): RequestHandler {
+  return async (req, res) => {
     const { clientId } = authOf(res);
     const query = parseOrderSearchQuery(rawQueryOf(req));
     if (!query.success) throw new ApiError(SvcStatus.INVALID, query.messages);
     const outcome = await searchOrders(deps, clientId, query.data);
     if (outcome.kind === 'bad-cursor') throw new ApiError(SvcStatus.INVALID, outcome.message);
     sendOk(res, SvcStatus.RETRIEVED, outcome.body);
-  });
+  };
+}
 
-  router.get('/:orderId', async (req, res) => {
+/** GET /v1/orders/{orderId}; runs after the auth middleware. */
+export function getOrder(deps: Deps): RequestHandler {
+  return async (req, res) => {
     const { clientId } = authOf(res);
     const unexpected = unexpectedParams(rawQueryOf(req));
     if (unexpected.length > 0) throw new ApiError(SvcStatus.INVALID, unexpected);
-    const text = req.params.orderId;
+    const { orderId: sent } = req.params;
+    const text = typeof sent === 'string' ? sent : '';
     const orderId = /^\d+$/.test(text) ? Number(text) : 0;
     // 0 is a dry run's id and never stored; other clients' orders are reported exactly like absent ones.
     const order =
       Number.isSafeInteger(orderId) && orderId > 0 ? await getClientOrder(deps, clientId, orderId) : null;
     if (!order) throw new ApiError(SvcStatus.ORDER_NOT_FOUND, `orderId: no order ${text}`);
     sendOk(res, SvcStatus.RETRIEVED, order);
-  });
-
-  return router;
+  };
 }
 
 /** The query string exactly as sent: repeated names and unknown ones survive, unlike req.query. */

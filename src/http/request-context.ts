@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import type { Request, RequestHandler } from 'express';
 import type { Logger } from '../logger.js';
+import type { RequestObserver } from '../metrics/http.metrics.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -15,25 +16,29 @@ interface LogContext {
   child?: Logger;
 }
 
-const contexts = new WeakMap<Request, LogContext>();
+// On the request itself rather than in a WeakMap: thousands of short-lived WeakMap keys a second cost the
+// garbage collector more than a property.
+const CONTEXT = Symbol('log context');
+type WithContext = Request & { [CONTEXT]?: LogContext };
 
 /** Adds fields (e.g. the authenticated client) to every later log line of the request. */
 export function bindLogContext(req: Request, fields: Record<string, unknown>): void {
-  const context = contexts.get(req);
+  const context = (req as WithContext)[CONTEXT];
   if (!context) return;
   context.bindings = { ...context.bindings, ...fields };
   context.child = undefined;
 }
 
 /**
- * Gives every request a log context bound to its request id and writes one line when the response is sent.
- * The child logger is made only when something logs during the request: most requests log only that line.
+ * Gives every request a log context bound to its request id and writes one line when the response is sent,
+ * when `observe` (the request metrics) is told too. The child logger is made only when something logs during
+ * the request: most requests log only that line.
  */
-export function requestContext(logger: Logger, request: Request): RequestHandler {
+export function requestContext(logger: Logger, request: Request, observe?: RequestObserver): RequestHandler {
   Object.defineProperty(request, 'log', {
     configurable: true,
     get(this: Request): Logger {
-      const context = contexts.get(this);
+      const context = (this as WithContext)[CONTEXT];
       if (!context) return logger;
       context.child ??= context.root.child(context.bindings);
       return context.child;
@@ -43,15 +48,16 @@ export function requestContext(logger: Logger, request: Request): RequestHandler
     const started = process.hrtime.bigint();
     const requestId = req.get('svc-requestid')?.slice(0, 64) || `srv-${crypto.randomUUID()}`;
     const context: LogContext = { root: logger, bindings: { requestId } };
-    contexts.set(req, context);
-    res.on('finish', () => {
+    (req as WithContext)[CONTEXT] = context;
+    res.once('finish', () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      observe?.(req, res, ms / 1000);
       const line = {
         method: req.method,
         // The full path as sent (a router sees only its own part in req.path), without the query.
         path: req.originalUrl.split('?', 1)[0]!.slice(0, 2048),
         status: res.statusCode,
-        svcStatus: res.get('Svc-Status'),
+        svcStatus: res.getHeader('Svc-Status'),
         ms,
       };
       logger.info({ ...context.bindings, ...line }, 'request');

@@ -23,8 +23,21 @@ export function bodySha256Of(res: Response): string {
 
 /** A 200 with its success code in Svc-Status and the request id echoed. */
 export function sendOk(res: Response, code: SvcStatusCode, body: unknown): void {
-  res.status(200).set('Svc-Status', svcStatusHeader([code]));
-  const requestId = res.req.get('svc-requestid');
-  if (requestId) res.set('Svc-RequestId', requestId);
-  res.json(body);
+  writeJson(res, 200, svcStatusHeader([code]), body);
+}
+
+/**
+ * Writes a whole JSON answer with Svc-Status and the request id echoed, in one call: what Express's res.json
+ * does without its content negotiation, ETag and freshness steps (the API has none of them). Headers set
+ * before (Allow, Retry-After) are kept; a HEAD request gets the headers alone (Node drops the body).
+ */
+export function writeJson(res: Response, status: number, svcStatus: string, body: unknown): void {
+  const json = JSON.stringify(body);
+  const requestId = res.req.headers['svc-requestid'];
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', Buffer.byteLength(json));
+  res.setHeader('Svc-Status', svcStatus);
+  if (typeof requestId === 'string' && requestId) res.setHeader('Svc-RequestId', requestId);
+  res.writeHead(status);
+  res.end(json);
 }

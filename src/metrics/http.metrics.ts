@@ -1,4 +1,4 @@
-import type { RequestHandler } from 'express';
+import type { Request, Response } from 'express';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 // Route templates, not paths, so that label values stay few whatever clients send.
@@ -17,11 +17,14 @@ export function routeOf(path: string): string {
   return 'unmatched';
 }
 
+/** Told of every request once its response is sent, with the time it took in seconds. */
+export type RequestObserver = (req: Request, res: Response, seconds: number) => void;
+
 export interface ProcessMetrics {
   /** This process's own series: HTTP requests and prom-client's process_* and nodejs_* metrics. */
   registry: Registry;
-  /** Counts and times every request; mount it before everything else. */
-  middleware: RequestHandler;
+  /** Counts and times a request once its response is sent (the app's request context calls it). */
+  observe: RequestObserver;
 }
 
 export function createProcessMetrics(): ProcessMetrics {
@@ -55,18 +58,18 @@ export function createProcessMetrics(): ProcessMetrics {
     }
     return series;
   };
-  const middleware: RequestHandler = (req, res, next) => {
-    const started = process.hrtime.bigint();
-    // Taken now: routers rewrite req.url (and so req.path) on the way down.
-    const route = routeOf(req.path);
-    res.once('finish', () => {
-      const method = METHODS.has(req.method) ? req.method : 'other';
-      const svcStatus = String(res.get('Svc-Status') ?? '').replace(/\s+/g, '');
-      const series = seriesOf(method, route, String(res.statusCode), svcStatus);
-      series.count();
-      series.time(Number(process.hrtime.bigint() - started) / 1e9);
-    });
-    next();
+  const observe: RequestObserver = (req, res, seconds) => {
+    const method = METHODS.has(req.method) ? req.method : 'other';
+    const svcStatus = String(res.getHeader('Svc-Status') ?? '').replace(/\s+/g, '');
+    const series = seriesOf(method, routeOf(pathOf(req.originalUrl)), String(res.statusCode), svcStatus);
+    series.count();
+    series.time(seconds);
   };
-  return { registry, middleware };
+  return { registry, observe };
+}
+
+/** The path of a request target, without its query (routers rewrite req.url, never req.originalUrl). */
+function pathOf(url: string): string {
+  const mark = url.indexOf('?');
+  return mark === -1 ? url : url.slice(0, mark);
 }

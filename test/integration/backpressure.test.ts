@@ -1,4 +1,4 @@
-import type express from 'express';
+import type { App } from '../../src/http/app.js';
 import supertest from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWebApp } from '../../src/server.js';
@@ -13,7 +13,7 @@ const ASYNC = { headers: { Prefer: 'respond-async' } };
 
 let service: TestService;
 let buyer: Credentials;
-let web: express.Express;
+let web: App;
 
 const ordersStored = () => service.probe.scalar<number>('SELECT count(*) FROM orders');
 

@@ -1,4 +1,4 @@
-import type express from 'express';
+import type { App } from '../../src/http/app.js';
 import supertest from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../scripts/redis.js';
@@ -9,7 +9,7 @@ import { parseSamples, valueOf } from '../helpers/prometheus-text.js';
 import { createTestService, signed, stopChild, type TestService } from '../helpers/test-service.js';
 
 let service: TestService;
-let app: express.Express;
+let app: App;
 
 const scrape = async () => {
   const res = await supertest(app).get('/metrics');

@@ -1,4 +1,4 @@
-import type express from 'express';
+import type { App } from '../../src/http/app.js';
 import supertest from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWebApp } from '../../src/server.js';
@@ -25,7 +25,7 @@ describe('queue dashboard at /admin/queues without ADMIN_USER and ADMIN_PASSWORD
 
 describe('queue dashboard at /admin/queues with ADMIN_USER and ADMIN_PASSWORD', () => {
   let service: TestService;
-  let app: express.Express;
+  let app: App;
   beforeAll(async () => {
     service = await createTestService({ env: { ADMIN_USER: 'ops', ADMIN_PASSWORD: 'correct horse' } });
     await service.importCatalog(VENDORS, LISTINGS);

@@ -1,4 +1,4 @@
-import type express from 'express';
+import type { App } from '../../src/http/app.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../scripts/redis.js';
 import { createSigningClient } from '../../src/client/signing-client.js';
@@ -6,7 +6,7 @@ import { createWebApp } from '../../src/server.js';
 import { createTestService, signed, type TestService } from '../helpers/test-service.js';
 
 let service: TestService;
-let app: express.Express;
+let app: App;
 // The in-process app runs on a held clock, so buckets refill only when a test moves it (within the 300 s skew).
 let now = Date.now();
 

@@ -70,11 +70,11 @@ export function sqliteOrders(db: Db): OrderStore {
     return [...found.values()];
   });
 
-  // One snapshot for the order and its items; another client's order is reported as absent.
-  const getWithItems = db.transaction((orderId: number, clientId: number | null) => {
+  // Another client's order is reported as absent.
+  const getWithItems = (orderId: number, clientId: number | null) => {
     const found = read(orderId);
     return found && (clientId === null || found.order.clientId === clientId) ? found : null;
-  });
+  };
 
   return {
     async accept(order) {
@@ -84,7 +84,7 @@ export function sqliteOrders(db: Db): OrderStore {
       return acceptMany.immediate(orders);
     },
     async get(orderId) {
-      return getWithItems.deferred(orderId, null);
+      return getWithItems(orderId, null);
     },
     async getMany(orderIds) {
       return orderIds.length === 0 ? [] : getMany.deferred(orderIds.filter(Number.isSafeInteger));
@@ -93,7 +93,7 @@ export function sqliteOrders(db: Db): OrderStore {
       return countUnsettled.get() ?? 0;
     },
     async getForClient(clientId, orderId) {
-      return getWithItems.deferred(orderId, clientId);
+      return getWithItems(orderId, clientId);
     },
     async phaseOf(orderId) {
       return phaseOf.get(orderId)?.phase ?? null;
@@ -101,14 +101,51 @@ export function sqliteOrders(db: Db): OrderStore {
   };
 }
 
-/** The order and its items inside a running transaction, for the adapter's own read-then-write steps. */
+// Every column of an item row, so that one statement can hand over an order with its items as JSON.
+const ITEM_COLUMNS = [
+  'order_item_id',
+  'order_id',
+  'client_id',
+  'order_created_at',
+  'line_no',
+  'listing_id',
+  'vendor_id',
+  'title',
+  'isbn',
+  'line_quantity',
+  'max_price_cents',
+  'min_days',
+  'max_days',
+  'cost_cents',
+  'shipcost_cents',
+  'tax_cents',
+  'status',
+  'updated_at',
+  'status_changed_at',
+  'shipping_company',
+  'tracking_id',
+  'extra_shipping_cents',
+] as const satisfies readonly (keyof ItemRow)[];
+type MissingItemColumns = Exclude<keyof ItemRow, (typeof ITEM_COLUMNS)[number]>;
+/** A column added to ItemRow but not to ITEM_COLUMNS fails to compile here. */
+export const EVERY_ITEM_COLUMN: [MissingItemColumns] extends [never] ? true : never = true;
+
+/**
+ * The order and its items in one statement, so one snapshot without a transaction: the items come as a JSON
+ * array of rows built by SQLite, which is half the time of a second statement (and of BEGIN and COMMIT around both).
+ */
 export function orderReader(db: Db) {
-  const orderById = db.prepare<[number], OrderRow>('SELECT * FROM orders WHERE order_id = ?');
-  const itemsOf = db.prepare<[number], ItemRow>(
-    'SELECT * FROM order_items WHERE order_id = ? ORDER BY order_item_id',
+  const pairs = ITEM_COLUMNS.map((column) => `'${column}', i.${column}`).join(', ');
+  const orderWithItems = db.prepare<[number], OrderRow & { items: string }>(
+    `SELECT o.*,
+            (SELECT json_group_array(json_object(${pairs}) ORDER BY i.order_item_id)
+               FROM order_items i WHERE i.order_id = o.order_id) AS items
+       FROM orders o WHERE o.order_id = ?`,
   );
   return (orderId: number): OrderWithItems | null => {
-    const row = orderById.get(orderId);
-    return row ? { order: toStoredOrder(row), items: itemsOf.all(orderId).map(toStoredItem) } : null;
+    const row = orderWithItems.get(orderId);
+    if (!row) return null;
+    const items = JSON.parse(row.items) as ItemRow[];
+    return { order: toStoredOrder(row), items: items.map(toStoredItem) };
   };
 }

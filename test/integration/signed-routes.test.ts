@@ -1,0 +1,114 @@
+import crypto from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import supertest from 'supertest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sign } from '../../src/auth/signature.js';
+import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
+import { createTestService, signed, type Credentials, type TestService } from '../helpers/test-service.js';
+
+// The signed paths are answered by their own small router (src/http/signed-routes.ts), not Express's: what a
+// client sees of paths, methods and bodies must be what Express's router and body parser gave.
+let service: TestService;
+let buyer: Credentials;
+let server: http.Server;
+let port: number;
+
+beforeAll(async () => {
+  service = await createTestService();
+  await service.importCatalog(VENDORS, LISTINGS);
+  buyer = await service.client('router tester');
+  server = http.createServer(service.app).listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  port = (server.address() as AddressInfo).port;
+});
+afterAll(async () => {
+  await new Promise((resolve) => server.close(resolve));
+  await service.close();
+});
+
+function signedHeaders(method: string, path: string, body = '') {
+  const requestId = crypto.randomUUID();
+  const date = new Date().toISOString();
+  return {
+    'Svc-RequestId': requestId,
+    'Svc-Access-Key': buyer.accessKey,
+    'Svc-Date': date,
+    'Svc-Signature': sign(buyer.secretKey, { method, path, rawQuery: '', date, requestId, body }),
+  };
+}
+
+async function placedOrderId(): Promise<number> {
+  const placed = await signed(service.app, buyer, 'POST', '/v1/orders', orderBody(buyer.ccToken), {
+    headers: { Prefer: 'respond-async' },
+  });
+  expect(placed.headers['svc-status']).toBe('2010');
+  return placed.body.orderId as number;
+}
+
+describe('the signed routes', () => {
+  it('answers HEAD of an order with the headers of its GET and no body', async () => {
+    const orderId = await placedOrderId();
+    const path = `/v1/orders/${orderId}`;
+    const got = await signed(service.app, buyer, 'GET', path);
+    const head = await supertest(service.app).head(path).set(signedHeaders('HEAD', path));
+    expect(head.status).toBe(200);
+    expect(head.headers['svc-status']).toBe('2000');
+    expect(head.headers['content-length']).toBe(got.headers['content-length']);
+    expect(head.text ?? '').toBe('');
+    const absent = await supertest(service.app)
+      .head('/v1/orders/99999999')
+      .set(signedHeaders('HEAD', '/v1/orders/99999999'));
+    expect(absent.status).toBe(404);
+    expect(absent.headers['svc-status']).toBe('4041');
+  });
+
+  it('reads an order id with a trailing slash or percent-encoded digits as the same order', async () => {
+    const orderId = await placedOrderId();
+    const plain = await signed(service.app, buyer, 'GET', `/v1/orders/${orderId}`);
+    const slash = await signed(service.app, buyer, 'GET', `/v1/orders/${orderId}/`);
+    const encoded = `/v1/orders/${[...String(orderId)].map((d) => `%3${d}`).join('')}`;
+    const escaped = await signed(service.app, buyer, 'GET', encoded);
+    expect(slash.body).toEqual(plain.body);
+    expect(escaped.body).toEqual(plain.body);
+    const broken = await signed(service.app, buyer, 'GET', '/v1/orders/%E0%A4%A');
+    expect(broken.status).toBe(404);
+    expect(broken.headers['svc-status']).toBe('4041');
+  });
+
+  it('refuses a chunked body over 1 MiB with 4130 once the whole body has come', async () => {
+    const body = JSON.stringify({ pad: 'x'.repeat(1024 * 1024 + 10) });
+    const answer = await new Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string }>(
+      (resolve, reject) => {
+        const req = http.request(
+          {
+            port,
+            host: '127.0.0.1',
+            method: 'POST',
+            path: '/v1/orders',
+            headers: { 'Content-Type': 'application/json', ...signedHeaders('POST', '/v1/orders', body) },
+          },
+          (res) => {
+            let text = '';
+            res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
+          },
+        );
+        req.on('error', reject);
+        // No Content-Length: Node sends the body chunked, in pieces.
+        for (let at = 0; at < body.length; at += 64 * 1024) req.write(body.slice(at, at + 64 * 1024));
+        req.end();
+      },
+    );
+    expect(answer.status).toBe(413);
+    expect(answer.headers['svc-status']).toBe('4130');
+    expect(JSON.parse(answer.text).messages).toEqual(['body: larger than 1 MiB']);
+  });
+
+  it('answers a wrong method on a signed path 4050 with Allow, before asking for a signature', async () => {
+    const put = await supertest(service.app).put('/v1/order-batches').send('{}');
+    expect(put.status).toBe(405);
+    expect(put.headers['svc-status']).toBe('4050');
+    expect(put.headers.allow).toBe('POST');
+  });
+});
