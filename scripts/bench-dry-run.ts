@@ -131,15 +131,23 @@ async function main() {
   };
   const webBase = `http://127.0.0.1:${webPort}`;
   const bareBase = `http://127.0.0.1:${barePort}`;
-  // BENCH_PROFILE=DIR writes a CPU profile of the service's web process there.
-  const profile = process.env.BENCH_PROFILE
-    ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`]
-    : [];
-  const web = await startProcess('src/server.ts', serviceEnv(store, env), `${webBase}/v1/orders`, profile);
+  // BENCH_PROFILE=DIR writes CPU profiles of the service's web process and of the bare server in DIR/web and
+  // DIR/bare (one per thread: the largest is the main thread's), to compare where each spends its time.
+  const profile = (name: string) =>
+    process.env.BENCH_PROFILE
+      ? ['--cpu-prof', `--cpu-prof-dir=${path.join(process.env.BENCH_PROFILE, name)}`]
+      : [];
+  const web = await startProcess(
+    'src/server.ts',
+    serviceEnv(store, env),
+    `${webBase}/v1/orders`,
+    profile('web'),
+  );
   const bare = await startProcess(
     'scripts/bench-servers.ts',
     { ...process.env, PORT: String(barePort) },
     `${bareBase}/v1/orders`,
+    profile('bare'),
   );
   // One real order, accepted and left queued (no worker runs here), for the get.
   const { accessKey, secretKey } = demo;

@@ -101,51 +101,36 @@ export function sqliteOrders(db: Db): OrderStore {
   };
 }
 
-// Every column of an item row, so that one statement can hand over an order with its items as JSON.
-const ITEM_COLUMNS = [
-  'order_item_id',
-  'order_id',
-  'client_id',
-  'order_created_at',
-  'line_no',
-  'listing_id',
-  'vendor_id',
-  'title',
-  'isbn',
-  'line_quantity',
-  'max_price_cents',
-  'min_days',
-  'max_days',
-  'cost_cents',
-  'shipcost_cents',
-  'tax_cents',
-  'status',
-  'updated_at',
-  'status_changed_at',
-  'shipping_company',
-  'tracking_id',
-  'extra_shipping_cents',
-] as const satisfies readonly (keyof ItemRow)[];
-type MissingItemColumns = Exclude<keyof ItemRow, (typeof ITEM_COLUMNS)[number]>;
-/** A column added to ItemRow but not to ITEM_COLUMNS fails to compile here. */
-export const EVERY_ITEM_COLUMN: [MissingItemColumns] extends [never] ? true : never = true;
-
 /**
- * The order and its items in one statement, so one snapshot without a transaction: the items come as a JSON
- * array of rows built by SQLite, which is half the time of a second statement (and of BEGIN and COMMIT around both).
+ * The order and its items in one statement, so one snapshot without a transaction: a join with a row per item
+ * (one row with null item columns for an order without items), read as arrays and split at the first item column.
+ * A third less time than two statements in a transaction, and less than SQLite's JSON functions when its caches
+ * are cold, as they are between requests.
  */
 export function orderReader(db: Db) {
-  const pairs = ITEM_COLUMNS.map((column) => `'${column}', i.${column}`).join(', ');
-  const orderWithItems = db.prepare<[number], OrderRow & { items: string }>(
-    `SELECT o.*,
-            (SELECT json_group_array(json_object(${pairs}) ORDER BY i.order_item_id)
-               FROM order_items i WHERE i.order_id = o.order_id) AS items
-       FROM orders o WHERE o.order_id = ?`,
-  );
+  const orderWithItems = db
+    .prepare<[number], unknown[]>(
+      `SELECT o.*, i.* FROM orders o LEFT JOIN order_items i ON i.order_id = o.order_id
+        WHERE o.order_id = ? ORDER BY i.order_item_id`,
+    )
+    .raw();
+  const columns = orderWithItems.columns();
+  const split = columns.findIndex((c) => c.table === 'order_items');
+  const orderColumns = columns.slice(0, split).map((c) => c.name);
+  const itemColumns = columns.slice(split).map((c) => c.name);
   return (orderId: number): OrderWithItems | null => {
-    const row = orderWithItems.get(orderId);
-    if (!row) return null;
-    const items = JSON.parse(row.items) as ItemRow[];
-    return { order: toStoredOrder(row), items: items.map(toStoredItem) };
+    const rows = orderWithItems.all(orderId);
+    const first = rows[0];
+    if (!first) return null;
+    const items =
+      first[split] === null ? [] : rows.map((row) => toStoredItem(record<ItemRow>(itemColumns, row, split)));
+    return { order: toStoredOrder(record<OrderRow>(orderColumns, first, 0)), items };
   };
+}
+
+/** The values of `row` from index `from` on, named by `names`. */
+function record<T>(names: readonly string[], row: readonly unknown[], from: number): T {
+  const out: Record<string, unknown> = {};
+  for (let k = 0; k < names.length; k++) out[names[k]!] = row[from + k];
+  return out as T;
 }
