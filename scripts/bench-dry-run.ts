@@ -15,7 +15,7 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { sign } from '../src/auth/signature.js';
 import { createSigningClient } from '../src/client/signing-client.js';
-import { entryArgs, RUNTIME } from './bench-processes.js';
+import { entryArgs, profileArgs, RUNTIME } from './bench-processes.js';
 import {
   freshStore,
   parseStoreKinds,
@@ -131,23 +131,19 @@ async function main() {
   };
   const webBase = `http://127.0.0.1:${webPort}`;
   const bareBase = `http://127.0.0.1:${barePort}`;
-  // BENCH_PROFILE=DIR writes CPU profiles of the service's web process and of the bare server in DIR/web and
-  // DIR/bare (one per thread: the largest is the main thread's), to compare where each spends its time.
-  const profile = (name: string) =>
-    process.env.BENCH_PROFILE
-      ? ['--cpu-prof', `--cpu-prof-dir=${path.join(process.env.BENCH_PROFILE, name)}`]
-      : [];
+  // BENCH_PROFILE=DIR writes CPU profiles of the service's web process and of the bare server in DIR/server and
+  // DIR/bench-servers, to compare where each spends its time.
   const web = await startProcess(
     'src/server.ts',
     serviceEnv(store, env),
     `${webBase}/v1/orders`,
-    profile('web'),
+    profileArgs('src/server.ts'),
   );
   const bare = await startProcess(
     'scripts/bench-servers.ts',
     { ...process.env, PORT: String(barePort) },
     `${bareBase}/v1/orders`,
-    profile('bare'),
+    profileArgs('scripts/bench-servers.ts'),
   );
   // One real order, accepted and left queued (no worker runs here), for the get.
   const { accessKey, secretKey } = demo;

@@ -15,7 +15,7 @@ import { loadConfig } from '../src/config.js';
 import { ORDER_QUEUE } from '../src/queue/order.queue.js';
 import type { Probe } from '../src/store/store.probe.js';
 import { replaceSection } from './benchmarks-file.js';
-import { postAsyncOrder, prepareBuyer, timed, type Buyer } from './bench-buyer.js';
+import { postAsyncOrder, prepareBuyer, refusedBusy, timed, type Buyer } from './bench-buyer.js';
 import {
   freshStore,
   parseStoreKinds,
@@ -178,6 +178,7 @@ async function runOnce({ redis, store, workers, buyer, dir }: RunContext): Promi
       cpu: cpuSpent(before, readCpu()),
     };
     say(`${store.kind}, ${workers} worker(s): end to end at ${endToEnd.rate.toFixed(0)} orders/s`);
+    if (refusedBusy.count > 0) say(`${refusedBusy.count} answers of 5030 so far, each sent again`);
     const codes = await Promise.all(Object.values(children).map(stopProcess));
     return { store: store.kind, workers, drain, endToEnd, exitedCleanly: codes.every((code) => code === 0) };
   } finally {

@@ -29,10 +29,21 @@ export function entryArgs(entry: string): string[] {
 /** Everything started here and not exited yet, so that Ctrl-C can stop it too. */
 export const running = new Set<ChildProcess>();
 
+/**
+ * Node's options to profile a process started from `entry` when BENCH_PROFILE=DIR is set: its CPU profile (one
+ * per thread; the largest is the main thread's) goes to DIR/<entry's name>.
+ */
+export function profileArgs(entry: string): string[] {
+  const dir = process.env.BENCH_PROFILE;
+  return dir
+    ? ['--cpu-prof', `--cpu-prof-dir=${path.join(dir, path.basename(entry, path.extname(entry)))}`]
+    : [];
+}
+
 /** Starts `entry` (a path from the repository root) with exactly `env`, its output appended to `logFile`. */
 export function startEntry(entry: string, env: NodeJS.ProcessEnv, logFile: string): ChildProcess {
   const log = fs.openSync(logFile, 'a');
-  const child = spawn(process.execPath, entryArgs(entry), {
+  const child = spawn(process.execPath, [...profileArgs(entry), ...entryArgs(entry)], {
     cwd: ROOT,
     env,
     stdio: ['ignore', log, log],

@@ -1,5 +1,6 @@
 import type { Config } from '../config.js';
 import { createSealer } from '../domain/secrets.js';
+import { groupCommits } from './group-commit.js';
 import { resolveSecretsKey } from './secrets-key.js';
 import type { Store } from './store.port.js';
 
@@ -8,13 +9,22 @@ const toStderr = (message: string): void => void process.stderr.write(`${message
 /**
  * The store every process uses: PostgreSQL when DATABASE_URL is set, else the SQLite file at DB_PATH; its
  * secrets under SECRETS_KEY (on SQLite without it, the data folder's secrets.key, generated once and told to
- * `note`, stderr by default).
+ * `note`, stderr by default). Single orders accepted together share a transaction (group-commit.ts).
  */
 export async function openStore(
   config: Pick<Config, 'DATABASE_URL' | 'DB_PATH' | 'DB_POOL_SIZE' | 'SECRETS_KEY'> &
     Partial<Pick<Config, 'WEB_DB_BUSY_TIMEOUT_MS'>>,
   role = 'service',
   note: (message: string) => void = toStderr,
+): Promise<Store> {
+  const store = await openAdapter(config, role, note);
+  return { ...store, orders: groupCommits(store.orders) };
+}
+
+async function openAdapter(
+  config: Parameters<typeof openStore>[0],
+  role: string,
+  note: (message: string) => void,
 ): Promise<Store> {
   const sealer = createSealer(resolveSecretsKey(config, note).key);
   // Each adapter is loaded only where it is used: a process keeps one database driver in memory, not two.

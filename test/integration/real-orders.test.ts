@@ -107,6 +107,55 @@ describe('POST /v1/orders for a real order', () => {
     expect(await service.probe.scalar('SELECT count(*) FROM orders WHERE request_id = ?', requestId)).toBe(1);
     expect(await service.stock(1002)).toBe(before - 1);
   });
+
+  it('when distinct orders, repeats and a conflicting body arrive at once, then each gets its own answer', async () => {
+    // Accepted together, these share transactions (group commit): no answer may leak into another's.
+    const one = (listingId: number) => orderBody(buyer.ccToken, { listings: [{ listingId, quantity: 1 }] });
+    const distinct = Array.from({ length: 12 }, () => crypto.randomUUID());
+    const repeated = crypto.randomUUID();
+    const async = { headers: { Prefer: 'respond-async' } };
+    const answers = await Promise.all([
+      ...distinct.map((requestId) =>
+        signed(service.app, buyer, 'POST', '/v1/orders', one(1002), { ...async, requestId }),
+      ),
+      ...Array.from({ length: 3 }, () =>
+        signed(service.app, buyer, 'POST', '/v1/orders', one(1002), { ...async, requestId: repeated }),
+      ),
+      signed(service.app, buyer, 'POST', '/v1/orders', one(1001), { ...async, requestId: repeated }),
+    ]);
+    const distinctAnswers = answers.slice(0, 12);
+    expect(distinctAnswers.map((a) => a.headers['svc-status'])).toEqual(Array(12).fill('2010'));
+    expect(new Set(distinctAnswers.map((a) => a.body.orderId)).size).toBe(12);
+    const repeats = answers.slice(12, 15);
+    const conflicting = answers[15]!;
+    const stored = await service.probe.scalar<number>(
+      'SELECT order_id FROM orders WHERE client_id = ? AND request_id = ?',
+      buyer.clientId,
+      repeated,
+    );
+    // Whichever body came first is the stored one; every other answer for that request id says so.
+    const storedBody = await service.probe.scalar<string>(
+      'SELECT listing_id FROM order_items WHERE order_id = ?',
+      stored,
+    );
+    const winners = [...repeats, conflicting].filter((a) => a.headers['svc-status'] === '2010');
+    expect(winners).toHaveLength(1);
+    for (const answer of [...repeats, conflicting].filter((a) => a !== winners[0])) {
+      const sameBody = answer === conflicting ? Number(storedBody) === 1001 : Number(storedBody) === 1002;
+      if (sameBody) {
+        expect(['2003', '2010']).toContain(answer.headers['svc-status']);
+        expect(answer.body.orderId).toBe(stored);
+      } else expect(answer.headers['svc-status']).toBe('4090');
+    }
+    expect(
+      await service.probe.scalar(
+        'SELECT count(*) FROM orders WHERE client_id = ? AND request_id IN (?, ?)',
+        buyer.clientId,
+        repeated,
+        distinct[0],
+      ),
+    ).toBe(2);
+  });
 });
 
 describe('POST /v1/orders with Prefer: respond-async', () => {

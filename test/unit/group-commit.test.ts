@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest';
+import { groupCommits } from '../../src/store/group-commit.js';
+import type { AcceptResult, NewOrder, OrderStore } from '../../src/store/store.port.js';
+
+// The grouping alone, over a recording acceptMany; the real adapters' acceptMany is covered by the store's
+// contract tests and the grouped path end to end by test/integration/real-orders.test.ts.
+function recordingOrders(fail?: (orders: readonly NewOrder[]) => Error | undefined) {
+  const groups: string[][] = [];
+  let next = 1;
+  const stored = new Map<string, number>();
+  const orders = {
+    async acceptMany(batch: readonly NewOrder[]): Promise<AcceptResult[]> {
+      groups.push(batch.map((o) => o.requestId));
+      const err = fail?.(batch);
+      if (err) throw err;
+      return batch.map((o) => {
+        const key = `${o.clientId}/${o.requestId}`;
+        const existing = stored.get(key);
+        if (existing !== undefined) return { kind: 'duplicate', orderId: existing };
+        stored.set(key, next);
+        return { kind: 'created', orderId: next++ };
+      });
+    },
+  } as unknown as OrderStore;
+  return { orders, groups };
+}
+
+const order = (requestId: string, clientId = 1) => ({ clientId, requestId }) as NewOrder;
+
+describe('group commits', () => {
+  it('accepts the orders asked for in one turn in one acceptMany, each with its own result', async () => {
+    const { orders, groups } = recordingOrders();
+    const grouped = groupCommits(orders);
+    const results = await Promise.all(['a', 'b', 'c'].map((id) => grouped.accept(order(id))));
+    expect(groups).toEqual([['a', 'b', 'c']]);
+    expect(results).toEqual([
+      { kind: 'created', orderId: 1 },
+      { kind: 'created', orderId: 2 },
+      { kind: 'created', orderId: 3 },
+    ]);
+  });
+
+  it('puts the same client and request id in separate groups, so the second is a duplicate', async () => {
+    const { orders, groups } = recordingOrders();
+    const grouped = groupCommits(orders);
+    const results = await Promise.all([
+      grouped.accept(order('a')),
+      grouped.accept(order('a', 2)),
+      grouped.accept(order('a')),
+    ]);
+    expect(groups).toEqual([['a', 'a'], ['a']]);
+    expect(results.map((r) => r.kind)).toEqual(['created', 'created', 'duplicate']);
+  });
+
+  it('splits more than the group size into several transactions, in arrival order', async () => {
+    const { orders, groups } = recordingOrders();
+    const grouped = groupCommits(orders, 2);
+    await Promise.all(['a', 'b', 'c', 'd', 'e'].map((id) => grouped.accept(order(id))));
+    expect(groups).toEqual([['a', 'b'], ['c', 'd'], ['e']]);
+  });
+
+  it('fails every order of a failed group with its error, and the next group goes on', async () => {
+    const busy = new Error('SQLITE_BUSY');
+    const { orders } = recordingOrders((batch) =>
+      batch.some((o) => o.requestId === 'x') ? busy : undefined,
+    );
+    const grouped = groupCommits(orders);
+    const first = await Promise.allSettled([grouped.accept(order('x')), grouped.accept(order('y'))]);
+    expect(first).toEqual([
+      { status: 'rejected', reason: busy },
+      { status: 'rejected', reason: busy },
+    ]);
+    await expect(grouped.accept(order('y'))).resolves.toEqual({ kind: 'created', orderId: 1 });
+  });
+});
