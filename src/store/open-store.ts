@@ -36,8 +36,13 @@ async function openAdapter(
       sealer,
     });
   }
-  const { openSqliteStore } = await import('./sqlite/sqlite.store.js');
-  // The web answers 503 rather than stall every request while a worker holds the write lock.
-  const busyTimeoutMs = role === 'web' ? config.WEB_DB_BUSY_TIMEOUT_MS : undefined;
-  return openSqliteStore(config.DB_PATH, { sealer, busyTimeoutMs });
+  const { openSqliteStore, WEB_CHECKPOINT_PAGES } = await import('./sqlite/sqlite.store.js');
+  // The web answers 503 rather than stall every request while a worker holds the write lock, and leaves the
+  // log's checkpoints to the workers and the clock.
+  const web = role === 'web';
+  return openSqliteStore(config.DB_PATH, {
+    sealer,
+    busyTimeoutMs: web ? config.WEB_DB_BUSY_TIMEOUT_MS : undefined,
+    checkpointPages: web ? WEB_CHECKPOINT_PAGES : undefined,
+  });
 }

@@ -21,7 +21,25 @@ export interface SqliteStoreOptions extends SqliteSearchOptions {
    * absent. The migrations at open always wait up to 10 s.
    */
   busyTimeoutMs?: number;
+  /**
+   * Pages of write-ahead log after which a commit of this connection copies them back into the file (SQLite's
+   * wal_autocheckpoint); WORKER_CHECKPOINT_PAGES when absent.
+   */
+  checkpointPages?: number;
 }
+
+/**
+ * Fewer, larger checkpoints than SQLite's default of 1000 pages: a page rewritten by many orders (a listing's
+ * stock, an index leaf) is copied back once per checkpoint, not once per 1000 pages of log. Measured (two A/B pairs
+ * of scripts/bench-orders.ts, one worker): the backlog drained 8–42 % faster at 5–15 % less CPU per order. The
+ * log file then grows to ~40 MiB and stays that size (SQLite reuses it from its start after each checkpoint).
+ */
+export const WORKER_CHECKPOINT_PAGES = 10_000;
+/**
+ * The web checkpoints only when the log has grown four times past that, i.e. when no worker or clock does: a
+ * checkpoint runs synchronously inside the commit that crosses the bound, on the request path.
+ */
+export const WEB_CHECKPOINT_PAGES = 4 * WORKER_CHECKPOINT_PAGES;
 
 /**
  * The embedded store: one better-sqlite3 connection to the file at `dbPath`, migrated on open. Every
@@ -39,6 +57,7 @@ export async function openSqliteStore(dbPath: string, options: SqliteStoreOption
     throw err;
   }
   if (options.busyTimeoutMs !== undefined) db.pragma(`busy_timeout = ${Math.trunc(options.busyTimeoutMs)}`);
+  db.pragma(`wal_autocheckpoint = ${Math.trunc(options.checkpointPages ?? WORKER_CHECKPOINT_PAGES)}`);
   const itemsByStatus = db.prepare<[], { status: number; count: number }>(
     'SELECT status, count(*) AS count FROM order_items GROUP BY status',
   );
