@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import pg from 'pg';
 
 /** What both a pool and a client checked out of it can run: a statement with positional parameters. */
@@ -39,8 +40,50 @@ export interface PoolOptions {
   applicationName?: string;
 }
 
+// Statements with a `*` are run unnamed: a column added by a newer process's migration would change their result
+// type, which a prepared statement refuses (0A000 "cached plan must not change result type").
+const PREPARABLE = /^[^*;]+$/;
+const STALE_PLAN = '0A000';
+
+/**
+ * A client that prepares each statement it runs with parameters once per connection (a named statement, named
+ * by a hash of its text): the server parses it once, and plans it once when a generic plan serves (two A/B pairs
+ * of bench-orders: 12.2-12.4 ms of CPU per order end to end against 14.4-14.5). Statements without parameters
+ * (BEGIN, COMMIT, migrations) and statements with a `*` run as before. Should a schema change still make a
+ * prepared statement stale, the execution that finds it fails as any failed statement does, and this connection
+ * prepares its statements under new names from then on.
+ */
+const names = new Map<string, string>();
+/** A statement's name: a hash of its text (remembered for the few hundred texts the adapter has). */
+function statementName(text: string): string {
+  let name = names.get(text);
+  if (name === undefined) {
+    if (names.size >= 1000) names.clear();
+    name = `s${crypto.createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
+    names.set(text, name);
+  }
+  return name;
+}
+
+class PreparingClient extends pg.Client {
+  private generation = 0;
+
+  override query(...args: unknown[]): never {
+    const [text, values, callback] = args;
+    if (typeof text !== 'string' || !Array.isArray(values) || callback !== undefined || !PREPARABLE.test(text))
+      return (super.query as (...a: unknown[]) => never)(...args);
+    const name = `${statementName(text)}g${this.generation}`;
+    const run = super.query({ name, text, values }) as Promise<pg.QueryResult>;
+    return run.catch((err: unknown) => {
+      if ((err as { code?: string }).code === STALE_PLAN) this.generation++;
+      throw err;
+    }) as never;
+  }
+}
+
 export function createPool(url: string, { poolSize = 10, applicationName }: PoolOptions = {}): pg.Pool {
   const pool = new pg.Pool({
+    Client: PreparingClient,
     connectionString: url,
     max: poolSize,
     types: numberTypes,
