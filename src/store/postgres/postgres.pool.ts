@@ -70,7 +70,12 @@ class PreparingClient extends pg.Client {
 
   override query(...args: unknown[]): never {
     const [text, values, callback] = args;
-    if (typeof text !== 'string' || !Array.isArray(values) || callback !== undefined || !PREPARABLE.test(text))
+    if (
+      typeof text !== 'string' ||
+      !Array.isArray(values) ||
+      callback !== undefined ||
+      !PREPARABLE.test(text)
+    )
       return (super.query as (...a: unknown[]) => never)(...args);
     const name = `${statementName(text)}g${this.generation}`;
     const run = super.query({ name, text, values }) as Promise<pg.QueryResult>;
