@@ -2,13 +2,13 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type Request, type RequestHandler } from 'express';
 import type { Deps } from '../deps.js';
 import { marketplaceDomains } from '../domain/marketplace.js';
+import type { RequestObserver } from '../metrics/http.metrics.js';
 import { authenticate } from './auth.js';
 import { ApiError, errorHandler } from './errors.js';
 import { getOrder, getOrders } from './order-history.routes.js';
 import { postOrderBatch } from './order-batches.routes.js';
 import { postOrder } from './orders.routes.js';
 import { openApiDocument } from './openapi.js';
-import type { RequestObserver } from '../metrics/http.metrics.js';
 import { rawBody } from './raw-body.js';
 import { requestContext } from './request-context.js';
 import { signedRoutes } from './signed-routes.js';
@@ -68,7 +68,7 @@ export function createApp(deps: Deps, options: AppOptions = {}): App {
   app.use(errorHandler);
 
   const orderIntake = postOrder({ ...deps, orderWaitMs: deps.config.ORDER_WAIT_MS });
-  const signed = signedRoutes({
+  const answerSigned = signedRoutes({
     app,
     context: [context],
     guards: [
@@ -91,9 +91,7 @@ export function createApp(deps: Deps, options: AppOptions = {}): App {
     onError: errorHandler,
   });
   const listener = (req: IncomingMessage, res: ServerResponse) => {
-    const route = signed(req);
-    if (route) route(req, res);
-    else app(req, res);
+    if (!answerSigned(req, res)) app(req, res);
   };
   return Object.assign(listener, { express: app });
 }

@@ -34,10 +34,11 @@ export interface SignedFront {
 const V1 = /^\/[vV]1(\/[^?]*)(?:\?|$)/;
 
 /**
- * A request listener for the signed paths of `front.routes`, or undefined for any other URL (Express then
- * answers it). A known path with another method is 4050 with Allow, before anyone is asked to authenticate.
+ * Answers a request for one of the signed paths of `front.routes` and returns true, or returns false for any
+ * other URL (Express then answers it). A known path with another method is 4050 with Allow, before anyone is
+ * asked to authenticate.
  */
-export function signedRoutes(front: SignedFront): (req: IncomingMessage) => Listener | undefined {
+export function signedRoutes(front: SignedFront): (req: IncomingMessage, res: ServerResponse) => boolean {
   const compiled = front.routes.map((route) => {
     const allowed = Object.keys(route.methods).flatMap((m) => (m === 'GET' ? ['GET', 'HEAD'] : [m]));
     const chains = new Map<string, Listener>();
@@ -58,19 +59,17 @@ export function signedRoutes(front: SignedFront): (req: IncomingMessage) => List
     ]);
     return { route, chains, wrongMethod };
   });
-  return (req) => {
+  return (req, res) => {
     const path = V1.exec(req.url ?? '')?.[1];
-    if (path === undefined) return undefined;
+    if (path === undefined) return false;
     for (const { route, chains, wrongMethod } of compiled) {
       const match = route.pattern.exec(path);
       if (!match) continue;
-      const run = chains.get(req.method ?? '') ?? wrongMethod;
-      return (req, res) => {
-        (req as Request).params = paramsOf(route, match);
-        run(req, res);
-      };
+      (req as Request).params = paramsOf(route, match);
+      (chains.get(req.method ?? '') ?? wrongMethod)(req, res);
+      return true;
     }
-    return undefined;
+    return false;
   };
 }
 
