@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import type { Request, RequestHandler } from 'express';
 import type { Logger } from '../logger.js';
-import type { RequestObserver } from '../metrics/http.metrics.js';
+import type { AnsweredRequest, RequestObserver } from '../metrics/http.metrics.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -50,17 +50,17 @@ export function requestContext(logger: Logger, request: Request, observe?: Reque
     const context: LogContext = { root: logger, bindings: { requestId } };
     (req as WithContext)[CONTEXT] = context;
     res.once('finish', () => {
-      const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      observe?.(req, res, ms / 1000);
-      const line = {
+      const svcStatus = res.getHeader('Svc-Status');
+      const answered: AnsweredRequest = {
         method: req.method,
         // The full path as sent (a router sees only its own part in req.path), without the query.
-        path: req.originalUrl.split('?', 1)[0]!.slice(0, 2048),
+        path: req.originalUrl.split('?', 1)[0]!,
         status: res.statusCode,
-        svcStatus: res.getHeader('Svc-Status'),
-        ms,
+        svcStatus: svcStatus === undefined ? undefined : String(svcStatus),
+        ms: Number(process.hrtime.bigint() - started) / 1e6,
       };
-      logger.info({ ...context.bindings, ...line }, 'request');
+      observe?.(answered);
+      logger.info({ ...context.bindings, ...answered, path: answered.path.slice(0, 2048) }, 'request');
     });
     next();
   };

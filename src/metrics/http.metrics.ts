@@ -1,4 +1,3 @@
-import type { Request, Response } from 'express';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 // Route templates, not paths, so that label values stay few whatever clients send.
@@ -17,8 +16,18 @@ export function routeOf(path: string): string {
   return 'unmatched';
 }
 
-/** Told of every request once its response is sent, with the time it took in seconds. */
-export type RequestObserver = (req: Request, res: Response, seconds: number) => void;
+/** What the request context knows of a request once its response is sent (its access line, whole). */
+export interface AnsweredRequest {
+  method: string;
+  /** The full path as sent, without the query. */
+  path: string;
+  status: number;
+  svcStatus: string | undefined;
+  ms: number;
+}
+
+/** Told of every request once its response is sent. */
+export type RequestObserver = (answered: AnsweredRequest) => void;
 
 export interface ProcessMetrics {
   /** This process's own series: HTTP requests and prom-client's process_* and nodejs_* metrics. */
@@ -58,18 +67,11 @@ export function createProcessMetrics(): ProcessMetrics {
     }
     return series;
   };
-  const observe: RequestObserver = (req, res, seconds) => {
-    const method = METHODS.has(req.method) ? req.method : 'other';
-    const svcStatus = String(res.getHeader('Svc-Status') ?? '').replace(/\s+/g, '');
-    const series = seriesOf(method, routeOf(pathOf(req.originalUrl)), String(res.statusCode), svcStatus);
+  const observe: RequestObserver = ({ method, path, status, svcStatus, ms }) => {
+    const label = METHODS.has(method) ? method : 'other';
+    const series = seriesOf(label, routeOf(path), String(status), (svcStatus ?? '').replace(/\s+/g, ''));
     series.count();
-    series.time(seconds);
+    series.time(ms / 1000);
   };
   return { registry, observe };
-}
-
-/** The path of a request target, without its query (routers rewrite req.url, never req.originalUrl). */
-function pathOf(url: string): string {
-  const mark = url.indexOf('?');
-  return mark === -1 ? url : url.slice(0, mark);
 }

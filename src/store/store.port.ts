@@ -196,19 +196,22 @@ export interface NewOrderItem {
   costCents: number;
 }
 
-export interface NewOrder {
-  clientId: number;
-  requestId: string;
-  requestHash: string;
-  referenceId: string | null;
-  domain: string;
-  currency: Currency;
-  shippingMode: ShippingMode;
-  shipAddr: OrderAddress;
-  billAddr: OrderAddress;
-  cardId: number;
-  totalMaxPriceCents: number | null;
-  createdAt: number;
+/** An order as acceptance stores it: the fields of a StoredOrder that exist before any attempt. */
+export interface NewOrder extends Pick<
+  StoredOrder,
+  | 'clientId'
+  | 'requestId'
+  | 'requestHash'
+  | 'referenceId'
+  | 'domain'
+  | 'currency'
+  | 'shippingMode'
+  | 'shipAddr'
+  | 'billAddr'
+  | 'cardId'
+  | 'totalMaxPriceCents'
+  | 'createdAt'
+> {
   /** Every item QUEUED, in request order. */
   items: NewOrderItem[];
 }
