@@ -1,3 +1,5 @@
+import type { SettleToResult } from '../store/store.port.js';
+
 /** What the worker needs of a card processor. Every call is idempotent by its keys, so a retried job never charges twice. */
 export interface PaymentGateway {
   /** Authorises `amountCents` once per key; a second call with the same key returns the first outcome. */
@@ -8,16 +10,26 @@ export interface PaymentGateway {
     currency: string;
   }): Promise<AuthorizeResult>;
   /**
-   * Changes the key's authorisation by `deltaCents` (negative releases, positive adds), once per `step`;
-   * `deltaCents` null releases whatever is left. A key that is not authorised (yet) is a no-op that the same
-   * step can repeat later. True when this call changed the authorisation.
+   * Brings the key's authorisation to `amountCents`, the order's ledger at `version`, unless the processor
+   * already holds that version or a later one ('superseded'): absolute and versioned, so calls that arrive
+   * late, twice or out of order cannot move it away from the last target. With no authorisation under the key,
+   * a target of 0 is recorded so that a later authorisation is declined; a target above 0 is 'not-authorised'
+   * (the caller keeps it pending and asks again). A target below 0 is refused: it would be a bug.
    */
-  adjust(key: string, step: string, deltaCents: number | null): Promise<boolean>;
+  settleTo(request: {
+    key: string;
+    cardId: number;
+    currency: string;
+    amountCents: number;
+    version: number;
+  }): Promise<SettleToResult>;
 }
 
 export interface AuthorizeResult {
   approved: boolean;
   amountCents: number;
 }
+
+export type { SettleToResult };
 
 export const paymentKey = (orderId: number): string => `order-${orderId}`;

@@ -26,8 +26,10 @@ export function createSandboxGateway(
       });
       return { approved: record.status === 'authorized', amountCents: record.amountCents };
     },
-    adjust(key, step, deltaCents) {
-      return store.payments.adjustOnce(key, `${key}#${step}`, deltaCents, clock());
+    async settleTo(request) {
+      if (!Number.isSafeInteger(request.amountCents) || request.amountCents < 0)
+        throw new RangeError(`payment ${request.key}: target ${request.amountCents} cents is not an amount`);
+      return store.payments.settleTo({ ...request, now: clock() });
     },
   };
 }

@@ -54,6 +54,8 @@ export async function startOrderWorker(config: Config, logger: Logger) {
     logger.warn({ jobId: job?.id, attemptsMade: job?.attemptsMade, err: err.message }, 'job failed');
     const orderId = (job?.data as OrderJobData | undefined)?.orderId;
     if (job && orderId && job.attemptsMade >= (job.opts.attempts ?? 1)) {
+      // No lease is asked for: this job's own last attempt holds it. A stalled twin still paying cannot
+      // charge: giving up releases the payment with a versioned target that also declines a later authorisation.
       void failOrder(processDeps, orderId)
         .then(() => countOutcome(deps, orderId))
         .catch((e: unknown) => logger.error({ err: e, orderId }, 'could not fail order'));

@@ -7,21 +7,15 @@ import {
   TRANSITIONS,
   updateMoves,
   type ItemStatusCode,
-  type LedgerKind,
 } from '../domain/item-status.js';
 import type { Logger } from '../logger.js';
-import { paymentKey, type PaymentGateway } from '../payments/payment-gateway.js';
+import type { PaymentGateway } from '../payments/payment-gateway.js';
 import { newOrderEvent } from './order-events.js';
-import type {
-  ItemMoveWrite,
-  LedgerOutboxEntry,
-  Store,
-  StoredItem,
-  StoredItemWithCurrency,
-} from '../store/store.port.js';
+import { syncPayment } from './payment-sync.js';
+import type { ItemMoveWrite, Store, StoredItem, StoredItemWithCurrency } from '../store/store.port.js';
 
 export interface ItemLifecycleDeps {
-  store: Pick<Store, 'items'>;
+  store: Pick<Store, 'items' | 'ledger'>;
   payments: PaymentGateway;
   clock: () => number;
   logger: Logger;
@@ -51,10 +45,6 @@ export type MoveItemOutcome =
 export const shareOf = (item: Pick<StoredItem, 'costCents' | 'shipcostCents' | 'taxCents'>): number =>
   item.costCents + item.shipcostCents + item.taxCents;
 
-/** How an entry changes the authorisation: extra shipping adds to it, a void or a refund gives back. */
-export const adjustmentDelta = (kind: LedgerKind, amountCents: number): number =>
-  kind === 'extra_shipping' ? amountCents : -amountCents;
-
 // A move races only with another move of the same item; reading again and deciding again settles it.
 const MOVE_ROUNDS = 5;
 
@@ -62,8 +52,9 @@ const ALL_CODES = Object.values(ItemStatus).sort((a, b) => a - b);
 
 /**
  * Moves an item as CONTRACT.md section 8 allows, deciding against its status inside one transaction.
- * A move that voids, refunds or adds extra shipping is told to the gateway after the commit; if that fails
- * the ledger entry stays pending and reconciliation applies it later.
+ * A move that voids, refunds or adds extra shipping moves the order's payment version on with its ledger entry;
+ * after the commit the gateway is brought to the ledger, and if that fails the order stays pending and
+ * reconciliation brings it there later.
  */
 export async function moveItem(deps: ItemLifecycleDeps, request: MoveItemRequest): Promise<MoveItemOutcome> {
   const problem = checkRequest(request);
@@ -83,14 +74,7 @@ export async function moveItem(deps: ItemLifecycleDeps, request: MoveItemRequest
     const result = await deps.store.items.applyMove(write);
     if (result.kind === 'changed') continue;
     deps.logger.info({ orderItemId: request.orderItemId, from, to }, 'item moved');
-    if (write.ledger && result.entryId !== null) {
-      const { entryKey, orderId, kind, amountCents } = write.ledger;
-      await tryApply(
-        deps,
-        { entryId: result.entryId, entryKey, orderId, kind: kind as LedgerKind, amountCents },
-        now,
-      );
-    }
+    if (write.ledger && result.entryId !== null) await trySync(deps, write.ledger.orderId);
     return { kind: 'moved', from, item: result.item };
   }
   throw new Error(`order item ${request.orderItemId} kept changing while it was moved`);
@@ -132,23 +116,12 @@ function planMove(
   };
 }
 
-/** Applies one outbox entry at the gateway (idempotent per entry key), then marks it applied. */
-export async function applyAdjustment(
-  deps: Pick<ItemLifecycleDeps, 'store' | 'payments'>,
-  entry: LedgerOutboxEntry,
-  now: number,
-): Promise<void> {
-  const delta = adjustmentDelta(entry.kind, entry.amountCents);
-  await deps.payments.adjust(paymentKey(entry.orderId), entry.entryKey, delta);
-  await deps.store.items.markApplied(entry.entryKey, now);
-}
-
-async function tryApply(deps: ItemLifecycleDeps, entry: LedgerOutboxEntry, now: number) {
+async function trySync(deps: ItemLifecycleDeps, orderId: number) {
   try {
-    await applyAdjustment(deps, entry, now);
+    await syncPayment(deps, orderId);
   } catch (err) {
-    // The move is committed and its ledger entry is the outbox: reconciliation retries the adjustment.
-    deps.logger.warn({ err, entryKey: entry.entryKey }, 'payment adjustment left for reconciliation');
+    // The move and its ledger entry are committed: reconciliation brings the gateway to the ledger.
+    deps.logger.warn({ err, orderId }, 'payment adjustment left for reconciliation');
   }
 }
 

@@ -6,6 +6,7 @@ import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import { paymentKey, type PaymentGateway } from '../payments/payment-gateway.js';
 import { newOrderEvent } from './order-events.js';
+import { syncPayment } from './payment-sync.js';
 import type {
   OrderWithItems,
   PricingCatalog,
@@ -16,7 +17,7 @@ import type {
 } from '../store/store.port.js';
 
 export interface ProcessOrderDeps {
-  store: Pick<Store, 'processing' | 'catalog' | 'orders'>;
+  store: Pick<Store, 'processing' | 'catalog' | 'orders' | 'ledger'>;
   payments: PaymentGateway;
   usdPer: UsdPer;
   taxRules: TaxRules;
@@ -215,24 +216,25 @@ async function pay(deps: ProcessOrderDeps, stored: OrderWithItems): Promise<void
 
 /**
  * An authorisation that landed after the order was settled without it (given up on while this attempt was
- * paying) is released at once; one the ledger holds belongs to a twin attempt that settled first.
+ * paying) is released: giving up moved the order's payment version on with a target of 0, and the gateway is
+ * brought to it (a no-op when that already happened). One the ledger holds belongs to a twin that settled first.
  */
 async function voidIfUnaccounted(deps: ProcessOrderDeps, orderId: number): Promise<void> {
-  const key = paymentKey(orderId);
-  if (await deps.store.processing.ledgerHas(`authorize:${key}`)) return;
-  await deps.payments.adjust(key, 'failed', null);
-  deps.logger.warn({ orderId }, 'authorisation landed after the order was given up on: released');
+  if (await deps.store.processing.ledgerHas(`authorize:${paymentKey(orderId)}`)) return;
+  if ((await syncPayment(deps, orderId)) === 'applied')
+    deps.logger.warn({ orderId }, 'authorisation landed after the order was given up on: released');
 }
 
 /**
  * Gives up on an order after its last attempt: the items FAILED (guarded, so no attempt can settle it as bought
- * afterwards), then any authorisation released. With `leaseFreeAt`, an order whose lease an attempt still holds
- * is left to that attempt ('held'). The release is keyed 'failed' per order and does nothing before there is an
- * authorisation: repeated later (reconciliation does), it catches one that landed after, or a crash in between.
+ * afterwards) and the order's payment version moved on in the same transaction, then the gateway brought to 0.
+ * With `leaseFreeAt`, an order whose lease an attempt still holds is left to that attempt ('held'). The release
+ * is a versioned target: before any authorisation it makes the gateway decline one that comes later, and a
+ * crash before it leaves the order pending for reconciliation, however long that takes.
  */
 export async function failOrder(
   deps: Pick<ProcessOrderDeps, 'payments' | 'clock' | 'logger'> & {
-    store: Pick<Store, 'orders' | 'processing'>;
+    store: Pick<Store, 'orders' | 'processing' | 'ledger'>;
   },
   orderId: number,
   { leaseFreeAt }: { leaseFreeAt?: number } = {},
@@ -253,10 +255,15 @@ export async function failOrder(
       now: deps.clock(),
       ...(leaseFreeAt !== undefined ? { leaseFreeAt } : {}),
       event: newOrderEvent(),
+      releasePayment: true,
     });
     if (failed) {
       deps.logger.warn({ orderId }, 'order failed after its last attempt');
-      await deps.payments.adjust(paymentKey(orderId), 'failed', null);
+      try {
+        await syncPayment(deps, orderId);
+      } catch (err) {
+        deps.logger.warn({ err, orderId }, 'payment release left for reconciliation');
+      }
       return 'failed';
     }
   }

@@ -4,13 +4,13 @@ import { orderJobId, type OrderQueue } from '../queue/order.queue.js';
 import { withLock, type LockResult } from '../queue/redis-lock.js';
 import type { RedisClient } from '../queue/redis.js';
 import type { StaleItemKey, StaleOrder, StaleOrderKey, Store } from '../store/store.port.js';
-import { applyAdjustment, moveItem, type ItemLifecycleDeps } from './item-lifecycle.js';
-import { paymentKey } from '../payments/payment-gateway.js';
+import { moveItem, type ItemLifecycleDeps } from './item-lifecycle.js';
+import { syncPayment } from './payment-sync.js';
 import { failOrder } from './process-order.js';
 import type { MetricsRecorder } from '../metrics/metrics.recorder.js';
 
 export interface ReconcileDeps extends ItemLifecycleDeps {
-  store: Pick<Store, 'items' | 'reconcile' | 'orders' | 'processing'>;
+  store: Pick<Store, 'items' | 'ledger' | 'reconcile' | 'orders' | 'processing'>;
   metrics: Pick<MetricsRecorder, 'recordReconcileActions'>;
   queue: OrderQueue;
   redis: RedisClient;
@@ -25,15 +25,16 @@ export interface ReconcileDeps extends ItemLifecycleDeps {
   >;
 }
 
-/** What one pass changed: orders enqueued again or FAILED, items moved by a deadline, adjustments caught up. */
+/** What one pass changed: orders enqueued again or FAILED, items moved by a deadline, payments caught up. */
 export interface ReconcileCounts {
   requeued: number;
   failed: number;
   unshipped: number;
   extraShippingTimedOut: number;
+  /** Payments the gateway was brought to their ledger for (a crash or a gateway error had left them behind). */
   adjustmentsApplied: number;
-  /** Authorisations found on orders given up on (FAILED) lately, released: late ones, or a crash's. */
-  authorisationsReleased: number;
+  /** Payments whose ledger says less than nothing: a bug, logged and left for an operator (alert on it). */
+  paymentTargetsBelowZero: number;
 }
 
 const BATCH = 200;
@@ -134,10 +135,9 @@ export async function reconcileOnce(
     unshipped: 0,
     extraShippingTimedOut: 0,
     adjustmentsApplied: 0,
-    authorisationsReleased: 0,
+    paymentTargetsBelowZero: 0,
   };
-  counts.adjustmentsApplied = await applyPendingAdjustments(deps, now, lost);
-  counts.authorisationsReleased = await releaseLateAuthorisations(deps, now, lost);
+  await syncPendingPayments(deps, counts, lost);
   for (const deadline of DEADLINES) counts[deadline.count] += await expire(deps, deadline, now, lost);
   await forEachBatch(
     (after?: StaleOrderKey) =>
@@ -196,54 +196,22 @@ async function requeueOrFail(deps: ReconcileDeps, order: StaleOrder, now: number
   return 'requeued';
 }
 
-/**
- * Orders that became FAILED within two attempt leases: an attempt that outlived its lease may have been
- * authorised after the order was given up on and died before releasing it. The release is the one failOrder
- * made (step 'failed'), so it applies once, and only where an authorisation is there to release.
- */
-async function releaseLateAuthorisations(deps: ReconcileDeps, now: number, lost: AbortSignal) {
-  const since = now - 2 * deps.config.ATTEMPT_LEASE_S * 1000;
-  const seen = new Set<number>();
-  let released = 0;
+/** Payments whose ledger moved on without the gateway (a crash, a gateway error, a call not authorised yet). */
+async function syncPendingPayments(deps: ReconcileDeps, counts: ReconcileCounts, lost: AbortSignal) {
   await forEachBatch(
-    (after?: StaleItemKey) =>
-      deps.store.reconcile.staleItems(
-        S.FAILED,
-        now + 1,
-        BATCH,
-        after ?? { statusChangedAt: since, orderItemId: 0 },
-      ),
-    (item) => ({ statusChangedAt: item.statusChangedAt, orderItemId: item.orderItemId }),
+    (after?: number) => deps.store.reconcile.pendingPayments(BATCH, after),
+    (orderId) => orderId,
     lost,
-    async ({ orderId }) => {
-      if (seen.has(orderId)) return;
-      seen.add(orderId);
-      if (await deps.payments.adjust(paymentKey(orderId), 'failed', null)) {
-        released += 1;
-        deps.logger.warn({ orderId }, 'authorisation of a failed order released');
-      }
-    },
-  );
-  return released;
-}
-
-/** Gateway adjustments whose ledger entries were committed but not applied (a crash or a gateway error). */
-async function applyPendingAdjustments(deps: ReconcileDeps, now: number, lost: AbortSignal): Promise<number> {
-  let applied = 0;
-  await forEachBatch(
-    (after?: number) => deps.store.reconcile.pendingAdjustments(BATCH, after),
-    (entry) => entry.entryId,
-    lost,
-    async (entry) => {
+    async (orderId) => {
       try {
-        await applyAdjustment(deps, entry, now);
-        applied += 1;
+        const outcome = await syncPayment(deps, orderId);
+        if (outcome === 'applied') counts.adjustmentsApplied += 1;
+        if (outcome === 'below-zero') counts.paymentTargetsBelowZero += 1;
       } catch (err) {
-        deps.logger.warn({ err, entryKey: entry.entryKey }, 'payment adjustment still pending');
+        deps.logger.warn({ err, orderId }, 'payment adjustment still pending');
       }
     },
   );
-  return applied;
 }
 
 /** Keyset-paged batches, so rows that stay put are read once; stops between batches once `lost` aborts. */

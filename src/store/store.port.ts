@@ -303,6 +303,8 @@ export interface Settlement {
   leaseFreeAt?: number;
   /** The order event recorded with the settlement. */
   event?: OrderEventWrite;
+  /** Given up on (FAILED): whatever the gateway holds for the order must go back, so its payment version moves on. */
+  releasePayment?: boolean;
 }
 
 export interface ProcessingStore {
@@ -352,20 +354,35 @@ export interface ItemMoveWrite {
 export type ItemMoveWriteResult =
   { kind: 'moved'; item: StoredItemWithCurrency; entryId: number | null } | { kind: 'changed' };
 
-/** A ledger entry whose gateway adjustment is not applied yet: the outbox row. */
-export interface LedgerOutboxEntry {
-  entryId: number;
-  entryKey: string;
-  orderId: number;
-  kind: LedgerKind;
-  amountCents: number;
-}
-
 export interface ItemStore {
   getItem(orderItemId: number): Promise<StoredItemWithCurrency | null>;
+  /** Writing a new ledger entry also moves the order's payment version on (see LedgerStore). */
   applyMove(move: ItemMoveWrite): Promise<ItemMoveWriteResult>;
-  /** Marks an outbox entry applied at the gateway; false when it already was. */
-  markApplied(entryKey: string, now: number): Promise<boolean>;
+}
+
+// ---- what the gateway must hold for an order ------------------------------------------------------------
+
+/**
+ * An order's payment as its ledger says it must stand. `version` moves on, under the order's row lock, with
+ * every change of what the gateway must hold (an adjustment entry, the order given up on); `amountCents` is
+ * authorize + extra_shipping − void − refund over the ledger in the same snapshot. The gateway is brought to
+ * (amount, version) and keeps the highest version it was told, so calls arriving in any order, any number of
+ * times, converge on the last one.
+ */
+export interface PaymentTarget {
+  orderId: number;
+  cardId: number;
+  currency: Currency;
+  amountCents: number;
+  version: number;
+  /** The highest version the gateway confirmed; the payment is pending while it is below `version`. */
+  appliedVersion: number;
+}
+
+export interface LedgerStore {
+  paymentTarget(orderId: number): Promise<PaymentTarget | null>;
+  /** Records that the gateway holds `version` (or a later one); never moves backwards. */
+  markPaymentApplied(orderId: number, version: number): Promise<void>;
 }
 
 // ---- the sandbox payment processor's own records --------------------------------------------------------
@@ -374,6 +391,9 @@ export interface PaymentRecord {
   status: 'authorized' | 'declined';
   amountCents: number;
 }
+
+/** What a `settleTo` call did: see PaymentGateway.settleTo. */
+export type SettleToResult = 'applied' | 'superseded' | 'not-authorised';
 
 export interface PaymentStore {
   /** Records the first outcome for `key` and returns whichever outcome is stored for it. */
@@ -386,11 +406,18 @@ export interface PaymentStore {
     now: number;
   }): Promise<PaymentRecord>;
   /**
-   * Changes an authorised payment by `deltaCents` once per `stepKey` (unique across payments; never below 0);
-   * null releases all of it. A key never authorised, or declined, is left alone (and the step not recorded).
-   * True when this call applied the step.
+   * Sets the payment under `key` to `amountCents` at `version` unless it holds that version or a later one
+   * ('superseded'). A key with no authorisation: a target of 0 is recorded as a declined payment, so that an
+   * authorisation arriving later under the key is declined; a target above 0 is 'not-authorised'.
    */
-  adjustOnce(key: string, stepKey: string, deltaCents: number | null, now: number): Promise<boolean>;
+  settleTo(request: {
+    key: string;
+    cardId: number;
+    currency: string;
+    amountCents: number;
+    version: number;
+    now: number;
+  }): Promise<SettleToResult>;
   find(key: string): Promise<PaymentRecord | null>;
 }
 
@@ -429,8 +456,8 @@ export interface ReconcileStore {
     limit: number,
     after?: StaleItemKey,
   ): Promise<StaleItem[]>;
-  /** Outbox entries not applied at the gateway yet, in the order they were written. */
-  pendingAdjustments(limit: number, afterEntryId?: number): Promise<LedgerOutboxEntry[]>;
+  /** Orders whose payment version the gateway has not confirmed yet, by order id. */
+  pendingPayments(limit: number, afterOrderId?: number): Promise<number[]>;
 }
 
 // ---- search ---------------------------------------------------------------------------------------------
@@ -592,6 +619,7 @@ export interface Store {
   readonly processing: ProcessingStore;
   readonly items: ItemStore;
   readonly payments: PaymentStore;
+  readonly ledger: LedgerStore;
   readonly reconcile: ReconcileStore;
   readonly search: SearchStore;
   readonly webhooks: WebhookStore;

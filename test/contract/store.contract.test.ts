@@ -430,19 +430,79 @@ describe(`the store port on ${TEST_STORE}`, () => {
     expect(await store.items.applyMove(move)).toEqual({ kind: 'changed' });
     expect(await stockOf(WALDEN)).toBe(walden);
 
-    const pending = await store.reconcile.pendingAdjustments(100);
-    expect(pending).toContainEqual({
-      entryId: (moved as { entryId: number }).entryId,
-      entryKey: move.ledger.entryKey,
+    // The new entry moved the order's payment version on: pending until the gateway holds it.
+    const target = (await store.ledger.paymentTarget(orderId))!;
+    expect(target).toMatchObject({ orderId, cardId, currency: 'USD', appliedVersion: 0, version: 1 });
+    expect(await store.reconcile.pendingPayments(100)).toContain(orderId);
+    await store.ledger.markPaymentApplied(orderId, 1);
+    await store.ledger.markPaymentApplied(orderId, 0);
+    expect(await store.ledger.paymentTarget(orderId)).toMatchObject({ appliedVersion: 1, version: 1 });
+    expect(await store.reconcile.pendingPayments(100)).not.toContain(orderId);
+  });
+
+  it("reads an order's payment target as authorize + extra shipping − voids − refunds at its version", async () => {
+    const orderId = await accepted([{ listingId: WALDEN, copies: 2 }]);
+    await reserveAll(orderId, [{ listingId: WALDEN, copies: 2 }]);
+    expect(await store.ledger.paymentTarget(orderId)).toMatchObject({ amountCents: 0, version: 0 });
+    const entry = { orderId, orderItemId: null, currency: 'USD' };
+    await store.processing.settle({
       orderId,
-      kind: 'void',
-      amountCents: 1100,
+      fromPhase: 'reserved',
+      itemStatus: S.ORDERED,
+      clearCharges: false,
+      zeroTax: false,
+      giveBack: [],
+      ledger: { ...entry, entryKey: `authorize:o-${orderId}`, kind: 'authorize', amountCents: 2000 },
+      now: T0,
     });
-    expect(await store.items.markApplied(move.ledger.entryKey, T0 + 5000)).toBe(true);
-    expect(await store.items.markApplied(move.ledger.entryKey, T0 + 5000)).toBe(false);
-    expect((await store.reconcile.pendingAdjustments(100)).map((e) => e.entryKey)).not.toContain(
-      move.ledger.entryKey,
-    );
+    // The authorisation is what the gateway already holds: no new version.
+    expect(await store.ledger.paymentTarget(orderId)).toMatchObject({ amountCents: 2000, version: 0 });
+    const [a, b] = (await store.orders.get(orderId))!.items;
+    const move = (item: typeof a, to: number, kind: 'void' | 'extra_shipping', amountCents: number) =>
+      store.items.applyMove({
+        orderItemId: item!.orderItemId,
+        from: item!.status as typeof S.ORDERED,
+        fromChangedAt: item!.statusChangedAt,
+        to: to as typeof S.ORDERED,
+        now: T0 + 1,
+        addShipcostCents: 0,
+        extraShippingCents: null,
+        shippingCompany: null,
+        trackingId: null,
+        returnStockOf: null,
+        ledger: {
+          ...entry,
+          orderItemId: item!.orderItemId,
+          entryKey: `${kind}:i-${item!.orderItemId}`,
+          kind,
+          amountCents,
+        },
+      });
+    await move(a, S.CANCELLED_BY_BUYER, 'void', 1000);
+    await move(b, S.CANCELLED_BY_BUYER, 'void', 1100);
+    // Two entries, two versions; a target below zero is read as it is, never floored.
+    expect(await store.ledger.paymentTarget(orderId)).toMatchObject({ amountCents: -100, version: 2 });
+  });
+
+  it('moves the payment version on when an order is given up on, and only then', async () => {
+    const failed = await accepted([{ listingId: WALDEN, copies: 1 }]);
+    const declined = await accepted([{ listingId: WALDEN, copies: 1 }]);
+    const settle = {
+      fromPhase: 'queued' as const,
+      itemStatus: S.FAILED,
+      clearCharges: true,
+      zeroTax: true,
+      giveBack: [],
+      ledger: null,
+      now: T0,
+    };
+    expect(await store.processing.settle({ ...settle, orderId: failed, releasePayment: true })).toBe(true);
+    expect(await store.processing.settle({ ...settle, orderId: declined })).toBe(true);
+    expect(await store.ledger.paymentTarget(failed)).toMatchObject({ amountCents: 0, version: 1 });
+    expect(await store.ledger.paymentTarget(declined)).toMatchObject({ amountCents: 0, version: 0 });
+    expect(await store.reconcile.pendingPayments(100)).toContain(failed);
+    expect(await store.reconcile.pendingPayments(100)).not.toContain(declined);
+    expect(await store.ledger.paymentTarget(999_999_999)).toBeNull();
   });
 
   it('keeps shipping details and extra shipping through moves that leave them out', async () => {
@@ -493,32 +553,49 @@ describe(`the store port on ${TEST_STORE}`, () => {
     });
   });
 
-  it("records the sandbox processor's first outcome per key and each adjustment step once", async () => {
+  it("records the sandbox processor's first outcome per key and brings it to versioned targets", async () => {
     const first = { key: 'pay-1', cardId, currency: 'USD', amountCents: 5000, approved: true, now: T0 };
+    const target = { key: 'pay-1', cardId, currency: 'USD', now: T0 };
     expect(await store.payments.authorizeOnce(first)).toEqual({ status: 'authorized', amountCents: 5000 });
     expect(await store.payments.authorizeOnce({ ...first, amountCents: 1, approved: false })).toEqual({
       status: 'authorized',
       amountCents: 5000,
     });
-    expect(await store.payments.adjustOnce('pay-1', 'pay-1#a', -1200, T0)).toBe(true);
-    expect(await store.payments.adjustOnce('pay-1', 'pay-1#a', -1200, T0)).toBe(false);
+    expect(await store.payments.settleTo({ ...target, amountCents: 3800, version: 2 })).toBe('applied');
+    // The same version again, or an older one arriving late, changes nothing.
+    expect(await store.payments.settleTo({ ...target, amountCents: 3800, version: 2 })).toBe('superseded');
+    expect(await store.payments.settleTo({ ...target, amountCents: 6000, version: 1 })).toBe('superseded');
     expect(await store.payments.find('pay-1')).toEqual({ status: 'authorized', amountCents: 3800 });
-    await store.payments.adjustOnce('pay-1', 'pay-1#all', null, T0);
-    await store.payments.adjustOnce('pay-1', 'pay-1#more', 100_000 * -1, T0);
+    expect(await store.payments.settleTo({ ...target, amountCents: 6300, version: 3 })).toBe('applied');
+    expect(await store.payments.find('pay-1')).toEqual({ status: 'authorized', amountCents: 6300 });
+    expect(await store.payments.settleTo({ ...target, amountCents: 0, version: 4 })).toBe('applied');
+    expect(await store.payments.settleTo({ ...target, amountCents: 0, version: 4 })).toBe('superseded');
     expect(await store.payments.find('pay-1')).toEqual({ status: 'authorized', amountCents: 0 });
+
     await store.payments.authorizeOnce({ ...first, key: 'pay-2', approved: false });
-    await store.payments.adjustOnce('pay-2', 'pay-2#a', 100, T0);
+    expect(await store.payments.settleTo({ ...target, key: 'pay-2', amountCents: 100, version: 1 })).toBe(
+      'not-authorised',
+    );
+    expect(await store.payments.settleTo({ ...target, key: 'pay-2', amountCents: 0, version: 1 })).toBe(
+      'applied',
+    );
     expect(await store.payments.find('pay-2')).toEqual({ status: 'declined', amountCents: 5000 });
-    // A release before there is anything to release is not recorded: the same step applies once there is.
-    expect(await store.payments.adjustOnce('pay-late', 'pay-late#failed', null, T0)).toBe(false);
-    await store.payments.authorizeOnce({ ...first, key: 'pay-late' });
-    expect(await store.payments.adjustOnce('pay-late', 'pay-late#failed', null, T0)).toBe(true);
-    expect(await store.payments.find('pay-late')).toEqual({ status: 'authorized', amountCents: 0 });
-    expect(await store.payments.adjustOnce('pay-none', 'pay-none#a', 100, T0)).toBe(false);
+
+    // A release before any authorisation is kept: the authorisation that arrives after it is declined.
+    expect(await store.payments.settleTo({ ...target, key: 'pay-late', amountCents: 0, version: 1 })).toBe(
+      'applied',
+    );
+    expect(await store.payments.authorizeOnce({ ...first, key: 'pay-late' })).toEqual({
+      status: 'declined',
+      amountCents: 0,
+    });
+    expect(await store.payments.settleTo({ ...target, key: 'pay-none', amountCents: 100, version: 1 })).toBe(
+      'not-authorised',
+    );
     expect(await store.payments.find('pay-none')).toBeNull();
   });
 
-  it('applies concurrent adjustments of one payment each once', async () => {
+  it('keeps the highest version of concurrent targets of one payment', async () => {
     await store.payments.authorizeOnce({
       key: 'pay-c',
       cardId,
@@ -527,10 +604,37 @@ describe(`the store port on ${TEST_STORE}`, () => {
       approved: true,
       now: T0,
     });
+    const targets = Array.from({ length: 20 }, (_, i) => ({
+      version: 1 + ((i * 7) % 20),
+      amountCents: 100 * i,
+    }));
     await Promise.all(
-      Array.from({ length: 20 }, (_, i) => store.payments.adjustOnce('pay-c', `pay-c#${i % 10}`, -100, T0)),
+      targets.map((t) => store.payments.settleTo({ key: 'pay-c', cardId, currency: 'USD', now: T0, ...t })),
     );
-    expect(await store.payments.find('pay-c')).toEqual({ status: 'authorized', amountCents: 9000 });
+    const last = targets.find((t) => t.version === 20)!;
+    expect(await store.payments.find('pay-c')).toEqual({
+      status: 'authorized',
+      amountCents: last.amountCents,
+    });
+  });
+
+  it('lets a release and an authorisation of one key race: whichever comes first, nothing stays held', async () => {
+    for (let i = 0; i < 10; i += 1) {
+      const key = `pay-race-${i}`;
+      await Promise.all([
+        store.payments.authorizeOnce({
+          key,
+          cardId,
+          currency: 'USD',
+          amountCents: 700,
+          approved: true,
+          now: T0,
+        }),
+        store.payments.settleTo({ key, cardId, currency: 'USD', amountCents: 0, version: 1, now: T0 }),
+      ]);
+      const held = await store.payments.find(key);
+      expect(held?.status === 'authorized' ? held.amountCents : 0).toBe(0);
+    }
   });
 
   it('pages stale orders and items by key, oldest first', async () => {

@@ -5,7 +5,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { PaymentGateway } from '../../src/payments/payment-gateway.js';
 import { paymentKey } from '../../src/payments/payment-gateway.js';
 import { orderJobId } from '../../src/queue/order.queue.js';
-import { processOrder, startAttempt, type ProcessOutcome } from '../../src/services/process-order.js';
+import {
+  failOrder,
+  processOrder,
+  startAttempt,
+  type ProcessOutcome,
+} from '../../src/services/process-order.js';
 import { runReconcilePass } from '../../src/services/reconcile.js';
 import { LISTINGS, orderBody, VENDORS } from '../helpers/fixtures.js';
 import { ledgerBalance } from '../helpers/ledger.js';
@@ -56,7 +61,7 @@ function gatedGateway() {
       await gate;
       return inner.authorize(request);
     },
-    adjust: (key, step, delta) => inner.adjust(key, step, delta),
+    settleTo: (request) => inner.settleTo(request),
   };
   return { gateway, inside, open };
 }
@@ -67,7 +72,7 @@ const attempt = (payments: PaymentGateway, orderId: number): Promise<ProcessOutc
 /** A processor that fails the call (a transient error): the attempt counts and the job would retry. */
 const failingGateway = (): PaymentGateway => ({
   authorize: () => Promise.reject(new Error('processor unavailable')),
-  adjust: (key, step, delta) => service.deps.payments.adjust(key, step, delta),
+  settleTo: (request) => service.deps.payments.settleTo(request),
 });
 
 const pass = (at: number) => runReconcilePass(service.deps, { now: at });
@@ -109,7 +114,7 @@ describe.each([1, 5])(
       await expectMoneyAgrees(orderId, 'all');
     });
 
-    it('when the attempt outlives its lease and reconciliation fails the order, then the authorisation that lands after is voided at once', async () => {
+    it('when the attempt outlives its lease and reconciliation fails the order, then the authorisation that lands after is declined', async () => {
       const orderId = await orderAtLastAttempt();
       const { gateway, inside, open } = gatedGateway();
       const paying = attempt(gateway, orderId);
@@ -119,37 +124,86 @@ describe.each([1, 5])(
       expect(await statuses(orderId)).toEqual([60, 60]);
       open();
       await paying;
-      expect((await service.deps.store.payments.find(paymentKey(orderId)))?.status).toBe('authorized');
+      expect((await service.deps.store.payments.find(paymentKey(orderId)))?.status).toBe('declined');
+      expect(await statuses(orderId)).toEqual([60, 60]);
       await expectMoneyAgrees(orderId, 'nothing');
     });
 
-    it('when the attempt dies between that late authorisation and its void, then the next reconciliation pass releases it', async () => {
+    it('when the attempt dies after its authorisation and the gateway is down as reconciliation gives up on the order, then a pass days later still releases it', async () => {
       const orderId = await orderAtLastAttempt();
-      // The last attempt reserves and goes to pay; its lease runs out and reconciliation fails the order.
+      // The last attempt reserves and is authorised, then dies before settling: nobody recorded it.
       const processDeps = { ...service.deps, maxAttempts: max };
       expect(await startAttempt(processDeps, orderId)).toMatchObject({ kind: 'pay' });
-      const now = Date.now() + (LEASE_S + 1) * 1000;
-      expect(await pass(now)).toMatchObject({ ran: true, counts: { failed: 1 } });
-      // The dying attempt's authorisation: the processor answered, nobody recorded or voided it.
       const stored = (await service.deps.store.orders.get(orderId))!.order;
-      const key = paymentKey(orderId);
-      const total = (await service.probe.scalar(
-        'SELECT total_cents FROM orders WHERE order_id = ?',
-        orderId,
-      ))!;
+      const total = stored.totalCents!;
       await service.deps.payments.authorize({
-        key,
+        key: paymentKey(orderId),
         cardId: stored.cardId,
         amountCents: total,
         currency: stored.currency,
       });
+      const now = Date.now() + (LEASE_S + 1) * 1000;
+      const down = { ...service.deps, payments: unreachableSettle() };
+      expect(await runReconcilePass(down, { now })).toMatchObject({
+        ran: true,
+        counts: { failed: 1, adjustmentsApplied: 0 },
+      });
       expect((await ledgerBalance(service.probe, orderId)).gateway).toBe(total);
-      expect(await pass(now + 1000)).toMatchObject({ ran: true, counts: { authorisationsReleased: 1 } });
+      const days = 10 * 24 * 3_600_000;
+      expect(await pass(now + days)).toMatchObject({ ran: true, counts: { adjustmentsApplied: 1 } });
       await expectMoneyAgrees(orderId, 'nothing');
-      expect(await pass(now + 2000)).toMatchObject({ ran: true, counts: { authorisationsReleased: 0 } });
+      expect(await pass(now + days + 1000)).toMatchObject({ ran: true, counts: { adjustmentsApplied: 0 } });
     });
   },
 );
+
+/** A processor whose authorisations work and whose adjustments cannot be reached. */
+const unreachableSettle = (): PaymentGateway => ({
+  authorize: (request) => service.deps.payments.authorize(request),
+  settleTo: () => Promise.reject(new Error('processor unavailable')),
+});
+
+describe("the worker's failed handler giving up on an order without a lease while a stalled twin pays", () => {
+  it('when the twin is authorised only after the order is given up on, then its authorisation is declined', async () => {
+    await start(5);
+    const orderId = await acceptedWithLostJob();
+    const twin = gatedGateway();
+    const paying = attempt(twin.gateway, orderId);
+    await twin.inside;
+    expect(await failOrder(service.deps, orderId)).toBe('failed');
+    twin.open();
+    await paying;
+    expect(await statuses(orderId)).toEqual([60, 60]);
+    await expectMoneyAgrees(orderId, 'nothing');
+  });
+
+  it('when the twin is authorised before the order is given up on, then the authorisation is released', async () => {
+    await start(5);
+    const orderId = await acceptedWithLostJob();
+    // The processor answers at once; the twin is held between its authorisation and its settlement.
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    let authorised!: () => void;
+    const answered = new Promise<void>((resolve) => (authorised = resolve));
+    const gateway: PaymentGateway = {
+      async authorize(request) {
+        const result = await service.deps.payments.authorize(request);
+        authorised();
+        await gate;
+        return result;
+      },
+      settleTo: (request) => service.deps.payments.settleTo(request),
+    };
+    const paying = attempt(gateway, orderId);
+    await answered;
+    expect((await ledgerBalance(service.probe, orderId)).gateway).toBeGreaterThan(0);
+    expect(await failOrder(service.deps, orderId)).toBe('failed');
+    open();
+    await paying;
+    expect(await statuses(orderId)).toEqual([60, 60]);
+    await expectMoneyAgrees(orderId, 'nothing');
+  });
+});
 
 describe('a twin attempt (a stalled job run twice)', () => {
   it('when both pay with the order key, then one authorisation stays, accounted for once', async () => {

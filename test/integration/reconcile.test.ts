@@ -27,7 +27,7 @@ const NOTHING: ReconcileCounts = {
   unshipped: 0,
   extraShippingTimedOut: 0,
   adjustmentsApplied: 0,
-  authorisationsReleased: 0,
+  paymentTargetsBelowZero: 0,
 };
 
 let service: TestService;
@@ -197,7 +197,7 @@ describe('reconciliation with a fixed clock', () => {
     const { orderId, ids } = await placeOrder(2);
     const down = {
       ...service.deps,
-      payments: { ...service.deps.payments, adjust: () => Promise.reject(new Error('gateway down')) },
+      payments: { ...service.deps.payments, settleTo: () => Promise.reject(new Error('gateway down')) },
     };
     expect((await moveItem(down, { orderItemId: ids[0]!, to: 17 })).kind).toBe('moved');
     const { ledger, bought, gateway } = await balance(orderId);

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { ItemMoveWrite, ItemStore } from '../store.port.js';
-import { writeLedger } from './postgres-ledger.js';
+import { writeAdjustment } from './postgres-ledger.js';
 import { recordEvent } from './postgres-webhooks.js';
 import { withTransaction } from './postgres.pool.js';
 import { canBeId, toItemWithCurrency, type ItemWithCurrencyRow } from './postgres.rows.js';
@@ -48,17 +48,10 @@ export function postgresItems(pool: pg.Pool): ItemStore {
         if (m.returnStockOf !== null) {
           await tx.query('UPDATE listings SET stock = stock + 1 WHERE listing_id = $1', [m.returnStockOf]);
         }
-        const entryId = m.ledger ? await writeLedger(tx, m.ledger, m.now) : null;
+        const entryId = m.ledger ? await writeAdjustment(tx, m.ledger, m.now) : null;
         if (m.event) await recordEvent(tx, moved.order_id, m.event, m.now);
         return { kind: 'moved' as const, item: toItemWithCurrency(moved), entryId };
       });
-    },
-    async markApplied(entryKey, now) {
-      const { rowCount } = await pool.query(
-        'UPDATE ledger_entries SET applied_at = $1 WHERE entry_key = $2 AND applied_at IS NULL',
-        [now, entryKey],
-      );
-      return rowCount === 1;
     },
   };
 }

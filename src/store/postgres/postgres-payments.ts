@@ -1,6 +1,19 @@
 import type pg from 'pg';
 import type { PaymentRecord, PaymentStore } from '../store.port.js';
-import { withTransaction } from './postgres.pool.js';
+
+// A release before any authorisation is kept as a declined payment of 0: a later authorisation is declined.
+const RELEASE_SQL = `
+  INSERT INTO payments (idempotency_key, card_id, currency, amount_cents, status, created_at, updated_at,
+                        ledger_version)
+  VALUES ($1, $2, $3, 0, 'declined', $4, $4, $5)
+  ON CONFLICT (idempotency_key) DO UPDATE
+     SET amount_cents = CASE WHEN payments.status = 'authorized' THEN 0 ELSE payments.amount_cents END,
+         ledger_version = excluded.ledger_version, updated_at = excluded.updated_at
+   WHERE payments.ledger_version < excluded.ledger_version`;
+
+const SET_AMOUNT_SQL = `
+  UPDATE payments SET amount_cents = $2, ledger_version = $3, updated_at = $4
+   WHERE idempotency_key = $1 AND status = 'authorized' AND ledger_version < $3`;
 
 interface PaymentRow {
   status: PaymentRecord['status'];
@@ -9,7 +22,7 @@ interface PaymentRow {
 
 const toRecord = (r: PaymentRow): PaymentRecord => ({ status: r.status, amountCents: r.amount_cents });
 
-/** The sandbox payment processor's own records: authorisations by idempotency key, adjustments by step key. */
+/** The sandbox payment processor's own records: authorisations by idempotency key, brought to versioned targets. */
 export function postgresPayments(pool: pg.Pool): PaymentStore {
   const find = async (key: string): Promise<PaymentRecord | null> => {
     const { rows } = await pool.query<PaymentRow>(
@@ -31,29 +44,14 @@ export function postgresPayments(pool: pg.Pool): PaymentStore {
       if (!stored) throw new Error(`payment ${key} was recorded but cannot be found`);
       return stored;
     },
-    adjustOnce(key, stepKey, deltaCents, now) {
-      return withTransaction(pool, async (tx) => {
-        // Locked: two steps of one payment apply one after the other, each to the amount the other left.
-        const { rows } = await tx.query<PaymentRow>(
-          'SELECT status, amount_cents FROM payments WHERE idempotency_key = $1 FOR UPDATE',
-          [key],
-        );
-        const payment = rows[0];
-        if (payment?.status !== 'authorized') return false;
-        const delta = deltaCents ?? -payment.amount_cents;
-        const step = await tx.query(
-          `INSERT INTO payment_adjustments (adjustment_key, payment_key, delta_cents, created_at)
-           VALUES ($1, $2, $3, $4) ON CONFLICT (adjustment_key) DO NOTHING`,
-          [stepKey, key, delta, now],
-        );
-        if (step.rowCount !== 1) return false;
-        await tx.query(
-          `UPDATE payments SET amount_cents = GREATEST(0, amount_cents + $2), updated_at = $3
-            WHERE idempotency_key = $1`,
-          [key, delta, now],
-        );
-        return true;
-      });
+    async settleTo({ key, cardId, currency, amountCents, version, now }) {
+      if (amountCents === 0) {
+        const released = await pool.query(RELEASE_SQL, [key, cardId, currency, now, version]);
+        return released.rowCount === 1 ? 'applied' : 'superseded';
+      }
+      const set = await pool.query(SET_AMOUNT_SQL, [key, amountCents, version, now]);
+      if (set.rowCount === 1) return 'applied';
+      return (await find(key))?.status === 'authorized' ? 'superseded' : 'not-authorised';
     },
     find,
   };

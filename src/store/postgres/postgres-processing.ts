@@ -31,7 +31,7 @@ const RESERVE_SQL = `
 
 const SETTLE_SQL = `
   WITH settled AS (
-    UPDATE orders SET phase = 'settled',
+    UPDATE orders SET phase = 'settled', payment_version = payment_version + $8::int,
            tax_cents = CASE WHEN $3::boolean AND tax_cents IS NOT NULL THEN 0 ELSE tax_cents END
      WHERE order_id = $1 AND phase = $2
        AND ($7::bigint IS NULL OR lease_until IS NULL OR lease_until <= $7::bigint)
@@ -143,6 +143,7 @@ export function postgresProcessing(pool: pg.Pool): ProcessingStore {
           s.clearCharges,
           s.now,
           s.leaseFreeAt ?? null,
+          s.releasePayment ? 1 : 0,
         ]);
         if (settled.rows[0]?.n !== 1) return false;
         await changeStock(tx, s.giveBack, GIVE_BACK_SQL);

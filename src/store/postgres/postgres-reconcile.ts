@@ -1,6 +1,5 @@
 import type pg from 'pg';
 import type {
-  LedgerOutboxEntry,
   ReconcileStore,
   StaleItem,
   StaleItemKey,
@@ -24,12 +23,11 @@ const STALE_ITEMS_SQL = `
    WHERE status = $1 AND status_changed_at < $2 AND (status_changed_at, order_item_id) > ($3, $4)
    ORDER BY status_changed_at, order_item_id LIMIT $5`;
 
-// Served by the partial index ledger_pending_adjustments.
+// Served by the partial index orders_payment_pending.
 const PENDING_SQL = `
-  SELECT entry_id AS "entryId", entry_key AS "entryKey", order_id AS "orderId", kind, amount_cents AS "amountCents"
-    FROM ledger_entries
-   WHERE applied_at IS NULL AND kind IN ('void', 'extra_shipping', 'refund') AND entry_id > $1
-   ORDER BY entry_id LIMIT $2`;
+  SELECT order_id AS "orderId" FROM orders
+   WHERE payment_applied_version < payment_version AND order_id > $1
+   ORDER BY order_id LIMIT $2`;
 
 /** Read-only, batched queries for what reconciliation moves on; the moves go through the other stores. */
 export function postgresReconcile(pool: pg.Pool): ReconcileStore {
@@ -42,8 +40,9 @@ export function postgresReconcile(pool: pg.Pool): ReconcileStore {
       const params = [status, changedBefore, after.statusChangedAt, after.orderItemId, limit];
       return (await pool.query<StaleItem>(STALE_ITEMS_SQL, params)).rows;
     },
-    async pendingAdjustments(limit, afterEntryId = 0) {
-      return (await pool.query<LedgerOutboxEntry>(PENDING_SQL, [afterEntryId, limit])).rows;
+    async pendingPayments(limit, afterOrderId = 0) {
+      const { rows } = await pool.query<{ orderId: number }>(PENDING_SQL, [afterOrderId, limit]);
+      return rows.map((row) => row.orderId);
     },
   };
 }

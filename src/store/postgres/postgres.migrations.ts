@@ -1,3 +1,4 @@
+import { PAYMENT_TARGET_MIGRATION } from './postgres-payment-target.migration.js';
 import type pg from 'pg';
 import type { MigrationContext } from '../store-secrets.js';
 import { SECRETS_MIGRATION } from './postgres-secrets.migration.js';
@@ -190,6 +191,7 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   },
   SECRETS_MIGRATION,
   WEBHOOKS_MIGRATION,
+  PAYMENT_TARGET_MIGRATION,
 ];
 
 // Any constant will do, as long as every process of the service takes the same one.

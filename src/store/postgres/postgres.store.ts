@@ -4,6 +4,7 @@ import type { Store, StoreCounts } from '../store.port.js';
 import { postgresCatalog } from './postgres-catalog.js';
 import { openPostgresSecrets, postgresClients } from './postgres-clients.js';
 import { postgresItems } from './postgres-items.js';
+import { postgresLedger } from './postgres-ledger.js';
 import { postgresOrders } from './postgres-orders.js';
 import { postgresPayments } from './postgres-payments.js';
 import { postgresProcessing } from './postgres-processing.js';
@@ -57,6 +58,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     processing: postgresProcessing(pool),
     items: postgresItems(pool),
     payments: postgresPayments(pool),
+    ledger: postgresLedger(pool),
     reconcile: postgresReconcile(pool),
     search: postgresSearch(pool, options),
     webhooks: postgresWebhooks(pool, secrets),

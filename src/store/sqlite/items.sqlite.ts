@@ -1,6 +1,6 @@
 import type { ItemMoveWrite, ItemMoveWriteResult, ItemStore } from '../store.port.js';
 import { toItemWithCurrency, type ItemWithCurrencyRow } from './rows.sqlite.js';
-import { ledgerWriter } from './ledger.sqlite.js';
+import { ledgerWriter, paymentVersionBumper } from './ledger.sqlite.js';
 import type { Db } from './sqlite.db.js';
 import { eventRecorder } from './webhooks.sqlite.js';
 
@@ -22,14 +22,13 @@ export function sqliteItems(db: Db): ItemStore {
   const returnStock = db.prepare('UPDATE listings SET stock = stock + 1 WHERE listing_id = ?');
   const writeLedger = ledgerWriter(db);
   const recordEvent = eventRecorder(db);
-  const markApplied = db.prepare(
-    'UPDATE ledger_entries SET applied_at = ? WHERE entry_key = ? AND applied_at IS NULL',
-  );
+  const bumpPaymentVersion = paymentVersionBumper(db);
 
   const applyMove = db.transaction((m: ItemMoveWrite): ItemMoveWriteResult => {
     if (updateItem.run(m).changes !== 1) return { kind: 'changed' };
     if (m.returnStockOf !== null) returnStock.run(m.returnStockOf);
     const entryId = m.ledger ? writeLedger(m.ledger, m.now) : null;
+    if (m.ledger && entryId !== null) bumpPaymentVersion(m.ledger.orderId);
     const item = toItemWithCurrency(itemById.get(m.orderItemId)!);
     if (m.event) recordEvent(item.orderId, m.event, m.now);
     return { kind: 'moved', item, entryId };
@@ -42,9 +41,6 @@ export function sqliteItems(db: Db): ItemStore {
     },
     async applyMove(move) {
       return applyMove.immediate(move);
-    },
-    async markApplied(entryKey, now) {
-      return markApplied.run(now, entryKey).changes === 1;
     },
   };
 }

@@ -1,4 +1,5 @@
-import type { LedgerWrite } from '../store.port.js';
+import type { LedgerStore, LedgerWrite, PaymentTarget } from '../store.port.js';
+import { PAYMENT_TARGET_COLUMNS } from '../payment-target.sql.js';
 import type { Db } from './sqlite.db.js';
 
 /** Writes a ledger entry once per entry key; returns its id, or null when the key was written before. */
@@ -17,4 +18,28 @@ export function ledgerWriter(db: Db): (entry: LedgerWrite, now: number) => numbe
       entry.currency,
       now,
     )?.entry_id ?? null;
+}
+
+/** Moves an order's payment version on: called inside the transaction that changes what the gateway must hold. */
+export function paymentVersionBumper(db: Db): (orderId: number) => void {
+  const bump = db.prepare('UPDATE orders SET payment_version = payment_version + 1 WHERE order_id = ?');
+  return (orderId) => void bump.run(orderId);
+}
+
+export function sqliteLedger(db: Db): LedgerStore {
+  const target = db.prepare<[number], PaymentTarget>(
+    `SELECT ${PAYMENT_TARGET_COLUMNS} FROM orders o WHERE o.order_id = ?`,
+  );
+  const markApplied = db.prepare(
+    `UPDATE orders SET payment_applied_version = @version
+      WHERE order_id = @orderId AND payment_applied_version < @version`,
+  );
+  return {
+    async paymentTarget(orderId) {
+      return target.get(orderId) ?? null;
+    },
+    async markPaymentApplied(orderId, version) {
+      markApplied.run({ orderId, version });
+    },
+  };
 }

@@ -38,7 +38,7 @@ export function sqliteProcessing(db: Db): ProcessingStore {
       WHERE order_item_id = ? AND status = 1`,
   );
   const settlePhase = db.prepare(
-    `UPDATE orders SET phase = 'settled',
+    `UPDATE orders SET phase = 'settled', payment_version = payment_version + @releasePayment,
             tax_cents = CASE WHEN @zeroTax = 1 AND tax_cents IS NOT NULL THEN 0 ELSE tax_cents END
       WHERE order_id = @orderId AND phase = @fromPhase
         AND (@leaseFreeAt IS NULL OR lease_until IS NULL OR lease_until <= @leaseFreeAt)`,
@@ -89,7 +89,13 @@ export function sqliteProcessing(db: Db): ProcessingStore {
 
   const settle = db.transaction((s: Settlement): boolean => {
     const { orderId, fromPhase, now } = s;
-    const guard = { orderId, fromPhase, zeroTax: s.zeroTax ? 1 : 0, leaseFreeAt: s.leaseFreeAt ?? null };
+    const guard = {
+      orderId,
+      fromPhase,
+      zeroTax: s.zeroTax ? 1 : 0,
+      leaseFreeAt: s.leaseFreeAt ?? null,
+      releasePayment: s.releasePayment ? 1 : 0,
+    };
     if (settlePhase.run(guard).changes === 0) return false;
     settleItems.run({ orderId, status: s.itemStatus, now, clear: s.clearCharges ? 1 : 0 });
     giveBack(s.giveBack);

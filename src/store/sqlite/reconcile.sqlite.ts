@@ -1,4 +1,3 @@
-import type { LedgerKind } from '../../domain/item-status.js';
 import type { ReconcileStore, StaleItem, StaleItemKey, StaleOrder, StaleOrderKey } from '../store.port.js';
 import type { Db } from './sqlite.db.js';
 
@@ -20,14 +19,11 @@ export function sqliteReconcile(db: Db): ReconcileStore {
       WHERE status = ? AND status_changed_at < ? AND (status_changed_at, order_item_id) > (?, ?)
       ORDER BY status_changed_at, order_item_id LIMIT ?`,
   );
-  const pending = db.prepare<
-    [number, number],
-    { entryId: number; entryKey: string; orderId: number; kind: LedgerKind; amountCents: number }
-  >(
-    `SELECT entry_id AS entryId, entry_key AS entryKey, order_id AS orderId, kind, amount_cents AS amountCents
-       FROM ledger_entries
-      WHERE applied_at IS NULL AND kind IN ('void', 'extra_shipping', 'refund') AND entry_id > ?
-      ORDER BY entry_id LIMIT ?`,
+  // Served by the partial index orders_payment_pending.
+  const pending = db.prepare<[number, number], { orderId: number }>(
+    `SELECT order_id AS orderId FROM orders
+      WHERE payment_applied_version < payment_version AND order_id > ?
+      ORDER BY order_id LIMIT ?`,
   );
 
   return {
@@ -37,8 +33,8 @@ export function sqliteReconcile(db: Db): ReconcileStore {
     async staleItems(status, changedBefore, limit, after = START_ITEM) {
       return staleItems.all(status, changedBefore, after.statusChangedAt, after.orderItemId, limit);
     },
-    async pendingAdjustments(limit, afterEntryId = 0) {
-      return pending.all(afterEntryId, limit);
+    async pendingPayments(limit, afterOrderId = 0) {
+      return pending.all(afterOrderId, limit).map((row) => row.orderId);
     },
   };
 }

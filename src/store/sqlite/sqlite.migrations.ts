@@ -1,3 +1,4 @@
+import { PAYMENT_TARGET_MIGRATION } from './payment-target.migration.js';
 import type { MigrationContext } from '../store-secrets.js';
 import { LIFECYCLE_MIGRATION } from './lifecycle.migration.js';
 import { SEARCH_MIGRATION } from './search.migration.js';
@@ -169,4 +170,5 @@ export const MIGRATIONS: readonly SqliteMigration[] = [
   },
   SECRETS_MIGRATION,
   WEBHOOKS_MIGRATION,
+  PAYMENT_TARGET_MIGRATION,
 ];

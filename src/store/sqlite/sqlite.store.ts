@@ -4,6 +4,7 @@ import type { Store } from '../store.port.js';
 import { sqliteCatalog } from './catalog.sqlite.js';
 import { openSqliteSecrets, sqliteClients } from './clients.sqlite.js';
 import { sqliteItems } from './items.sqlite.js';
+import { sqliteLedger } from './ledger.sqlite.js';
 import { sqliteOrders } from './orders.sqlite.js';
 import { sqlitePayments } from './payments.sqlite.js';
 import { sqliteProcessing } from './processing.sqlite.js';
@@ -74,6 +75,7 @@ export async function openSqliteStore(dbPath: string, options: SqliteStoreOption
     processing: sqliteProcessing(db),
     items: sqliteItems(db),
     payments: sqlitePayments(db),
+    ledger: sqliteLedger(db),
     reconcile: sqliteReconcile(db),
     search: sqliteSearch(db, options),
     webhooks: sqliteWebhooks(db, secrets),

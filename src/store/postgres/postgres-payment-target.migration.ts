@@ -1,0 +1,9 @@
+import { PAYMENT_TARGET_MIGRATION_SQL } from '../payment-target.sql.js';
+import type { Migration } from './postgres.migrations.js';
+
+/** As the SQLite adapter's version 7: payments brought to absolute, versioned targets instead of deltas. */
+export const PAYMENT_TARGET_MIGRATION: Migration = {
+  version: 5,
+  name: 'payment targets: a payment version per order, the gateway brought to the ledger',
+  sql: PAYMENT_TARGET_MIGRATION_SQL,
+};

@@ -1,0 +1,9 @@
+import { PAYMENT_TARGET_MIGRATION_SQL } from '../payment-target.sql.js';
+import type { SqliteMigration } from './sqlite.migrations.js';
+
+/** Payments brought to absolute, versioned targets instead of deltas: see PaymentTarget in store.port.ts. */
+export const PAYMENT_TARGET_MIGRATION: SqliteMigration = {
+  version: 7,
+  name: 'payment targets: a payment version per order, the gateway brought to the ledger',
+  sql: PAYMENT_TARGET_MIGRATION_SQL,
+};
