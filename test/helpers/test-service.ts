@@ -17,6 +17,7 @@ import { createApp } from '../../src/http/app.js';
 import { createLogger } from '../../src/logger.js';
 import { addCard, createClient } from '../../src/services/client-keys.js';
 import type { CatalogListing, CatalogVendor } from '../../src/store/store.port.js';
+import { checkMoney } from './money-check.js';
 import { conformsToDocument } from './openapi-validator.js';
 import { openProbe, testStoreEnv } from './test-store.js';
 
@@ -109,13 +110,21 @@ export async function createTestService(options: TestServiceOptions = {}) {
     ): Promise<ChildProcess> {
       return spawnProcess(children, entry, { ...env, ...extraEnv }, readyLine);
     },
-    async close() {
+    /**
+     * Stops everything; first, unless told otherwise, checks that every settled order's gateway, ledger and
+     * bought shares agree (after bringing a lagging gateway to its ledger, as reconciliation would).
+     */
+    async close({ checkMoney: check = true }: { checkMoney?: boolean } = {}) {
       await Promise.all([...children].map((child) => stopChild(child)));
-      await closeDeps(deps);
-      await probe.close();
-      await store.drop();
-      await removeKeys(env.REDIS_URL, config.REDIS_PREFIX);
-      fs.rmSync(dir, { recursive: true, force: true });
+      try {
+        if (check) await checkMoney(probe, deps);
+      } finally {
+        await closeDeps(deps);
+        await probe.close();
+        await store.drop();
+        await removeKeys(env.REDIS_URL, config.REDIS_PREFIX);
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
     },
   };
 }

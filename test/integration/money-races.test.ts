@@ -11,6 +11,7 @@ import {
   startAttempt,
   type ProcessOutcome,
 } from '../../src/services/process-order.js';
+import { moveItem } from '../../src/services/item-lifecycle.js';
 import { runReconcilePass } from '../../src/services/reconcile.js';
 import { LISTINGS, orderBody, VENDORS } from '../helpers/fixtures.js';
 import { ledgerBalance } from '../helpers/ledger.js';
@@ -223,5 +224,73 @@ describe('a twin attempt (a stalled job run twice)', () => {
         orderId,
       ),
     ).toBe(1);
+  });
+});
+
+describe('payment adjustments of one order reaching the gateway in any order', () => {
+  /** An ORDERED order of two copies whose first item the seller asked 5.00 of extra shipping for. */
+  async function extraShippingRequested() {
+    await start(5);
+    const orderId = await acceptedWithLostJob();
+    expect(await attempt(service.deps.payments, orderId)).toBe('settled');
+    const itemId = (await service.deps.store.orders.get(orderId))!.items[0]!.orderItemId;
+    const asked = await moveItem(service.deps, { orderItemId: itemId, to: 93, extraShippingCents: 500 });
+    expect(asked.kind).toBe('moved');
+    return { orderId, itemId };
+  }
+
+  it('when the acceptance of extra shipping cannot reach the gateway and the item is then cancelled, then after reconciliation the gateway holds only the other item', async () => {
+    const { orderId, itemId } = await extraShippingRequested();
+    const down = { ...service.deps, payments: unreachableSettle() };
+    expect((await moveItem(down, { orderItemId: itemId, to: 4 })).kind).toBe('moved');
+    expect((await moveItem(service.deps, { orderItemId: itemId, to: 17 })).kind).toBe('moved');
+    expect(await pass(Date.now())).toMatchObject({ ran: true, counts: { adjustmentsApplied: 0 } });
+    await expectMoneyAgrees(orderId, 'all');
+    expect(await statuses(orderId)).toEqual([17, 5]);
+  });
+
+  it('when the acceptance reaches the gateway only after the cancellation did, then the late call changes nothing', async () => {
+    const { orderId, itemId } = await extraShippingRequested();
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    let entered!: () => void;
+    const inside = new Promise<void>((resolve) => (entered = resolve));
+    const slow: PaymentGateway = {
+      authorize: (request) => service.deps.payments.authorize(request),
+      async settleTo(request) {
+        entered();
+        await gate;
+        return service.deps.payments.settleTo(request);
+      },
+    };
+    const accepting = moveItem({ ...service.deps, payments: slow }, { orderItemId: itemId, to: 4 });
+    await inside;
+    expect((await moveItem(service.deps, { orderItemId: itemId, to: 17 })).kind).toBe('moved');
+    open();
+    expect((await accepting).kind).toBe('moved');
+    await expectMoneyAgrees(orderId, 'all');
+    expect(await pass(Date.now())).toMatchObject({ ran: true, counts: { adjustmentsApplied: 0 } });
+    await expectMoneyAgrees(orderId, 'all');
+  });
+
+  it('when the gateway says a payment is not authorised yet, then the adjustment stays pending until it is', async () => {
+    const { orderId, itemId } = await extraShippingRequested();
+    let authorised = false;
+    const asynchronous: PaymentGateway = {
+      authorize: (request) => service.deps.payments.authorize(request),
+      settleTo: async (request) => (authorised ? service.deps.payments.settleTo(request) : 'not-authorised'),
+    };
+    const deps = { ...service.deps, payments: asynchronous };
+    expect((await moveItem(deps, { orderItemId: itemId, to: 4 })).kind).toBe('moved');
+    expect(await service.deps.store.reconcile.pendingPayments(100)).toContain(orderId);
+    expect(await runReconcilePass(deps, { now: Date.now() })).toMatchObject({
+      counts: { adjustmentsApplied: 0 },
+    });
+    expect(await service.deps.store.reconcile.pendingPayments(100)).toContain(orderId);
+    authorised = true;
+    expect(await runReconcilePass(deps, { now: Date.now() })).toMatchObject({
+      counts: { adjustmentsApplied: 1 },
+    });
+    await expectMoneyAgrees(orderId, 'all');
   });
 });
