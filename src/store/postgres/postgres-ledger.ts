@@ -32,7 +32,11 @@ export async function writeLedger(db: Queryable, entry: LedgerWrite, now: number
 }
 
 /** As writeLedger, for an entry that changes what the gateway must hold: the order's payment version moves on. */
-export async function writeAdjustment(db: Queryable, entry: LedgerWrite, now: number): Promise<number | null> {
+export async function writeAdjustment(
+  db: Queryable,
+  entry: LedgerWrite,
+  now: number,
+): Promise<number | null> {
   const { rows } = await db.query<{ entry_id: number }>(INSERT_ADJUSTMENT_SQL, params(entry, now));
   return rows[0]?.entry_id ?? null;
 }
