@@ -125,8 +125,16 @@ function redact(url: string): string {
   }
 }
 
+export interface PrivatePostgresOptions {
+  /** fsync, synchronous_commit and full page writes on, as operators run it (benchmarks); off by default (tests). */
+  durable?: boolean;
+  /** More `-c name=value` settings, e.g. shared_preload_libraries=pg_stat_statements. */
+  settings?: readonly string[];
+}
+
 /** Starts a private, throw-away PostgreSQL server on a free loopback port. */
-export async function startPrivatePostgres(): Promise<RunningPostgres> {
+export async function startPrivatePostgres(options: PrivatePostgresOptions = {}): Promise<RunningPostgres> {
+  const durability = options.durable ? 'on' : 'off';
   const binDir = findPostgresBinDir() ?? installPostgres();
   if (!binDir) {
     throw new Error(
@@ -157,17 +165,27 @@ export async function startPrivatePostgres(): Promise<RunningPostgres> {
   // The free port may be taken before the server binds it: then another one.
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
-    const options = [
+    const serverOptions = [
       `-p ${port}`,
       `-k ${dir}`,
       '-c listen_addresses=127.0.0.1',
-      '-c fsync=off',
-      '-c synchronous_commit=off',
-      '-c full_page_writes=off',
+      `-c fsync=${durability}`,
+      `-c synchronous_commit=${durability}`,
+      `-c full_page_writes=${durability}`,
       '-c max_connections=300',
+      ...(options.settings ?? []).map((setting) => `-c ${setting}`),
     ].join(' ');
     try {
-      await runTool(binDir, 'pg_ctl', ['-D', dir, '-l', path.join(dir, 'log'), '-w', '-o', options, 'start']);
+      await runTool(binDir, 'pg_ctl', [
+        '-D',
+        dir,
+        '-l',
+        path.join(dir, 'log'),
+        '-w',
+        '-o',
+        serverOptions,
+        'start',
+      ]);
       const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
       await waitForPostgres(url);
       let stopped = false;

@@ -1,0 +1,157 @@
+// What one order costs PostgreSQL, counted by the server itself (issue 17): transactions (pg_stat_database's
+// xact_commit + xact_rollback of the service's database) and statements (pg_stat_statements calls, by
+// statement) over a run of real orders, one web and one worker, divided by the orders. The server is a private
+// one with fsync and synchronous_commit on, as operators run it (or DATABASE_URL's server, which must preload
+// pg_stat_statements). Writes the "Order budget on PostgreSQL" section of BENCHMARKS.md.
+//   node --import tsx scripts/bench-order-budget.ts [--orders 1000] [--label now] [--no-write]
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { replaceSection } from './benchmarks-file.js';
+import { postAsyncOrder, prepareBuyer, timed } from './bench-buyer.js';
+import { serviceEnv } from './bench-stores.js';
+import { running, startEntry, stopProcess, waitFor, waitForWeb, waitForWorkers } from './bench-processes.js';
+import { startPrivatePostgres, type RunningPostgres } from './postgres.js';
+import { ensureRedis, freePort } from './redis.js';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const { values } = parseArgs({
+  options: {
+    orders: { type: 'string', default: '1000' },
+    label: { type: 'string', default: 'now' },
+    'no-write': { type: 'boolean', default: false },
+  },
+});
+const ORDERS = Number(values.orders);
+const IN_FLIGHT = 32;
+// Background work (relay, backpressure figure, clock) costs per second, not per order: measured over an idle
+// window of this length and subtracted.
+const IDLE_S = 10;
+
+const say = (line: string) => process.stderr.write(`[bench-order-budget] ${line}\n`);
+
+interface Counts {
+  xacts: number;
+  statements: Map<string, number>;
+}
+
+async function counts(client: pg.Client): Promise<Counts> {
+  const xacts = await client.query<{ n: string }>(
+    `SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()`,
+  );
+  const statements = await client.query<{ query: string; calls: string }>(
+    `SELECT query, calls FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+      WHERE d.datname = current_database()`,
+  );
+  return {
+    xacts: Number(xacts.rows[0]!.n),
+    statements: new Map(statements.rows.map((r) => [r.query, Number(r.calls)])),
+  };
+}
+
+/** Per-second rates of background work, per-order figures of the run, by statement. */
+function delta(before: Counts, after: Counts): Counts {
+  const statements = new Map<string, number>();
+  for (const [query, calls] of after.statements) {
+    const n = calls - (before.statements.get(query) ?? 0);
+    if (n > 0) statements.set(query, n);
+  }
+  return { xacts: after.xacts - before.xacts, statements };
+}
+
+const short = (query: string) => query.replace(/\s+/g, ' ').trim().slice(0, 110);
+
+async function main() {
+  const redis = await ensureRedis();
+  let server: RunningPostgres | undefined;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-budget-'));
+  try {
+    if (!process.env.DATABASE_URL) {
+      server = await startPrivatePostgres({
+        durable: true,
+        settings: ['shared_preload_libraries=pg_stat_statements', 'pg_stat_statements.track=all'],
+      });
+      process.env.DATABASE_URL = server.url;
+    }
+    const { store, buyer } = await prepareBuyer('postgres', 'bench_budget');
+    const client = new pg.Client({ connectionString: (store.env as { DATABASE_URL: string }).DATABASE_URL });
+    await client.connect();
+    await client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+    const port = await freePort();
+    const baseUrl = `http://127.0.0.1:${port}`;
+    const env = serviceEnv(store, {
+      REDIS_URL: redis.url,
+      QUEUE_PREFIX: `budget${process.pid}`,
+      LOG_LEVEL: 'info',
+      LOG_PRETTY: 'false',
+      RATE_LIMIT_PER_S: '0',
+      PORT: String(port),
+    });
+    const logFile = path.join(dir, 'service.log');
+    const web = startEntry('src/server.ts', env, logFile);
+    startEntry('workers/order.worker.ts', env, logFile);
+    await waitForWeb(baseUrl, web);
+    await waitForWorkers(logFile, 1);
+
+    const idleStart = await counts(client);
+    await new Promise((r) => setTimeout(r, IDLE_S * 1000));
+    const idle = delta(idleStart, await counts(client));
+
+    const before = await counts(client);
+    const started = Date.now();
+    await timed(ORDERS, IN_FLIGHT, () => postAsyncOrder(baseUrl, buyer));
+    await waitFor(
+      async () =>
+        Number(
+          (await client.query<{ n: string }>(`SELECT count(*) AS n FROM orders WHERE phase <> 'settled'`))
+            .rows[0]!.n,
+        ) === 0,
+      'every order settled',
+      600_000,
+      100,
+    );
+    const seconds = (Date.now() - started) / 1000;
+    const run = delta(before, await counts(client));
+    await Promise.all([...running].map(stopProcess));
+    await client.end();
+    await store.remove();
+
+    const background = (idle.xacts / IDLE_S) * seconds;
+    const perOrder = (n: number) => (n / ORDERS).toFixed(2);
+    const lines = [
+      `${ORDERS} real orders (Prefer: respond-async, ${IN_FLIGHT} in flight), one web and one worker, PostgreSQL with`,
+      'fsync and synchronous_commit on; the server counts. Background work measured idle for',
+      `${IDLE_S} s (${(idle.xacts / IDLE_S).toFixed(1)} transactions/s) and subtracted for the run's ${seconds.toFixed(1)} s.`,
+      '',
+      `Command: \`node --import tsx scripts/bench-order-budget.ts --orders ${ORDERS} --label ${values.label}\``,
+      '',
+      `| ${values.label} | per order |`,
+      '|---|---|',
+      `| transactions (xact_commit + xact_rollback) | ${perOrder(run.xacts)} |`,
+      `| transactions less background | ${perOrder(run.xacts - background)} |`,
+      '',
+      '| statement | calls per order |',
+      '|---|---|',
+      ...[...run.statements.entries()]
+        .filter(([, calls]) => calls / ORDERS >= 0.05)
+        .sort(([, a], [, b]) => b - a)
+        .map(([query, calls]) => `| \`${short(query).replace(/\|/g, '\\|')}\` | ${perOrder(calls)} |`),
+    ];
+    const body = lines.join('\n');
+    process.stdout.write(`${body}\n`);
+    if (!values['no-write'])
+      replaceSection(path.join(ROOT, 'BENCHMARKS.md'), `Order budget on PostgreSQL (${values.label})`, body);
+  } finally {
+    await Promise.all([...running].map(stopProcess));
+    await redis.stop();
+    await server?.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err: unknown) => {
+  say(err instanceof Error ? (err.stack ?? err.message) : String(err));
+  process.exit(1);
+});
