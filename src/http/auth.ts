@@ -60,7 +60,7 @@ function toApiError(problems: [SvcStatusCode, string][]): ApiError {
 
 /**
  * Authenticates a signed request (CONTRACT.md section 2): headers, then key, then signature over the raw body
- * (so `express.raw` must run first). Sets `res.locals.auth` and the body hash it signed (`bodySha256Of`).
+ * (so `rawBody` must run first: the bytes as sent, compressed or not). Sets `res.locals.auth` and the body hash it signed (`bodySha256Of`).
  */
 export function authenticate(deps: AuthDeps): RequestHandler {
   const findClient = cachedFor(KEY_CACHE_MS, async (accessKey: string) => {
