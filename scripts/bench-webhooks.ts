@@ -32,11 +32,13 @@ const { values } = parseArgs({
     deliveries: { type: 'string', default: '5000' },
     stores: { type: 'string', default: 'sqlite,postgres' },
     concurrency: { type: 'string', default: '32' },
+    'per-endpoint': { type: 'string', default: '4' },
     write: { type: 'boolean', default: false },
   },
 });
 const DELIVERIES = Number(values.deliveries);
 const CONCURRENCY = Number(values.concurrency);
+const PER_ENDPOINT = Number(values['per-endpoint']);
 // Distinct events; the rest of the backlog is replays of them, which take the same path.
 const EVENTS = Math.min(200, DELIVERIES);
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -163,6 +165,7 @@ async function round(bench: BenchStore, redis: RunningRedis): Promise<Result> {
       QUEUE_PREFIX: `benchwh${process.pid}${bench.kind}`,
       WEBHOOK_ALLOW_PRIVATE: 'true',
       WEBHOOK_CONCURRENCY: String(CONCURRENCY),
+      WEBHOOK_CONCURRENCY_PER_ENDPOINT: String(PER_ENDPOINT),
       LOG_LEVEL: 'info',
       LOG_PRETTY: 'false',
     });

@@ -8,15 +8,22 @@ import type { RedisClient } from './redis.js';
  * queue and holds no worker slot.
  */
 export interface EndpointGate {
-  enter(webhookId: number): Promise<GateEntry>;
+  /**
+   * Takes a slot of the endpoint. While its slots are taken by attempts that answer (none older than a second, no
+   * failure lately), waits up to `patienceMs` for one of them to end, woken at once when one ends in this process.
+   */
+  enter(webhookId: number, patienceMs?: number): Promise<GateEntry>;
   /** Frees the slot; `result` feeds the breaker ('none': nothing was sent). Returns the pause it opened, or 0. */
   leave(webhookId: number, token: string, result: AttemptResult): Promise<number>;
 }
 
 export type GateEntry =
   | { kind: 'enter'; token: string }
-  /** Its endpoint has all its slots taken; failing: its last attempt failed (its slots may be held long). */
-  | { kind: 'busy'; failing: boolean }
+  /**
+   * Its endpoint has all its slots taken. slow: its last attempt failed, or one under way has taken more than a
+   * second: its slots may stay taken up to a time-out.
+   */
+  | { kind: 'busy'; slow: boolean }
   /** Its endpoint's circuit is open. */
   | { kind: 'paused'; waitMs: number };
 
@@ -36,15 +43,20 @@ export interface EndpointGateOptions {
 }
 
 // KEYS: the endpoint's slots (a sorted set of holders by expiry) and its breaker (a hash). ARGV: now, the limit,
-// how long a slot is held at most, the holder's token. Returns {1, 0} when a slot was taken, {2, ms} while the
-// circuit is open, {3, failures in a row so far} when every slot is taken.
+// how long a slot is held at most, the holder's token, how long an attempt under way makes the endpoint slow.
+// Returns {1, 0} when a slot was taken, {2, ms} while the circuit is open, {3, 1 when slow else 0} when every slot
+// is taken (slow: a failure in a row so far, or a holder that took its slot longer ago than that).
 const ENTER = `
 local now = tonumber(ARGV[1])
 local openUntil = tonumber(redis.call('HGET', KEYS[2], 'openUntil') or '0')
 if openUntil > now then return {2, openUntil - now} end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then
-  return {3, tonumber(redis.call('HGET', KEYS[2], 'failures') or '0')}
+  if tonumber(redis.call('HGET', KEYS[2], 'failures') or '0') > 0 then return {3, 1} end
+  local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  local takenAt = tonumber(oldest[2]) - tonumber(ARGV[3])
+  if now - takenAt > tonumber(ARGV[5]) then return {3, 1} end
+  return {3, 0}
 end
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[4])
 redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]))
@@ -75,6 +87,10 @@ redis.call('HSET', KEYS[2], 'openUntil', now + pause, 'failures', threshold - 1)
 return pause`;
 
 const DAY_MS = 86_400_000;
+/** An attempt under way longer than this makes its endpoint slow: others wait in the queue, not in a slot. */
+const SLOW_AFTER_MS = 1000;
+/** How often a patient attempt asks again when no attempt of this process ends meanwhile. */
+const RETRY_ENTER_MS = 100;
 
 export function createEndpointGate(options: EndpointGateOptions): EndpointGate {
   const { redis, prefix, clock } = options;
@@ -82,20 +98,47 @@ export function createEndpointGate(options: EndpointGateOptions): EndpointGate {
     `${prefix}:webhook-slots:${webhookId}`,
     `${prefix}:webhook-breaker:${webhookId}`,
   ];
+  // Patient attempts of this process, by endpoint: a slot freed here wakes the first.
+  const waiting = new Map<number, Set<() => void>>();
+  const slotFreed = (webhookId: number, ms: number) =>
+    new Promise<void>((resolve) => {
+      const set = waiting.get(webhookId) ?? new Set();
+      waiting.set(webhookId, set);
+      const done = () => {
+        clearTimeout(timer);
+        set.delete(done);
+        if (set.size === 0) waiting.delete(webhookId);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      set.add(done);
+    });
   let sequence = 0;
+  const tryEnter = async (webhookId: number): Promise<GateEntry> => {
+    const token = `${process.pid}-${Date.now()}-${(sequence += 1)}`;
+    const args = [clock(), options.perEndpoint, options.holdMs, token, SLOW_AFTER_MS];
+    const [kind, n] = (await redis.eval(ENTER, 2, ...keys(webhookId), ...args)) as [number, number];
+    if (kind === 1) return { kind: 'enter', token };
+    return kind === 2 ? { kind: 'paused', waitMs: Math.max(0, n) } : { kind: 'busy', slow: n === 1 };
+  };
   return {
-    async enter(webhookId) {
-      const token = `${process.pid}-${Date.now()}-${(sequence += 1)}`;
-      const args = [clock(), options.perEndpoint, options.holdMs, token];
-      const [kind, n] = (await redis.eval(ENTER, 2, ...keys(webhookId), ...args)) as [number, number];
-      if (kind === 1) return { kind: 'enter', token };
-      return kind === 2 ? { kind: 'paused', waitMs: Math.max(0, n) } : { kind: 'busy', failing: n > 0 };
+    async enter(webhookId, patienceMs = 0) {
+      const giveUpAt = performance.now() + patienceMs;
+      for (;;) {
+        const entry = await tryEnter(webhookId);
+        const left = giveUpAt - performance.now();
+        if (entry.kind !== 'busy' || entry.slow || left <= 0) return entry;
+        await slotFreed(webhookId, Math.min(left, RETRY_ENTER_MS));
+      }
     },
     async leave(webhookId, token, result) {
       const { breakerFailures, pauseMs, maxPauseMs } = options;
       const remember = Math.max(DAY_MS, maxPauseMs * 2);
       const args = [clock(), token, result, breakerFailures, pauseMs, maxPauseMs, remember];
-      return (await redis.eval(LEAVE, 2, ...keys(webhookId), ...args)) as number;
+      const paused = (await redis.eval(LEAVE, 2, ...keys(webhookId), ...args)) as number;
+      const [first] = waiting.get(webhookId) ?? [];
+      first?.();
+      return paused;
     },
   };
 }

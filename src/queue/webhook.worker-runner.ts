@@ -13,8 +13,8 @@ const MAX_PAUSE_MS = 3_600_000;
 
 /**
  * Starts the webhooks side of a worker process: a BullMQ worker of its own queue, with its own connection and
- * concurrency (a slow receiver holds a delivery slot, never an order slot), and the relay that hands the
- * store's outbox to that queue. Resolves with a function that stops both cleanly.
+ * concurrency (a slow receiver holds a delivery slot, never an order slot, and at most its endpoint's share of
+ * them: see deliverFairly), and the relay that hands the store's outbox to that queue. Resolves with a function that stops both cleanly.
  */
 export async function startWebhookWorker(deps: Deps) {
   const { config, logger } = deps;

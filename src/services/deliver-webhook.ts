@@ -92,6 +92,8 @@ export async function deliverWebhook(
   return recorded ? outcome.kind : 'stale';
 }
 
+/** How long an attempt waits in its slot for one of its busy, answering endpoint's to end before it is deferred. */
+const SLOT_PATIENCE_MS = 250;
 const BUSY_WAIT_MS = [200, 1000] as const;
 const PAUSE_SPREAD_MS = 1000;
 
@@ -101,9 +103,10 @@ const resultOf = (outcome: DeliveryOutcome | undefined): AttemptResult =>
 /**
  * Makes an attempt as deliverWebhook does, if its endpoint lets it: at most a few attempts to one endpoint at
  * once across every worker, none while the endpoint is paused after failing again and again. An attempt that may
- * not start is deferred: a short wait when the endpoint is busy and answering, about a response time-out when it
- * is busy and failing (its slots are held by attempts that may hang that long), to the end of the pause when it
- * is paused (spread, so that its backlog does not wake at once).
+ * not start is deferred: when the endpoint is busy and answering, after waiting a moment in its slot for one of
+ * the endpoint's to end, for a moment more; about a response time-out when it is busy and slow (its slots are
+ * held by attempts that may hang that long); to the end of the pause when it is paused (spread, so that its
+ * backlog does not wake at once).
  */
 export async function deliverFairly(
   deps: FairDeliverDeps,
@@ -112,7 +115,7 @@ export async function deliverFairly(
   const webhookId = job.webhookId ?? (await deps.store.webhooks.target(job.deliveryId))?.webhook.webhookId;
   if (webhookId === undefined) return 'stale';
   const random = deps.random ?? Math.random;
-  const entry = await deps.gate.enter(webhookId);
+  const entry = await deps.gate.enter(webhookId, SLOT_PATIENCE_MS);
   if (entry.kind === 'paused')
     return {
       kind: 'deferred',
@@ -121,7 +124,7 @@ export async function deliverFairly(
     };
   if (entry.kind === 'busy') {
     const timeout = deps.config.WEBHOOK_TIMEOUT_MS;
-    const [low, high] = entry.failing ? [timeout / 2, timeout] : BUSY_WAIT_MS;
+    const [low, high] = entry.slow ? [timeout / 2, timeout] : BUSY_WAIT_MS;
     return { kind: 'deferred', reason: 'busy', waitMs: Math.floor(low + random() * (high - low)) };
   }
   let outcome: DeliveryOutcome | undefined;
