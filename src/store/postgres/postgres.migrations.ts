@@ -1,3 +1,4 @@
+import { UNSETTLED_PER_CLIENT_MIGRATION } from '../unsettled-per-client.sql.js';
 import { DELIVERY_CLAIMS_MIGRATION } from './postgres-delivery-claims.migration.js';
 import { PAYMENT_TARGET_MIGRATION } from './postgres-payment-target.migration.js';
 import type pg from 'pg';
@@ -194,6 +195,7 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   WEBHOOKS_MIGRATION,
   PAYMENT_TARGET_MIGRATION,
   DELIVERY_CLAIMS_MIGRATION,
+  { version: 7, ...UNSETTLED_PER_CLIENT_MIGRATION },
 ];
 
 // Any constant will do, as long as every process of the service takes the same one.
