@@ -309,16 +309,22 @@ export interface Settlement {
   releasePayment?: boolean;
 }
 
+/** An order as an attempt found it; `catalog` is what pricing needs when the attempt is to reserve it. */
+export interface AttemptStart extends OrderWithItems {
+  catalog: PricingCatalog | null;
+}
+
 export interface ProcessingStore {
   /**
    * Counts an attempt at an unsettled order and returns it with its items as they stand after the count; an
    * attempt within `maxAttempts` takes the lease until `leaseUntil`. A settled order is returned as it is,
-   * uncounted. Null when there is no such order.
+   * uncounted. Null when there is no such order. When the counted attempt is to reserve the order (still
+   * queued, within its attempts), the pricing catalog of its listings is read in the same transaction.
    */
   beginAttempt(
     orderId: number,
     lease: { leaseUntil: number; maxAttempts: number },
-  ): Promise<OrderWithItems | null>;
+  ): Promise<AttemptStart | null>;
   /** Applies a priced attempt while the order is still queued, taking every stock change or none. */
   reserve(reservation: Reservation): Promise<ReserveResult>;
   /** Settles the order while it is still in `fromPhase` (and its lease allows); false when it no longer is. */
