@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { z } from 'zod';
 import { parseSecretsKey } from './domain/secrets.js';
 import { parseRedisUrl, type RedisSeeds } from './queue/redis-url.js';
@@ -78,13 +79,35 @@ const ConfigSchema = z.object({
   // CONTRACT.md section 12 gives a receiver 10 s; tests lower it.
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(10_000).default(10_000),
   WEBHOOK_CONCURRENCY: positiveInt.default(32),
+  // Which proxies' X-Forwarded-For entries to believe: off, `true` (any: the client may forge its address), or
+  // the proxies' addresses, CIDR ranges and `loopback`, `linklocal`, `uniquelocal` (Express's trust proxy).
   TRUST_PROXY: z
-    .enum(['true', 'false', '1', '0', ''])
+    .string()
     .default('')
-    .transform((v) => v === 'true' || v === '1'),
+    .transform((v): boolean | string[] =>
+      ['true', '1'].includes(v)
+        ? true
+        : ['false', '0', ''].includes(v)
+          ? false
+          : v.split(',').map((p) => p.trim()),
+    )
+    .refine(
+      (v) => typeof v === 'boolean' || v.every((p) => PROXY_NAMES.has(p) || isProxyAddress(p)),
+      'true, false, or comma-separated addresses, CIDR ranges, loopback, linklocal or uniquelocal',
+    ),
   ADMIN_USER: z.string().optional(),
   ADMIN_PASSWORD: z.string().optional(),
 });
+
+const PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+function isProxyAddress(value: string): boolean {
+  const [address = '', bits, ...rest] = value.split('/');
+  const family = net.isIP(address);
+  if (family === 0 || rest.length > 0) return false;
+  if (bits === undefined) return true;
+  return /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
+}
 
 /** Why REDIS_URL cannot name one server, or with `cluster` (REDIS_CLUSTER=true) the seed nodes of a cluster. */
 function redisUrlProblem(url: string, cluster?: boolean): string | undefined {

@@ -8,8 +8,9 @@ import { ApiError, errorHandler } from './errors.js';
 import { getOrder, getOrders } from './order-history.routes.js';
 import { postOrderBatch } from './order-batches.routes.js';
 import { postOrder } from './orders.routes.js';
+import { sharedInFlight } from '../services/read-cache.js';
 import { openApiDocument } from './openapi.js';
-import { rawBody } from './raw-body.js';
+import { decodeBody, rawBody } from './raw-body.js';
 import { requestContext } from './request-context.js';
 import { signedRoutes } from './signed-routes.js';
 import { SvcStatus } from './status-codes.js';
@@ -42,6 +43,28 @@ const announcedBodyLimit: RequestHandler = (req, _res, next) => {
   next();
 };
 
+// A `%` not followed by two hex digits, or escapes that are not UTF-8 (`%FF`), would be kept as text by the
+// canonical query and sign the same as their escaped form (`%25FF`): such a query is refused first of all.
+const queryEscapes: RequestHandler = (req, _res, next) => {
+  const at = req.url.indexOf('?');
+  if (at !== -1 && !validEscapes(req.url.slice(at + 1)))
+    throw new ApiError(
+      SvcStatus.INVALID,
+      'query: an invalid percent escape; each % must start %XX escapes of UTF-8 (a % itself is %25)',
+    );
+  next();
+};
+
+function validEscapes(rawQuery: string): boolean {
+  if (!rawQuery.includes('%')) return true;
+  try {
+    decodeURIComponent(rawQuery);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** 4060 before anyone is asked to authenticate. */
 const acceptGuard: RequestHandler = (req, _res, next) => {
   if (!acceptsJson(req)) throw new ApiError(SvcStatus.NOT_ACCEPTABLE, 'Accept: must allow application/json');
@@ -72,6 +95,7 @@ export function createApp(deps: Deps, options: AppOptions = {}): App {
     app,
     context: [context],
     guards: [
+      queryEscapes,
       acceptGuard,
       announcedBodyLimit,
       rawBody(MAX_BODY_BYTES),
@@ -82,6 +106,7 @@ export function createApp(deps: Deps, options: AppOptions = {}): App {
         maxSkewS: deps.config.AUTH_MAX_SKEW_S,
       }),
       ...(options.afterAuth ?? []),
+      decodeBody(MAX_BODY_BYTES),
     ],
     routes: [
       { pattern: /^\/orders\/?$/, methods: { GET: [getOrders(deps)], POST: [orderIntake] } },
@@ -96,8 +121,9 @@ export function createApp(deps: Deps, options: AppOptions = {}): App {
   return Object.assign(listener, { express: app });
 }
 
+/** GET /readyz: concurrent probes share one check of the store and Redis (at most one of each in flight). */
 function readiness(deps: Pick<Deps, 'store' | 'redis'>): RequestHandler {
-  return async (_req, res) => {
+  const check = sharedInFlight(async () => {
     const down: string[] = [];
     try {
       await withTimeout(deps.store.ping(), 1000);
@@ -109,6 +135,10 @@ function readiness(deps: Pick<Deps, 'store' | 'redis'>): RequestHandler {
     } catch {
       down.push('redis');
     }
+    return down;
+  });
+  return async (_req, res) => {
+    const down = await check();
     res
       .status(down.length ? 503 : 200)
       .json(down.length ? { status: 'unavailable', down } : { status: 'ready' });

@@ -5,6 +5,7 @@ import { sharedMetrics } from '../metrics/metrics.recorder.js';
 import { registerOrderStoreGauges } from '../metrics/order-store.metrics.js';
 import { registerProcessHeartbeats } from '../metrics/process-heartbeat.js';
 import { ORDER_QUEUE } from '../queue/order.queue.js';
+import { sharedInFlight } from '../services/read-cache.js';
 
 const QUEUE_STATES = ['waiting', 'prioritized', 'active', 'delayed', 'failed'] as const;
 
@@ -39,10 +40,18 @@ export function createDeploymentRegistry(deps: Pick<Deps, 'redis' | 'config' | '
   return registry;
 }
 
-/** GET /metrics: this process's (or this cluster's) own series followed by the deployment-wide ones. */
+/**
+ * GET /metrics: this process's (or this cluster's) own series followed by the deployment-wide ones. Concurrent
+ * scrapes share one collection, so however many arrive at once they cost the store, Redis and the event loop
+ * what one does.
+ */
 export function metricsRoute(processMetrics: () => Promise<string>, deployment: Registry): RequestHandler {
-  return async (_req, res) => {
+  const collect = sharedInFlight(async () => {
     const [own, shared] = await Promise.all([processMetrics(), deployment.metrics()]);
-    res.set('Content-Type', Registry.PROMETHEUS_CONTENT_TYPE).send(`${own.trimEnd()}\n\n${shared}`);
+    return `${own.trimEnd()}\n\n${shared}`;
+  });
+  return async (_req, res) => {
+    const text = await collect();
+    res.set('Content-Type', Registry.PROMETHEUS_CONTENT_TYPE).send(text);
   };
 }

@@ -1,18 +1,18 @@
-import express, { type RequestHandler } from 'express';
+import { promisify } from 'node:util';
+import zlib from 'node:zlib';
+import type { RequestHandler } from 'express';
+import { sha256Hex } from '../auth/signature.js';
 import { ApiError } from './errors.js';
 import { SvcStatus } from './status-codes.js';
 
 /**
  * Reads the request's body into `req.body` as one Buffer (left undefined when the request has none), at most
- * `limitBytes`. A body over the limit is read to its end and dropped, then refused with 4130 (the client gets
- * its answer rather than a reset connection). A compressed body goes to body-parser's raw parser, which inflates
- * it; the plain case, every signed request, is read here without its per-request setup.
+ * `limitBytes`, exactly as sent: a compressed body stays compressed, since the signature covers the bytes as
+ * sent (CONTRACT section 2); `decodeBody` inflates it once the signature holds. A body over the limit is read
+ * to its end and dropped, then refused with 4130 (the client gets its answer rather than a reset connection).
  */
 export function rawBody(limitBytes: number): RequestHandler {
-  const inflating = express.raw({ type: () => true, limit: limitBytes });
-  return (req, res, next) => {
-    const encoding = req.headers['content-encoding'];
-    if (encoding !== undefined && encoding.toLowerCase() !== 'identity') return inflating(req, res, next);
+  return (req, _res, next) => {
     if (req.headers['transfer-encoding'] === undefined && req.headers['content-length'] === undefined)
       return next();
     const chunks: Buffer[] = [];
@@ -42,3 +42,41 @@ const tooLarge = (limitBytes: number) =>
 
 const aborted = () =>
   new ApiError(SvcStatus.MALFORMED, 'body: the connection ended before the whole body came');
+
+type Inflate = (data: Buffer, options: zlib.ZlibOptions | zlib.BrotliOptions) => Promise<Buffer>;
+const INFLATE: Record<string, Inflate> = {
+  gzip: promisify(zlib.gunzip),
+  'x-gzip': promisify(zlib.gunzip),
+  deflate: promisify(zlib.inflate),
+  br: promisify(zlib.brotliDecompress),
+};
+
+/**
+ * After authentication: a body sent with `Content-Encoding` gzip, deflate or br is inflated (off the event
+ * loop, at most `limitBytes` out) and replaces `req.body`; the request's hash for duplicate detection becomes
+ * that of the decoded body, so the same order sent compressed or not is the same request. A body that does not
+ * decode is 4003, one that inflates past the limit 4130, another encoding 4150.
+ */
+export function decodeBody(limitBytes: number): RequestHandler {
+  return async (req, res, next) => {
+    const encoding = req.headers['content-encoding']?.trim().toLowerCase();
+    if (encoding === undefined || encoding === '' || encoding === 'identity') return next();
+    const inflate = INFLATE[encoding];
+    if (!inflate)
+      throw new ApiError(
+        SvcStatus.UNSUPPORTED_MEDIA_TYPE,
+        'Content-Encoding: not supported; use gzip, deflate, br or none',
+      );
+    if (!Buffer.isBuffer(req.body)) return next();
+    let decoded: Buffer;
+    try {
+      decoded = await inflate(req.body, { maxOutputLength: limitBytes });
+    } catch (err) {
+      if ((err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') throw tooLarge(limitBytes);
+      throw new ApiError(SvcStatus.INVALID_JSON, `body: does not decode as Content-Encoding ${encoding}`);
+    }
+    req.body = decoded;
+    res.locals.bodySha256 = sha256Hex(decoded);
+    next();
+  };
+}

@@ -14,7 +14,7 @@ export function authOf(res: Response): AuthContext {
   return auth;
 }
 
-/** Hex SHA-256 of the raw body as the auth middleware hashed it for the signature (of '' when there is none). */
+/** Hex SHA-256 of the body (decoded when it came compressed; of '' when there is none): the request's content. */
 export function bodySha256Of(res: Response): string {
   const hash = res.locals.bodySha256 as string | undefined;
   if (hash === undefined) throw new Error('route mounted without the auth middleware');

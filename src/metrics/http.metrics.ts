@@ -1,19 +1,43 @@
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { SvcStatus } from '../http/status-codes.js';
 
-// Route templates, not paths, so that label values stay few whatever clients send.
+// Every label takes its value from a closed set, whatever clients send: a request can never add a series.
+// Route templates (a path matching none is 'unmatched'; the whole dashboard is one route), known methods, the
+// status codes the service answers (others 'other'), and the Svc-Status values of its catalogue.
 const ROUTES: [RegExp, string][] = [
   [/^\/v1\/orders\/?$/, '/v1/orders'],
   [/^\/v1\/orders\/[^/]+\/?$/, '/v1/orders/:orderId'],
   [/^\/v1\/order-batches\/?$/, '/v1/order-batches'],
   [/^\/v1\/openapi\.json$/, '/v1/openapi.json'],
-  [/^\/(healthz|readyz|metrics)$/, '/$1'],
+  [/^\/healthz$/, '/healthz'],
+  [/^\/readyz$/, '/readyz'],
+  [/^\/metrics$/, '/metrics'],
   [/^\/admin\/queues(\/|$)/, '/admin/queues'],
 ];
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+const STATUS_CODES = new Set(
+  [200, 201, 204, 206, 301, 302, 304, 400, 401, 403, 404, 405, 406, 408, 409, 413, 414, 415, 422, 429]
+    .concat([431, 500, 502, 503, 504])
+    .map(String),
+);
+const SVC_CODES = new Set(Object.values(SvcStatus).map(String));
 
 export function routeOf(path: string): string {
-  for (const [pattern, route] of ROUTES) if (pattern.test(path)) return path.replace(pattern, route);
+  for (const [pattern, route] of ROUTES) if (pattern.test(path)) return route;
   return 'unmatched';
+}
+
+/** The HTTP status as a label: one of the known codes, else 'other'. */
+export function statusLabelOf(status: number): string {
+  const code = String(status);
+  return STATUS_CODES.has(code) ? code : 'other';
+}
+
+/** The Svc-Status header as a label: comma-joined codes of the catalogue, else 'other' ('' when absent). */
+export function svcStatusLabelOf(svcStatus: string | undefined): string {
+  const codes = (svcStatus ?? '').replace(/\s+/g, '');
+  if (codes === '') return '';
+  return codes.split(',').every((code) => SVC_CODES.has(code)) ? codes : 'other';
 }
 
 /** What the request context knows of a request once its response is sent (its access line, whole). */
@@ -69,7 +93,7 @@ export function createProcessMetrics(): ProcessMetrics {
   };
   const observe: RequestObserver = ({ method, path, status, svcStatus, ms }) => {
     const label = METHODS.has(method) ? method : 'other';
-    const series = seriesOf(label, routeOf(path), String(status), (svcStatus ?? '').replace(/\s+/g, ''));
+    const series = seriesOf(label, routeOf(path), statusLabelOf(status), svcStatusLabelOf(svcStatus));
     series.count();
     series.time(ms / 1000);
   };

@@ -13,8 +13,17 @@ export interface DeliverDeps {
   config: Pick<Config, 'WEBHOOK_RETRY_BASE_MS' | 'WEBHOOK_MAX_ATTEMPTS'>;
 }
 
-/** stale: the delivery is no longer at this attempt (done, dropped, or another job made it): nothing was sent. */
-export type DeliveryOutcome = AttemptOutcome['kind'] | 'stale';
+/**
+ * stale: the delivery is no longer at this attempt (done, dropped, or another job is making it); dropped: its
+ * webhook is removed or inactive, and the delivery is now dropped. Nothing was sent in either case.
+ */
+export type DeliveryOutcome = AttemptOutcome['kind'] | 'stale' | 'dropped';
+
+/**
+ * How long after its claim an attempt may still start its request (resolving the host comes first). A remove
+ * waits at most this long for attempts claimed before it, so nothing starts after the remove has answered.
+ */
+export const CLAIM_START_WINDOW_MS = 5000;
 
 const HOUR_MS = 3_600_000;
 
@@ -26,6 +35,8 @@ export function retryDelayMs(failedAttempt: number, baseMs: number): number {
 /**
  * Makes attempt `attempt` of a delivery: posts the signed event and records what happened, guarded by the
  * attempt number, so a job run twice posts at most twice (at least once is the promise) and records once.
+ * The attempt is claimed first, with its webhook checked in the same transaction: a delivery of a removed or
+ * inactive webhook is dropped, never posted, and the request starts only while the claim lasts.
  * After the last attempt the webhook is marked failing; a later delivery that succeeds clears the mark.
  */
 export async function deliverWebhook(
@@ -33,15 +44,21 @@ export async function deliverWebhook(
   deliveryId: number,
   attempt: number,
 ): Promise<DeliveryOutcome> {
-  const target = await deps.store.webhooks.target(deliveryId);
-  if (!target || target.state !== 'pending' || target.attempts !== attempt - 1) return 'stale';
-  const { webhook, event } = target;
+  const claimedAt = deps.clock();
+  const until = claimedAt + CLAIM_START_WINDOW_MS;
+  // The webhook is checked here, at delivery time, in the transaction that claims the attempt.
+  const claim = await deps.store.webhooks.claim(deliveryId, attempt, claimedAt, until);
+  if (claim.kind === 'dropped')
+    deps.logger.info({ deliveryId, attempt }, 'webhook removed; delivery dropped');
+  if (claim.kind !== 'claimed') return claim.kind;
+  const { webhook, event } = claim.target;
   const result = await deps.sender.post({
     url: webhook.url,
     secret: webhook.secret,
     eventId: event.eventId,
-    date: isoMs(deps.clock()),
+    date: isoMs(claimedAt),
     body: eventBody(event),
+    mayStart: () => deps.clock() < until,
   });
   const now = deps.clock();
   const { WEBHOOK_MAX_ATTEMPTS: max, WEBHOOK_RETRY_BASE_MS: base } = deps.config;

@@ -17,3 +17,15 @@ export function cachedFor<K, V>(
     return value;
   };
 }
+
+/**
+ * Shares one computation among concurrent callers: while a call is in flight, others get its promise instead
+ * of starting their own, so a thousand concurrent scrapes cost what one does.
+ */
+export function sharedInFlight<T>(compute: () => Promise<T>): () => Promise<T> {
+  let inFlight: Promise<T> | null = null;
+  return () =>
+    (inFlight ??= compute().finally(() => {
+      inFlight = null;
+    }));
+}

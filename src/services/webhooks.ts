@@ -1,4 +1,5 @@
-import type { Store, WebhookWithSecret } from '../store/store.port.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Store, Webhook, WebhookWithSecret } from '../store/store.port.js';
 import {
   hostOf,
   parseWebhookUrl,
@@ -42,6 +43,23 @@ export async function addWebhook(
   }
   const webhook = await deps.store.webhooks.add({ clientId, url: url.href, now: deps.clock() });
   return { kind: 'added', webhook };
+}
+
+const CLAIM_POLL_MS = 50;
+
+/**
+ * Removes a webhook: deactivates it and drops its pending deliveries, then waits until no attempt claimed before
+ * may still start (at most CLAIM_START_WINDOW_MS), so that nothing is posted to it once this answers. Attempts
+ * recorded later for it (an event whose transaction began before the remove) are dropped when claimed.
+ */
+export async function removeWebhook(
+  deps: Pick<WebhookAdminDeps, 'store' | 'clock'>,
+  webhookId: number,
+): Promise<Webhook | null> {
+  const removed = await deps.store.webhooks.remove(webhookId, deps.clock());
+  if (!removed) return null;
+  while ((await deps.store.webhooks.claimedAttempts(webhookId, deps.clock())) > 0) await sleep(CLAIM_POLL_MS);
+  return removed;
 }
 
 export type ReplayOutcome = { kind: 'replayed'; count: number } | { kind: 'missing' } | { kind: 'removed' };

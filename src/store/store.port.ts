@@ -307,16 +307,22 @@ export interface Settlement {
   releasePayment?: boolean;
 }
 
+/** An order as an attempt found it; `catalog` is what pricing needs when the attempt is to reserve it. */
+export interface AttemptStart extends OrderWithItems {
+  catalog: PricingCatalog | null;
+}
+
 export interface ProcessingStore {
   /**
    * Counts an attempt at an unsettled order and returns it with its items as they stand after the count; an
    * attempt within `maxAttempts` takes the lease until `leaseUntil`. A settled order is returned as it is,
-   * uncounted. Null when there is no such order.
+   * uncounted. Null when there is no such order. When the counted attempt is to reserve the order (still
+   * queued, within its attempts), the pricing catalog of its listings is read in the same transaction.
    */
   beginAttempt(
     orderId: number,
     lease: { leaseUntil: number; maxAttempts: number },
-  ): Promise<OrderWithItems | null>;
+  ): Promise<AttemptStart | null>;
   /** Applies a priced attempt while the order is still queued, taking every stock change or none. */
   reserve(reservation: Reservation): Promise<ReserveResult>;
   /** Settles the order while it is still in `fromPhase` (and its lease allows); false when it no longer is. */
@@ -572,6 +578,14 @@ export interface DeliveryTarget {
   event: OrderEvent;
 }
 
+/**
+ * How a claim of an attempt ended. claimed: the attempt is the caller's to make; its request may start until the
+ * claim's end. dropped: the webhook is removed or inactive, so the delivery is now dropped and nothing is to be
+ * sent. stale: the delivery is no longer at that attempt, or another claim of it is still running.
+ */
+export type ClaimOutcome =
+  { kind: 'claimed'; target: DeliveryTarget } | { kind: 'dropped' } | { kind: 'stale' };
+
 /** How an attempt ended: delivered, to be made again at `retryAt`, or the last one (the webhook is failing). */
 export type AttemptOutcome =
   | { kind: 'delivered' }
@@ -588,8 +602,13 @@ export interface WebhookStore {
   /** The client's webhooks, removed ones included, by id. */
   list(clientId: number): Promise<Webhook[]>;
   find(webhookId: number): Promise<Webhook | null>;
-  /** Deactivates the webhook and drops its pending deliveries; null when there is no such webhook. */
+  /**
+   * Deactivates the webhook and drops its pending deliveries; null when there is no such webhook. Attempts
+   * claimed before may still start until their claim ends: see claimedAttempts.
+   */
   remove(webhookId: number, now: number): Promise<Webhook | null>;
+  /** How many attempts to the webhook are claimed and may still start their request at `now`. */
+  claimedAttempts(webhookId: number, now: number): Promise<number>;
   /** A new pending delivery to the webhook of every event of its client recorded at or after `since`. */
   replay(webhookId: number, since: number, now: number): Promise<number>;
   /** Pending deliveries whose next attempt is not in the queue yet, oldest first. */
@@ -599,7 +618,16 @@ export interface WebhookStore {
   /** Notes that these attempts are in the queue, for the deliveries still waiting for them. */
   markEnqueued(attempts: readonly DeliveryAttempt[], now: number): Promise<void>;
   target(deliveryId: number): Promise<DeliveryTarget | null>;
-  /** Records attempt `attempt` of a pending delivery; false when the delivery is no longer at that attempt. */
+  /**
+   * Claims attempt `attempt` of a delivery, its request to start before `until`, checking its webhook in the same
+   * transaction: a delivery of a removed or inactive webhook is dropped instead, and a remove that commits first
+   * is seen (a claim never succeeds after the remove of its webhook has committed).
+   */
+  claim(deliveryId: number, attempt: number, now: number, until: number): Promise<ClaimOutcome>;
+  /**
+   * Records attempt `attempt` of a pending delivery, and ends its claim whatever the delivery became; false when
+   * the delivery is no longer at that attempt.
+   */
   recordAttempt(deliveryId: number, attempt: number, outcome: AttemptOutcome, now: number): Promise<boolean>;
 }
 

@@ -21,6 +21,8 @@ export interface WebhookPost {
   /** The Svc-Date header: ISO 8601 UTC. */
   date: string;
   body: string;
+  /** Asked right before the request starts (after the host is resolved): false, and nothing is sent. */
+  mayStart?: () => boolean;
 }
 
 /** ok: a 2xx answer in time. Anything else says what happened, for the delivery's last error. */
@@ -64,6 +66,8 @@ export function createWebhookSender(options: SenderOptions): WebhookSender {
         if (err instanceof WebhookTargetError) return { ok: false, error: `refused: ${err.message}` };
         throw err;
       }
+      if (request.mayStart && !request.mayStart())
+        return { ok: false, error: 'not sent: the attempt was claimed too long ago' };
       const body = Buffer.from(request.body, 'utf8');
       const headers = {
         'content-type': 'application/json',

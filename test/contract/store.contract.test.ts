@@ -260,19 +260,20 @@ describe(`the store port on ${TEST_STORE}`, () => {
   it('counts attempts of unsettled orders only; an attempt within the limit takes the lease', async () => {
     const orderId = await accepted([{ listingId: WALDEN, copies: 1 }]);
     const lease = (leaseUntil: number) => ({ leaseUntil, maxAttempts: 2 });
-    expect((await store.processing.beginAttempt(orderId, lease(T0 + 10)))!.order).toMatchObject({
-      attempts: 1,
-      leaseUntil: T0 + 10,
-    });
+    const first = await store.processing.beginAttempt(orderId, lease(T0 + 10));
+    expect(first!.order).toMatchObject({ attempts: 1, leaseUntil: T0 + 10 });
+    // An attempt that is to reserve the order gets what pricing needs, read in its transaction.
+    expect([...first!.catalog!.listings.keys()]).toEqual([WALDEN]);
+    expect(first!.catalog!.listings.get(WALDEN)!.stock).toBe(await stockOf(WALDEN));
+    expect(first!.catalog!.vendors.size).toBe(1);
     expect((await store.processing.beginAttempt(orderId, lease(T0 + 20)))!.order).toMatchObject({
       attempts: 2,
       leaseUntil: T0 + 20,
     });
     // Past the limit an attempt counts itself but leaves the lease to the last one that may be paying.
-    expect((await store.processing.beginAttempt(orderId, lease(T0 + 30)))!.order).toMatchObject({
-      attempts: 3,
-      leaseUntil: T0 + 20,
-    });
+    const past = await store.processing.beginAttempt(orderId, lease(T0 + 30));
+    expect(past!.order).toMatchObject({ attempts: 3, leaseUntil: T0 + 20 });
+    expect(past!.catalog).toBeNull();
     expect(await store.processing.beginAttempt(987_654, lease(T0))).toBeNull();
   });
 
@@ -380,6 +381,7 @@ describe(`the store port on ${TEST_STORE}`, () => {
     expect(await store.processing.ledgerHas(`decline:order-${orderId}`)).toBe(true);
     const again = await store.processing.beginAttempt(orderId, { leaseUntil: T0, maxAttempts: 5 });
     expect(again!.order.attempts).toBe(0);
+    expect(again!.catalog).toBeNull();
   });
 
   it('moves an item only while it is as read (compare-and-set), with its stock and ledger entry', async () => {

@@ -10,7 +10,7 @@ import { toOrderResponse } from '../../src/services/order-view.js';
 import { openStore } from '../../src/store/open-store.js';
 import type { Store } from '../../src/store/store.port.js';
 import { LISTINGS, VENDORS } from '../helpers/fixtures.js';
-import { TEST_STORE, testStoreEnv, type TestStoreEnv } from '../helpers/test-store.js';
+import { openProbe, TEST_STORE, testStoreEnv, type TestStoreEnv } from '../helpers/test-store.js';
 
 const T0 = Date.parse('2026-11-01T10:00:00.000Z');
 const WALDEN = 2002;
@@ -253,5 +253,67 @@ describe(`webhooks and order events on ${TEST_STORE}`, () => {
     expect(await pendingOf(hook.webhookId)).toEqual([]);
     expect(await store.webhooks.target(again[0]!.deliveryId)).toMatchObject({ state: 'dropped' });
     expect(await store.webhooks.replay(hook.webhookId, 0, T0 + 9900)).toBe(0);
+  });
+
+  it('claims an attempt once while its claim lasts, and a remove ends what a claim may do', async () => {
+    const client = await newClient();
+    const hook = await store.webhooks.add({ clientId: client.clientId, url: 'https://c.example/', now: T0 });
+    await settle(await reservedOrder(client), `evt_claim_${seq}`);
+    await outbox();
+    const [first] = await pendingOf(hook.webhookId);
+    const { deliveryId } = first!;
+
+    expect(await store.webhooks.claim(deliveryId, 2, T0, T0 + 5000)).toEqual({ kind: 'stale' });
+    const claimed = await store.webhooks.claim(deliveryId, 1, T0, T0 + 5000);
+    expect(claimed).toMatchObject({
+      kind: 'claimed',
+      target: { deliveryId, state: 'pending', attempts: 0, webhook: { webhookId: hook.webhookId } },
+    });
+    if (claimed.kind !== 'claimed') throw new Error(claimed.kind);
+    expect(claimed.target.webhook.secret).toBe(hook.secret);
+    expect(claimed.target.event.eventId).toMatch(/^evt_claim_/);
+    // A twin of the same attempt waits for the claim to end.
+    expect(await store.webhooks.claim(deliveryId, 1, T0 + 4999, T0 + 9999)).toEqual({ kind: 'stale' });
+    expect(await store.webhooks.claimedAttempts(hook.webhookId, T0 + 4999)).toBe(1);
+    expect(await store.webhooks.claimedAttempts(hook.webhookId, T0 + 5000)).toBe(0);
+
+    const retry = { kind: 'retry' as const, retryAt: T0 + 100, error: 'answered 500' };
+    expect(await store.webhooks.recordAttempt(deliveryId, 1, retry, T0 + 10)).toBe(true);
+    expect(await store.webhooks.claimedAttempts(hook.webhookId, T0 + 10)).toBe(0);
+    expect((await store.webhooks.claim(deliveryId, 2, T0 + 20, T0 + 5020)).kind).toBe('claimed');
+
+    // The remove drops the delivery under its claim; the attempt's outcome is not recorded but its claim ends.
+    await store.webhooks.remove(hook.webhookId, T0 + 30);
+    expect(await store.webhooks.claimedAttempts(hook.webhookId, T0 + 30)).toBe(1);
+    expect(await store.webhooks.recordAttempt(deliveryId, 2, { kind: 'delivered' }, T0 + 40)).toBe(false);
+    expect(await store.webhooks.claimedAttempts(hook.webhookId, T0 + 40)).toBe(0);
+    expect(await store.webhooks.target(deliveryId)).toMatchObject({ state: 'dropped' });
+    expect(await store.webhooks.claim(deliveryId, 2, T0 + 50, T0 + 5050)).toEqual({ kind: 'stale' });
+  });
+
+  it('drops, never claims, a delivery recorded for a webhook that was removed meanwhile', async () => {
+    const client = await newClient();
+    const hook = await store.webhooks.add({ clientId: client.clientId, url: 'https://d.example/', now: T0 });
+    await settle(await reservedOrder(client), `evt_late_${seq}`);
+    await outbox();
+    const [pending] = await pendingOf(hook.webhookId);
+    await store.webhooks.remove(hook.webhookId, T0);
+    // What an event whose transaction began before the remove and committed after it leaves (PostgreSQL).
+    const probe = openProbe(testStore.env);
+    try {
+      await probe.exec(
+        `UPDATE webhook_deliveries SET state = 'pending', finished_at = NULL WHERE delivery_id = ${pending!.deliveryId}`,
+      );
+    } finally {
+      await probe.close();
+    }
+    expect(await pendingOf(hook.webhookId)).toEqual([pending]);
+
+    expect(await store.webhooks.claim(pending!.deliveryId, 1, T0 + 10, T0 + 5010)).toEqual({
+      kind: 'dropped',
+    });
+    expect(await store.webhooks.target(pending!.deliveryId)).toMatchObject({ state: 'dropped', attempts: 0 });
+    expect(await store.webhooks.claimedAttempts(hook.webhookId, T0 + 10)).toBe(0);
+    expect(await pendingOf(hook.webhookId)).toEqual([]);
   });
 });

@@ -1,5 +1,7 @@
+import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../scripts/redis.js';
+import { sign } from '../../src/auth/signature.js';
 import { createSigningClient, type SigningClient } from '../../src/client/signing-client.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
 import { rawRequest, type RawAnswer } from '../helpers/raw-http.js';
@@ -195,5 +197,113 @@ describe('when a client is slow or announces too much', () => {
   it('then an idle keep-alive connection is kept longer than a load balancer keeps its own (60 s)', async () => {
     const res = await fetch(`http://127.0.0.1:${port}/healthz`);
     expect(res.headers.get('keep-alive')).toBe('timeout=65');
+  });
+});
+
+describe('when a body comes with a Content-Encoding', () => {
+  const dryRun = () => JSON.stringify(orderBody(buyer.ccToken, { dryrun: true }));
+  const compress = { gzip: zlib.gzipSync, deflate: zlib.deflateSync, br: zlib.brotliCompressSync };
+  const postEncoded = (bytes: Uint8Array, encoding: string, requestId?: string) =>
+    client.request('POST', '/v1/orders', bytes, { headers: { 'Content-Encoding': encoding }, requestId });
+
+  it.each(Object.keys(compress))(
+    'then a corrupt %s body is refused 400/4003, never 5xx, and nothing is logged as an internal error',
+    async (encoding) => {
+      logLines = [];
+      const whole = compress[encoding as keyof typeof compress](Buffer.from(dryRun()));
+      for (const bytes of [Buffer.from('not compressed at all'), whole.subarray(0, whole.length - 8)]) {
+        const res = await postEncoded(bytes, encoding);
+        expect(res.status).toBe(400);
+        expect(res.svcStatus).toEqual([4003]);
+        expect(messagesOf(res.body)).toEqual([`body: does not decode as Content-Encoding ${encoding}`]);
+      }
+      await expect.poll(() => logLines.filter((l) => l.includes('"method":"POST"')).length).toBe(2);
+      expect(logLines.join('\n')).not.toContain('internal error');
+    },
+  );
+
+  it.each(Object.keys(compress))(
+    'then a %s body signed over the bytes as sent is priced as its plain text is',
+    async (encoding) => {
+      const text = dryRun();
+      const plain = await client.request('POST', '/v1/orders', text);
+      expect(plain.svcStatus).toEqual([2002]);
+      const res = await postEncoded(compress[encoding as keyof typeof compress](Buffer.from(text)), encoding);
+      expect(res.svcStatus).toEqual([2002]);
+      expect({ ...(res.body as object), createDate: '' }).toEqual({
+        ...(plain.body as object),
+        createDate: '',
+      });
+    },
+  );
+
+  it('then a real order sent again compressed, with the same request id, is the same order (not 4090)', async () => {
+    const text = JSON.stringify(orderBody(buyer.ccToken));
+    const requestId = 'compressed-again';
+    const async = { Prefer: 'respond-async' };
+    const first = await client.request('POST', '/v1/orders', text, { requestId, headers: async });
+    expect(first.svcStatus).toEqual([2010]);
+    const again = await client.request('POST', '/v1/orders', zlib.gzipSync(Buffer.from(text)), {
+      requestId,
+      headers: { ...async, 'Content-Encoding': 'gzip' },
+    });
+    expect(again.svcStatus).toEqual([2003]);
+    expect((again.body as { orderId: number }).orderId).toBe((first.body as { orderId: number }).orderId);
+  });
+
+  it('then a gzip body signed over its decoded text does not match (4017): the signature covers the bytes sent', async () => {
+    const text = dryRun();
+    const requestId = 'decoded-signature';
+    const date = new Date().toISOString();
+    const parts = { method: 'POST', path: '/v1/orders', rawQuery: '', date, requestId, body: text };
+    const res = await fetch(`http://127.0.0.1:${port}/v1/orders`, {
+      method: 'POST',
+      headers: {
+        'Content-Type': 'application/json',
+        'Content-Encoding': 'gzip',
+        'Svc-RequestId': requestId,
+        'Svc-Date': date,
+        'Svc-Access-Key': buyer.accessKey,
+        'Svc-Signature': sign(buyer.secretKey, parts),
+      },
+      body: zlib.gzipSync(Buffer.from(text)),
+    });
+    expect(res.status).toBe(401);
+    expect(res.headers.get('svc-status')).toBe('4010, 4017');
+  });
+
+  it('then a body that inflates past 1 MiB is refused 4130', async () => {
+    const bomb = zlib.gzipSync(Buffer.alloc(20 * 1024 * 1024, 0x20));
+    const res = await postEncoded(bomb, 'gzip');
+    expect(res.status).toBe(413);
+    expect(res.svcStatus).toEqual([4130]);
+  });
+
+  it('then an encoding the service does not know is refused 4150', async () => {
+    const res = await postEncoded(Buffer.from(dryRun()), 'compress');
+    expect(res.status).toBe(415);
+    expect(res.svcStatus).toEqual([4150]);
+  });
+});
+
+describe('when a query holds an invalid percent escape', () => {
+  it.each(['x=%FF', 'limit=5&x=%2', 'x=%E2%82', '%zz=1', 'x=%C0%AF'])(
+    'then %s is refused 422/4220 before anything else, even unsigned',
+    async (query) => {
+      const unsigned = await fetch(`http://127.0.0.1:${port}/v1/orders?${query}`);
+      expect(unsigned.status).toBe(422);
+      expect(unsigned.headers.get('svc-status')).toBe('4220');
+      const res = await client.request('GET', `/v1/orders?${query}`);
+      expect(res.svcStatus).toEqual([4220]);
+      expect(messagesOf(res.body)).toEqual([
+        'query: an invalid percent escape; each % must start %XX escapes of UTF-8 (a % itself is %25)',
+      ]);
+    },
+  );
+
+  it('then the same text escaped (%25FF) is an ordinary value', async () => {
+    const res = await client.request('GET', '/v1/orders?x=%25FF');
+    expect(res.svcStatus).toEqual([4220]);
+    expect(messagesOf(res.body)).toEqual([expect.stringMatching(/^x: /)]);
   });
 });

@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import type { Request, Response } from 'express';
+import { Registry } from 'prom-client';
 import { boundMessages } from '../../src/http/errors.js';
+import { metricsRoute } from '../../src/http/metrics.js';
+import { sharedInFlight } from '../../src/services/read-cache.js';
 import { jsonOverflow } from '../../src/http/json-body.js';
 import { readableError } from '../../src/http/zod-messages.js';
 import { LOG_LIMITS, boundForLog } from '../../src/logger.js';
@@ -74,5 +78,52 @@ describe('a logged object', () => {
   it('is left as it is when it is small', () => {
     const small = { method: 'GET', path: '/healthz', status: 200, ms: 1.5 };
     expect(boundForLog(small)).toEqual(small);
+  });
+});
+
+describe('a computation shared by concurrent callers', () => {
+  it('runs once for every caller that comes while it is in flight, and again for a caller after it', async () => {
+    let runs = 0;
+    let finish!: (value: number) => void;
+    const shared = sharedInFlight(() => {
+      runs++;
+      return new Promise<number>((resolve) => (finish = resolve));
+    });
+    const waiting = Array.from({ length: 10 }, () => shared());
+    finish(42);
+    expect(await Promise.all(waiting)).toEqual(Array(10).fill(42));
+    expect(runs).toBe(1);
+    const later = shared();
+    finish(43);
+    expect(await later).toBe(43);
+    expect(runs).toBe(2);
+  });
+
+  it('lets a failed run fail its callers only: the next caller runs it again', async () => {
+    let runs = 0;
+    const shared = sharedInFlight(async () => {
+      if (++runs === 1) throw new Error('down');
+      return 'up';
+    });
+    await expect(Promise.all([shared(), shared()])).rejects.toThrow('down');
+    expect(await shared()).toBe('up');
+    expect(runs).toBe(2);
+  });
+
+  it('serves a thousand concurrent scrapes of /metrics with one collection', async () => {
+    let collections = 0;
+    let finish!: (text: string) => void;
+    const route = metricsRoute(() => {
+      collections++;
+      return new Promise<string>((resolve) => (finish = resolve));
+    }, new Registry());
+    const sent: string[] = [];
+    const res = { set: () => res, send: (text: string) => sent.push(text) } as unknown as Response;
+    const scrapes = Array.from({ length: 1000 }, () => route({} as Request, res, () => undefined));
+    finish('own_series 1\n');
+    await Promise.all(scrapes);
+    expect(collections).toBe(1);
+    expect(sent).toHaveLength(1000);
+    expect(new Set(sent).size).toBe(1);
   });
 });

@@ -1,4 +1,4 @@
-import { addWebhook, replayWebhook } from '../../services/webhooks.js';
+import { addWebhook, removeWebhook, replayWebhook } from '../../services/webhooks.js';
 import type { ClientStore, Webhook } from '../../store/store.port.js';
 import {
   CliError,
@@ -43,11 +43,13 @@ export const webhookList: Command = {
 
 export const webhookRemove: Command = {
   usage: '--webhook ID',
-  summary: 'remove a webhook: nothing more is sent to it, deliveries still pending are dropped',
+  summary:
+    'remove a webhook: nothing more is sent to it once this answers (an attempt already claimed may take up ' +
+    'to 5 s to start or give up), deliveries still pending are dropped',
   async run(args, ctx) {
     const { values } = parseCommandArgs(args, { webhook: { type: 'string' } });
     const webhookId = positiveIntOption(requiredOption(values.webhook, 'webhook'), 'webhook');
-    const removed = await (await ctx.store()).webhooks.remove(webhookId, Date.now());
+    const removed = await removeWebhook({ store: await ctx.store(), clock: Date.now }, webhookId);
     if (!removed) throw CliError.invalid(`no webhook ${webhookId}`);
     return { webhookId, active: false };
   },

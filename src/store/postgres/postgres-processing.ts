@@ -1,7 +1,9 @@
 import type pg from 'pg';
+import { listingsOf } from '../order.rows.js';
 import type { ProcessingStore, Reservation, Settlement, StockChange } from '../store.port.js';
 import { writeLedger } from './postgres-ledger.js';
 import { recordEvent } from './postgres-webhooks.js';
+import { readPricingCatalog } from './postgres-catalog.js';
 import { readOrder } from './postgres-orders.js';
 import { withTransaction } from './postgres.pool.js';
 import { toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './postgres.rows.js';
@@ -107,14 +109,21 @@ export function postgresProcessing(pool: pg.Pool): ProcessingStore {
             WHERE order_id = $1 AND phase <> 'settled' RETURNING *`,
           [orderId, leaseUntil, maxAttempts],
         );
-        const order = counted.rows[0];
-        if (!order) return readOrder(tx, orderId);
+        const row = counted.rows[0];
+        if (!row) {
+          const settled = await readOrder(tx, orderId);
+          return settled && { ...settled, catalog: null };
+        }
         // Read under the order's row lock: no reservation or settlement can come between count and items.
-        const items = await tx.query<ItemRow>(
+        const { rows } = await tx.query<ItemRow>(
           'SELECT * FROM order_items WHERE order_id = $1 ORDER BY order_item_id',
           [orderId],
         );
-        return { order: toStoredOrder(order), items: items.rows.map(toStoredItem) };
+        const order = toStoredOrder(row);
+        const items = rows.map(toStoredItem);
+        const toReserve = order.phase === 'queued' && order.attempts <= maxAttempts;
+        const catalog = toReserve ? await readPricingCatalog(tx, listingsOf(items)) : null;
+        return { order, items, catalog };
       });
     },
     async reserve(reservation) {

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { DeliveryAttempt, OrderEventWrite, WebhookStore } from '../store.port.js';
+import type { ClaimOutcome, DeliveryAttempt, OrderEventWrite, WebhookStore } from '../store.port.js';
 import {
   newSecretSalt,
   TARGET_SELECT,
@@ -55,13 +55,40 @@ const ATTEMPT_COLUMNS = 'delivery_id AS "deliveryId", attempts + 1 AS attempt, n
 // The delivery finished at its attempt, and its webhook's failing mark set ($1 'failed') or cleared.
 const FINISH_SQL = `
   WITH finished AS (
-    UPDATE webhook_deliveries SET state = $1, attempts = $2, finished_at = $3, last_error = $4
+    UPDATE webhook_deliveries SET state = $1, attempts = $2, finished_at = $3, last_error = $4,
+           claimed_until = NULL
      WHERE delivery_id = $5 AND attempts = $2 - 1 AND state = 'pending'
     RETURNING webhook_id),
   marked AS (
     UPDATE webhooks w SET failing = ($1 = 'failed') FROM finished f
      WHERE w.webhook_id = f.webhook_id AND w.failing <> ($1 = 'failed'))
   SELECT count(*)::int AS n FROM finished`;
+
+// The webhook's row is read FOR SHARE: a remove not committed yet is waited for and then seen, so no attempt is
+// claimed after the remove of its webhook committed. A delivery the remove did not see (recorded by a
+// transaction that began before it and committed after) is dropped here. The target is read in the statement's
+// snapshot: the delivery as it was before the claim, its webhook and its event.
+const CLAIM_SQL = `
+  WITH hook AS (
+    SELECT w.webhook_id, w.active FROM webhooks w
+     WHERE w.webhook_id = (SELECT webhook_id FROM webhook_deliveries WHERE delivery_id = $1)
+       FOR SHARE),
+  claimed AS (
+    UPDATE webhook_deliveries d SET claimed_until = $4 FROM hook h
+     WHERE d.delivery_id = $1 AND d.webhook_id = h.webhook_id AND h.active AND d.state = 'pending'
+       AND d.attempts = $2 - 1 AND (d.claimed_until IS NULL OR d.claimed_until <= $3)
+    RETURNING d.delivery_id),
+  dropped AS (
+    UPDATE webhook_deliveries d SET state = 'dropped', finished_at = $3 FROM hook h
+     WHERE d.delivery_id = $1 AND d.webhook_id = h.webhook_id AND NOT h.active AND d.state = 'pending'
+    RETURNING d.delivery_id)
+  SELECT (SELECT count(*) FROM dropped)::int AS dropped, t.*
+    FROM (SELECT 1) AS one
+    LEFT JOIN (${TARGET_SELECT} WHERE d.delivery_id IN (SELECT delivery_id FROM claimed)) t ON true`;
+
+/** Ends the claim of an attempt whose outcome was not recorded (the delivery had moved on, or was dropped). */
+const RELEASE_SQL = `UPDATE webhook_deliveries SET claimed_until = NULL
+                      WHERE delivery_id = $1 AND attempts = $2 - 1 AND claimed_until IS NOT NULL`;
 
 /** Webhooks and the delivery outbox; each write one statement or one transaction. */
 export function postgresWebhooks(pool: pg.Pool, secrets: SecretDeriver): WebhookStore {
@@ -102,6 +129,14 @@ export function postgresWebhooks(pool: pg.Pool, secrets: SecretDeriver): Webhook
         return rows[0] ? toWebhook(rows[0]) : null;
       });
     },
+    async claimedAttempts(webhookId, now) {
+      if (!canBeId(webhookId)) return 0;
+      const { rows } = await pool.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = $1 AND claimed_until > $2',
+        [webhookId, now],
+      );
+      return rows[0]!.n;
+    },
     async replay(webhookId, since, now) {
       if (!canBeId(webhookId)) return 0;
       const { rowCount } = await pool.query(
@@ -137,19 +172,44 @@ export function postgresWebhooks(pool: pg.Pool, secrets: SecretDeriver): Webhook
       const { rows } = await pool.query<TargetRow>(`${TARGET_SELECT} WHERE d.delivery_id = $1`, [deliveryId]);
       return rows[0] ? toTarget(rows[0], secrets) : null;
     },
+    async claim(deliveryId, attempt, now, until): Promise<ClaimOutcome> {
+      if (!canBeId(deliveryId)) return { kind: 'stale' };
+      const { rows } = await pool.query<TargetRow & { dropped: number }>(CLAIM_SQL, [
+        deliveryId,
+        attempt,
+        now,
+        until,
+      ]);
+      const row = rows[0]!;
+      if (row.dropped > 0) return { kind: 'dropped' };
+      // No delivery claimed: the LEFT JOIN gave nulls.
+      const claimed = (row.delivery_id as number | null) !== null;
+      return claimed ? { kind: 'claimed', target: toTarget(row, secrets) } : { kind: 'stale' };
+    },
     async recordAttempt(deliveryId, attempt, outcome, now) {
+      let recorded: boolean;
       if (outcome.kind === 'retry') {
         const { rowCount } = await pool.query(
-          `UPDATE webhook_deliveries SET attempts = $1, next_attempt_at = $2, enqueued_at = NULL, last_error = $3
+          `UPDATE webhook_deliveries SET attempts = $1, next_attempt_at = $2, enqueued_at = NULL, last_error = $3,
+                  claimed_until = NULL
             WHERE delivery_id = $4 AND attempts = $1 - 1 AND state = 'pending'`,
           [attempt, outcome.retryAt, outcome.error, deliveryId],
         );
-        return rowCount === 1;
+        recorded = rowCount === 1;
+      } else {
+        const state = outcome.kind === 'delivered' ? 'delivered' : 'failed';
+        const error = outcome.kind === 'delivered' ? null : outcome.error;
+        const { rows } = await pool.query<{ n: number }>(FINISH_SQL, [
+          state,
+          attempt,
+          now,
+          error,
+          deliveryId,
+        ]);
+        recorded = rows[0]?.n === 1;
       }
-      const state = outcome.kind === 'delivered' ? 'delivered' : 'failed';
-      const error = outcome.kind === 'delivered' ? null : outcome.error;
-      const { rows } = await pool.query<{ n: number }>(FINISH_SQL, [state, attempt, now, error, deliveryId]);
-      return rows[0]?.n === 1;
+      if (!recorded) await pool.query(RELEASE_SQL, [deliveryId, attempt]);
+      return recorded;
     },
   };
 }

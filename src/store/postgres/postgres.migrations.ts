@@ -1,3 +1,4 @@
+import { DELIVERY_CLAIMS_MIGRATION } from './postgres-delivery-claims.migration.js';
 import { PAYMENT_TARGET_MIGRATION } from './postgres-payment-target.migration.js';
 import type pg from 'pg';
 import type { MigrationContext } from '../store-secrets.js';
@@ -193,6 +194,7 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   SECRETS_MIGRATION,
   WEBHOOKS_MIGRATION,
   PAYMENT_TARGET_MIGRATION,
+  DELIVERY_CLAIMS_MIGRATION,
   SETTINGS_MIGRATION,
 ];
 

@@ -1,12 +1,14 @@
 import { ItemStatus } from '../../domain/item-status.js';
+import { listingsOf } from '../order.rows.js';
 import type {
-  OrderWithItems,
+  AttemptStart,
   ProcessingStore,
   Reservation,
   ReserveResult,
   Settlement,
   StockChange,
 } from '../store.port.js';
+import { pricingCatalogReader } from './catalog.sqlite.js';
 import { ledgerWriter } from './ledger.sqlite.js';
 import { orderReader } from './orders.sqlite.js';
 import type { Db } from './sqlite.db.js';
@@ -18,6 +20,7 @@ class ShortOfStock extends Error {}
 /** The worker's atomic steps: count an attempt, apply a priced reservation, settle. */
 export function sqliteProcessing(db: Db): ProcessingStore {
   const read = orderReader(db);
+  const readPricingCatalog = pricingCatalogReader(db);
   const countAttempt = db.prepare(
     `UPDATE orders SET attempts = attempts + 1,
             lease_until = CASE WHEN attempts + 1 <= @maxAttempts THEN @leaseUntil ELSE lease_until END
@@ -61,9 +64,13 @@ export function sqliteProcessing(db: Db): ProcessingStore {
   );
 
   const beginAttempt = db.transaction(
-    (orderId: number, lease: { leaseUntil: number; maxAttempts: number }): OrderWithItems | null => {
+    (orderId: number, lease: { leaseUntil: number; maxAttempts: number }): AttemptStart | null => {
       countAttempt.run({ orderId, ...lease });
-      return read(orderId);
+      const stored = read(orderId);
+      if (!stored) return null;
+      const { phase, attempts } = stored.order;
+      const toReserve = phase === 'queued' && attempts <= lease.maxAttempts;
+      return { ...stored, catalog: toReserve ? readPricingCatalog(listingsOf(stored.items)) : null };
     },
   );
 

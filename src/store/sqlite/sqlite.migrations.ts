@@ -1,3 +1,4 @@
+import { DELIVERY_CLAIMS_MIGRATION } from './delivery-claims.migration.js';
 import { PAYMENT_TARGET_MIGRATION } from './payment-target.migration.js';
 import type { MigrationContext } from '../store-secrets.js';
 import { LIFECYCLE_MIGRATION } from './lifecycle.migration.js';
@@ -171,4 +172,5 @@ export const MIGRATIONS: readonly SqliteMigration[] = [
   SECRETS_MIGRATION,
   WEBHOOKS_MIGRATION,
   PAYMENT_TARGET_MIGRATION,
+  DELIVERY_CLAIMS_MIGRATION,
 ];

@@ -1,5 +1,12 @@
 import { snapshotOf } from '../event-snapshot.js';
-import type { AttemptOutcome, DeliveryAttempt, OrderEventWrite, WebhookStore } from '../store.port.js';
+import type { Statement } from 'better-sqlite3';
+import type {
+  AttemptOutcome,
+  ClaimOutcome,
+  DeliveryAttempt,
+  OrderEventWrite,
+  WebhookStore,
+} from '../store.port.js';
 import {
   newSecretSalt,
   TARGET_SELECT,
@@ -83,7 +90,13 @@ export function sqliteWebhooks(db: Db, secrets: SecretDeriver): WebhookStore {
       WHERE delivery_id = ? AND attempts = ? AND state = 'pending'`,
   );
   const target = db.prepare<[number], TargetRow>(`${TARGET_SELECT} WHERE d.delivery_id = ?`);
+  const claimed = db
+    .prepare<[number, number], number>(
+      'SELECT count(*) FROM webhook_deliveries WHERE webhook_id = ? AND claimed_until > ?',
+    )
+    .pluck();
   const record = attemptRecorder(db);
+  const claim = attemptClaimer(db, target);
 
   const remove = db.transaction((webhookId: number, now: number) => {
     const row = deactivate.get(webhookId);
@@ -109,6 +122,9 @@ export function sqliteWebhooks(db: Db, secrets: SecretDeriver): WebhookStore {
       const row = remove.immediate(webhookId, now);
       return row ? toWebhook(row) : null;
     },
+    async claimedAttempts(webhookId, now) {
+      return claimed.get(webhookId, now)!;
+    },
     async replay(webhookId, since, now) {
       return replay.run({ now, webhookId, since }).changes;
     },
@@ -125,28 +141,64 @@ export function sqliteWebhooks(db: Db, secrets: SecretDeriver): WebhookStore {
       const row = target.get(deliveryId);
       return row ? toTarget(row, secrets) : null;
     },
+    async claim(deliveryId, attempt, now, until): Promise<ClaimOutcome> {
+      const row = claim.immediate(deliveryId, attempt, now, until);
+      return typeof row === 'string' ? { kind: row } : { kind: 'claimed', target: toTarget(row, secrets) };
+    },
     async recordAttempt(deliveryId, attempt, outcome, now) {
       return record.immediate(deliveryId, attempt, outcome, now);
     },
   };
 }
 
+/**
+ * Claims an attempt in one write transaction, which a remove's cannot interleave with: a delivery of a removed or
+ * inactive webhook is dropped, a pending one at that attempt and not claimed by a running attempt is claimed.
+ */
+function attemptClaimer(db: Db, target: Statement<[number], TargetRow>) {
+  const drop = db.prepare<[{ deliveryId: number; now: number }]>(
+    `UPDATE webhook_deliveries SET state = 'dropped', finished_at = @now
+      WHERE delivery_id = @deliveryId AND state = 'pending'
+        AND webhook_id IN (SELECT webhook_id FROM webhooks WHERE active = 0)`,
+  );
+  const claim = db.prepare<[{ deliveryId: number; attempt: number; now: number; until: number }]>(
+    `UPDATE webhook_deliveries SET claimed_until = @until
+      WHERE delivery_id = @deliveryId AND state = 'pending' AND attempts = @attempt - 1
+        AND (claimed_until IS NULL OR claimed_until <= @now)
+        AND webhook_id IN (SELECT webhook_id FROM webhooks WHERE active = 1)`,
+  );
+  return db.transaction(
+    (deliveryId: number, attempt: number, now: number, until: number): TargetRow | 'dropped' | 'stale' => {
+      if (drop.run({ deliveryId, now }).changes > 0) return 'dropped';
+      // The target as it was before the claim, as the PostgreSQL adapter reads it.
+      const before = target.get(deliveryId);
+      if (!before || claim.run({ deliveryId, attempt, now, until }).changes === 0) return 'stale';
+      return before;
+    },
+  );
+}
+
 /** An attempt's outcome on its delivery (guarded by the attempt number) and on its webhook's failing mark. */
 function attemptRecorder(db: Db) {
   const finish = db
     .prepare<[string, number, number, string | null, number, number], number>(
-      `UPDATE webhook_deliveries SET state = ?, attempts = ?, finished_at = ?, last_error = ?
+      `UPDATE webhook_deliveries SET state = ?, attempts = ?, finished_at = ?, last_error = ?, claimed_until = NULL
         WHERE delivery_id = ? AND attempts = ? AND state = 'pending' RETURNING webhook_id`,
     )
     .pluck();
   const retry = db.prepare<[number, number, string, number, number]>(
-    `UPDATE webhook_deliveries SET attempts = ?, next_attempt_at = ?, enqueued_at = NULL, last_error = ?
+    `UPDATE webhook_deliveries SET attempts = ?, next_attempt_at = ?, enqueued_at = NULL, last_error = ?,
+            claimed_until = NULL
       WHERE delivery_id = ? AND attempts = ? AND state = 'pending'`,
+  );
+  const release = db.prepare<[number, number]>(
+    `UPDATE webhook_deliveries SET claimed_until = NULL
+      WHERE delivery_id = ? AND attempts = ? AND claimed_until IS NOT NULL`,
   );
   const markFailing = db.prepare<[{ failing: number; webhookId: number }]>(
     'UPDATE webhooks SET failing = @failing WHERE webhook_id = @webhookId AND failing <> @failing',
   );
-  return db.transaction((deliveryId: number, attempt: number, outcome: AttemptOutcome, now: number) => {
+  const apply = (deliveryId: number, attempt: number, outcome: AttemptOutcome, now: number) => {
     if (outcome.kind === 'retry') {
       return retry.run(attempt, outcome.retryAt, outcome.error, deliveryId, attempt - 1).changes === 1;
     }
@@ -157,5 +209,11 @@ function attemptRecorder(db: Db) {
     if (webhookId === undefined) return false;
     markFailing.run({ failing: delivered ? 0 : 1, webhookId });
     return true;
+  };
+  return db.transaction((deliveryId: number, attempt: number, outcome: AttemptOutcome, now: number) => {
+    const recorded = apply(deliveryId, attempt, outcome, now);
+    // The claim ends whatever the delivery became (a remove may have dropped it meanwhile).
+    if (!recorded) release.run(deliveryId, attempt - 1);
+    return recorded;
   });
 }

@@ -1,0 +1,9 @@
+import { DELIVERY_CLAIMS_MIGRATION_NAME, DELIVERY_CLAIMS_MIGRATION_SQL } from '../webhook-claims.sql.js';
+import type { Migration } from './postgres.migrations.js';
+
+/** As the SQLite adapter's version 8: delivery attempts claimed in the store, with their webhook checked. */
+export const DELIVERY_CLAIMS_MIGRATION: Migration = {
+  version: 6,
+  name: DELIVERY_CLAIMS_MIGRATION_NAME,
+  sql: DELIVERY_CLAIMS_MIGRATION_SQL,
+};

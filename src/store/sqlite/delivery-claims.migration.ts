@@ -1,0 +1,9 @@
+import { DELIVERY_CLAIMS_MIGRATION_NAME, DELIVERY_CLAIMS_MIGRATION_SQL } from '../webhook-claims.sql.js';
+import type { SqliteMigration } from './sqlite.migrations.js';
+
+/** Delivery attempts claimed in the store, with their webhook checked: see WebhookStore.claim. */
+export const DELIVERY_CLAIMS_MIGRATION: SqliteMigration = {
+  version: 8,
+  name: DELIVERY_CLAIMS_MIGRATION_NAME,
+  sql: DELIVERY_CLAIMS_MIGRATION_SQL,
+};
