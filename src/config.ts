@@ -70,6 +70,8 @@ const ConfigSchema = z.object({
   SANDBOX_PAYMENT_LATENCY_MS: nonNegativeInt.default(0),
   // CONTRACT.md section 12: past this many unsettled orders, real orders are refused with 5030.
   MAX_UNSETTLED_ORDERS: positiveInt.default(50_000),
+  // One client's share of that backlog: past it only that client's real orders are refused (default a tenth).
+  MAX_UNSETTLED_PER_CLIENT: positiveInt.optional(),
   WEBHOOK_ALLOW_PRIVATE: z
     .enum(['true', 'false', '1', '0', ''])
     .default('')
@@ -124,7 +126,8 @@ function redisUrlProblem(url: string, cluster?: boolean): string | undefined {
   return undefined;
 }
 
-export type Config = z.infer<typeof ConfigSchema> & {
+export type Config = Omit<z.infer<typeof ConfigSchema>, 'MAX_UNSETTLED_PER_CLIENT'> & {
+  MAX_UNSETTLED_PER_CLIENT: number;
   marketplaceNames: [string, string, string];
   /** `{QUEUE_PREFIX}`: every Redis key of the service starts with it, so all share one Redis Cluster slot. */
   REDIS_PREFIX: string;
@@ -154,5 +157,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError('invalid configuration:\n  ADMIN_USER and ADMIN_PASSWORD must be set together');
   }
   const names = parsed.data.MARKETPLACE_NAMES.split(',') as [string, string, string];
-  return { ...parsed.data, marketplaceNames: names, REDIS_PREFIX: `{${parsed.data.QUEUE_PREFIX}}` };
+  const perClient =
+    parsed.data.MAX_UNSETTLED_PER_CLIENT ?? Math.max(1, Math.floor(parsed.data.MAX_UNSETTLED_ORDERS / 10));
+  return {
+    ...parsed.data,
+    MAX_UNSETTLED_PER_CLIENT: perClient,
+    marketplaceNames: names,
+    REDIS_PREFIX: `{${parsed.data.QUEUE_PREFIX}}`,
+  };
 }

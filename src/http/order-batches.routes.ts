@@ -151,7 +151,7 @@ function outcomeOf(requestId: string, result: PlaceOrderResult): OrderBatchResul
     case 'conflict':
       return { requestId, error: requestIdConflict() };
     case 'busy':
-      return { requestId, error: backpressureError(result.retryAfterS) };
+      return { requestId, error: backpressureError(result) };
   }
 }
 

@@ -10,7 +10,7 @@ import type { Migration } from './postgres.migrations.js';
  * search's p95) than it could save.
  */
 export const SETTINGS_MIGRATION: Migration = {
-  version: 7,
+  version: 8,
   name: 'server settings on the role in this database (no startup option, which a transaction pooler refuses)',
   sql: `
     DO $$

@@ -1,3 +1,4 @@
+import { UNSETTLED_PER_CLIENT_MIGRATION } from '../unsettled-per-client.sql.js';
 import { DELIVERY_CLAIMS_MIGRATION } from './postgres-delivery-claims.migration.js';
 import { PAYMENT_TARGET_MIGRATION } from './postgres-payment-target.migration.js';
 import type pg from 'pg';
@@ -195,6 +196,7 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   WEBHOOKS_MIGRATION,
   PAYMENT_TARGET_MIGRATION,
   DELIVERY_CLAIMS_MIGRATION,
+  { version: 7, ...UNSETTLED_PER_CLIENT_MIGRATION },
   SETTINGS_MIGRATION,
 ];
 
