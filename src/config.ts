@@ -14,6 +14,8 @@ const ConfigSchema = z.object({
     .string()
     .regex(/^postgres(ql)?:\/\/[^/]+\/[^/?]+/, 'must be a postgres://USER[:PASSWORD]@HOST:PORT/DB URL')
     .optional(),
+  // What DATABASE_URL reaches: the server (direct), or a pooler in session or transaction mode (README, PostgreSQL).
+  DATABASE_POOLING: z.enum(['direct', 'session', 'transaction']).default('direct'),
   DB_POOL_SIZE: positiveInt.default(10),
   // How long the web waits for another process's SQLite write lock, blocking its event loop, before answering
   // 503 5030 with Retry-After; other processes wait up to 10 s.

@@ -4,6 +4,7 @@ import { PAYMENT_TARGET_MIGRATION } from './postgres-payment-target.migration.js
 import type pg from 'pg';
 import type { MigrationContext } from '../store-secrets.js';
 import { SECRETS_MIGRATION } from './postgres-secrets.migration.js';
+import { SETTINGS_MIGRATION } from './postgres-settings.migration.js';
 import { WEBHOOKS_MIGRATION } from './postgres-webhooks.migration.js';
 import { withTransaction } from './postgres.pool.js';
 
@@ -196,6 +197,7 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   PAYMENT_TARGET_MIGRATION,
   DELIVERY_CLAIMS_MIGRATION,
   { version: 7, ...UNSETTLED_PER_CLIENT_MIGRATION },
+  SETTINGS_MIGRATION,
 ];
 
 // Any constant will do, as long as every process of the service takes the same one.
