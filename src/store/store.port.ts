@@ -233,6 +233,8 @@ export interface OrderStore {
   getMany(orderIds: readonly number[]): Promise<OrderWithItems[]>;
   /** How many accepted orders are not settled yet (queued or reserved): the backpressure figure. */
   countUnsettled(): Promise<number>;
+  /** How many of the client's accepted orders are not settled yet: its share of the backlog. */
+  countUnsettledOfClient(clientId: number): Promise<number>;
   /** The order only when it belongs to the client. */
   getForClient(clientId: number, orderId: number): Promise<OrderWithItems | null>;
   phaseOf(orderId: number): Promise<OrderPhase | null>;

@@ -263,6 +263,30 @@ describe(`the store port on ${TEST_STORE}`, () => {
     expect(await store.orders.countUnsettled()).toBe(Number(unsettled) + 1);
   });
 
+  it("counts a client's orders not settled yet, no other client's and no settled one", async () => {
+    const other = (await createClient(store.clients, 'contract share', T0)).clientId;
+    const otherCard = (await addCard(store.clients, other, false, T0)).cardId;
+    const mine = await store.orders.countUnsettledOfClient(clientId);
+    expect(mine).toBe(
+      await probe.scalar("SELECT count(*) FROM orders WHERE client_id = ? AND phase <> 'settled'", clientId),
+    );
+    expect(await store.orders.countUnsettledOfClient(other)).toBe(0);
+    const line = [{ listingId: WALDEN, copies: 1 }];
+    await store.orders.acceptMany([
+      newOrder(line, { clientId: other, cardId: otherCard }),
+      newOrder(line, { clientId: other, cardId: otherCard }),
+    ]);
+    const settling = await accepted(line);
+    expect(await store.orders.countUnsettledOfClient(other)).toBe(2);
+    expect(await store.orders.countUnsettledOfClient(clientId)).toBe(Number(mine) + 1);
+    await store.processing.beginAttempt(settling, { leaseUntil: T0 + 1, maxAttempts: 5 });
+    const fail = { fromPhase: 'queued', itemStatus: S.FAILED, clearCharges: true, zeroTax: true } as const;
+    const settled = { ...fail, orderId: settling, giveBack: [], ledger: null, now: T0, leaseFreeAt: T0 + 1 };
+    expect(await store.processing.settle(settled)).toBe(true);
+    expect(await store.orders.countUnsettledOfClient(clientId)).toBe(mine);
+    expect(await store.orders.countUnsettledOfClient(999_999)).toBe(0);
+  });
+
   it('counts attempts of unsettled orders only; an attempt within the limit takes the lease', async () => {
     const orderId = await accepted([{ listingId: WALDEN, copies: 1 }]);
     const lease = (leaseUntil: number) => ({ leaseUntil, maxAttempts: 2 });
