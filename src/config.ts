@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { z } from 'zod';
 import { parseSecretsKey } from './domain/secrets.js';
 import { parseRedisUrl, type RedisSeeds } from './queue/redis-url.js';
@@ -13,6 +14,8 @@ const ConfigSchema = z.object({
     .string()
     .regex(/^postgres(ql)?:\/\/[^/]+\/[^/?]+/, 'must be a postgres://USER[:PASSWORD]@HOST:PORT/DB URL')
     .optional(),
+  // What DATABASE_URL reaches: the server (direct), or a pooler in session or transaction mode (README, PostgreSQL).
+  DATABASE_POOLING: z.enum(['direct', 'session', 'transaction']).default('direct'),
   DB_POOL_SIZE: positiveInt.default(10),
   // How long the web waits for another process's SQLite write lock, blocking its event loop, before answering
   // 503 5030 with Retry-After; other processes wait up to 10 s.
@@ -56,6 +59,8 @@ const ConfigSchema = z.object({
     .default('bookmarket,libromercado,buchmarkt'),
   AUTH_MAX_SKEW_S: positiveInt.default(300),
   RATE_LIMIT_PER_S: nonNegativeInt.default(200),
+  // Batches of one client in flight at once in one web process; one more is 4291.
+  BATCH_CONCURRENCY_PER_CLIENT: positiveInt.default(2),
   WORKER_CONCURRENCY: positiveInt.default(8),
   WEB_CONCURRENCY: positiveInt.default(1),
   MAX_PROCESS_ATTEMPTS: positiveInt.default(5),
@@ -67,6 +72,8 @@ const ConfigSchema = z.object({
   SANDBOX_PAYMENT_LATENCY_MS: nonNegativeInt.default(0),
   // CONTRACT.md section 12: past this many unsettled orders, real orders are refused with 5030.
   MAX_UNSETTLED_ORDERS: positiveInt.default(50_000),
+  // One client's share of that backlog: past it only that client's real orders are refused (default a tenth).
+  MAX_UNSETTLED_PER_CLIENT: positiveInt.optional(),
   WEBHOOK_ALLOW_PRIVATE: z
     .enum(['true', 'false', '1', '0', ''])
     .default('')
@@ -82,13 +89,35 @@ const ConfigSchema = z.object({
   WEBHOOK_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(10_000).default(3000),
   WEBHOOK_BREAKER_FAILURES: positiveInt.default(5),
   WEBHOOK_BREAKER_PAUSE_MS: positiveInt.default(30_000),
+  // Which proxies' X-Forwarded-For entries to believe: off, `true` (any: the client may forge its address), or
+  // the proxies' addresses, CIDR ranges and `loopback`, `linklocal`, `uniquelocal` (Express's trust proxy).
   TRUST_PROXY: z
-    .enum(['true', 'false', '1', '0', ''])
+    .string()
     .default('')
-    .transform((v) => v === 'true' || v === '1'),
+    .transform((v): boolean | string[] =>
+      ['true', '1'].includes(v)
+        ? true
+        : ['false', '0', ''].includes(v)
+          ? false
+          : v.split(',').map((p) => p.trim()),
+    )
+    .refine(
+      (v) => typeof v === 'boolean' || v.every((p) => PROXY_NAMES.has(p) || isProxyAddress(p)),
+      'true, false, or comma-separated addresses, CIDR ranges, loopback, linklocal or uniquelocal',
+    ),
   ADMIN_USER: z.string().optional(),
   ADMIN_PASSWORD: z.string().optional(),
 });
+
+const PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+function isProxyAddress(value: string): boolean {
+  const [address = '', bits, ...rest] = value.split('/');
+  const family = net.isIP(address);
+  if (family === 0 || rest.length > 0) return false;
+  if (bits === undefined) return true;
+  return /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
+}
 
 /** Why REDIS_URL cannot name one server, or with `cluster` (REDIS_CLUSTER=true) the seed nodes of a cluster. */
 function redisUrlProblem(url: string, cluster?: boolean): string | undefined {
@@ -105,7 +134,8 @@ function redisUrlProblem(url: string, cluster?: boolean): string | undefined {
   return undefined;
 }
 
-export type Config = z.infer<typeof ConfigSchema> & {
+export type Config = Omit<z.infer<typeof ConfigSchema>, 'MAX_UNSETTLED_PER_CLIENT'> & {
+  MAX_UNSETTLED_PER_CLIENT: number;
   marketplaceNames: [string, string, string];
   /** `{QUEUE_PREFIX}`: every Redis key of the service starts with it, so all share one Redis Cluster slot. */
   REDIS_PREFIX: string;
@@ -135,5 +165,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError('invalid configuration:\n  ADMIN_USER and ADMIN_PASSWORD must be set together');
   }
   const names = parsed.data.MARKETPLACE_NAMES.split(',') as [string, string, string];
-  return { ...parsed.data, marketplaceNames: names, REDIS_PREFIX: `{${parsed.data.QUEUE_PREFIX}}` };
+  const perClient =
+    parsed.data.MAX_UNSETTLED_PER_CLIENT ?? Math.max(1, Math.floor(parsed.data.MAX_UNSETTLED_ORDERS / 10));
+  return {
+    ...parsed.data,
+    MAX_UNSETTLED_PER_CLIENT: perClient,
+    marketplaceNames: names,
+    REDIS_PREFIX: `{${parsed.data.QUEUE_PREFIX}}`,
+  };
 }

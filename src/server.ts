@@ -7,6 +7,7 @@ import type { Deps } from './deps.js';
 import { createApp } from './http/app.js';
 import { createHttpServer } from './http/http-server.js';
 import { createDeploymentRegistry, metricsRoute } from './http/metrics.js';
+import { DASHBOARD_LOCKOUT, Lockout } from './http/lockout.js';
 import { mountQueueDashboard } from './http/queue-dashboard.js';
 import { rateLimit } from './http/rate-limit.js';
 import type { Logger } from './logger.js';
@@ -42,7 +43,8 @@ export function createWebApp(deps: Deps, processMetrics: ProcessMetrics = create
     extend(app) {
       app.get('/metrics', metrics);
       const { ADMIN_USER: user, ADMIN_PASSWORD: password } = config;
-      mountQueueDashboard(app, { queues: [deps.queue.queue], user, password });
+      const lockout = new Lockout(deps.redis, config.REDIS_PREFIX, DASHBOARD_LOCKOUT, deps.logger);
+      mountQueueDashboard(app, { queues: [deps.queue.queue], user, password, lockout, clock: deps.clock });
     },
   });
 }

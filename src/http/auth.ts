@@ -3,7 +3,7 @@ import { sha256Hex, sign, signatureMatches, signingKey } from '../auth/signature
 import { cachedFor } from '../services/read-cache.js';
 import type { ClientStore } from '../store/store.port.js';
 import { ApiError, authError } from './errors.js';
-import type { Lockout } from './lockout.js';
+import { clientAddressOf, type Lockout } from './lockout.js';
 import { bindLogContext } from './request-context.js';
 import type { AuthContext } from './respond.js';
 import { SvcStatus, type SvcStatusCode } from './status-codes.js';
@@ -83,7 +83,9 @@ export function authenticate(deps: AuthDeps): RequestHandler {
     if (!client) throw authError(SvcStatus.KEY_UNKNOWN, 'Svc-Access-Key: unknown access key');
     if (client.disabled)
       throw authError(SvcStatus.KEY_DISABLED, 'Svc-Access-Key: this access key is disabled');
-    const lockedMs = await deps.authLockout.lockedForMs(accessKey, now);
+    // Per key and address: a stranger elsewhere who knows the key (it is in every log line) cannot lock it.
+    const subject = `${accessKey} ${clientAddressOf(req)}`;
+    const lockedMs = await deps.authLockout.lockedForMs(subject, now);
     if (lockedMs > 0) throw lockedError(lockedMs);
 
     const [path = '', rawQuery = ''] = splitOnce(req.originalUrl, '?');
@@ -91,8 +93,8 @@ export function authenticate(deps: AuthDeps): RequestHandler {
     const parts = { method: req.method, path, rawQuery, date, requestId, body: undefined, bodySha256 };
     const expected = sign(client.signingKey, parts);
     if (!signatureMatches(expected, signature)) {
-      const locked = await deps.authLockout.recordFailure(accessKey, now);
-      req.log.info({ accessKey, locked }, 'signature mismatch');
+      const locked = await deps.authLockout.recordFailure(subject, now);
+      req.log.info({ accessKey, address: clientAddressOf(req), locked }, 'signature mismatch');
       throw authError(SvcStatus.SIGNATURE_MISMATCH, 'Svc-Signature: does not match the request');
     }
     const auth: AuthContext = { clientId: client.clientId, accessKey, requestId };
@@ -106,7 +108,7 @@ export function authenticate(deps: AuthDeps): RequestHandler {
 export function lockedError(lockedMs: number): ApiError {
   return new ApiError(
     SvcStatus.AUTH_LOCKED,
-    'Svc-Access-Key: locked after too many failed authentications; retry later',
+    'Svc-Access-Key: locked from this address after too many failed authentications; retry later',
     { 'Retry-After': String(Math.ceil(lockedMs / 1000)) },
   );
 }

@@ -1,3 +1,4 @@
+import type { Request } from 'express';
 import { whenReady } from '../queue/redis-lock.js';
 import type { RedisClient } from '../queue/redis.js';
 import type { Logger } from '../logger.js';
@@ -107,3 +108,18 @@ export const CARD_LOCKOUT: LockoutPolicy = {
   windowMs: 10 * 60_000,
   lockMs: 30 * 60_000,
 };
+export const DASHBOARD_LOCKOUT: LockoutPolicy = {
+  name: 'dashboard',
+  maxFailures: 10,
+  windowMs: 5 * 60_000,
+  lockMs: 15 * 60_000,
+};
+
+/**
+ * The client's address for lockouts: the socket's, or with TRUST_PROXY the first X-Forwarded-For entry that is
+ * not a trusted proxy (Express's req.ip); an IPv4 address mapped into IPv6 counts as the IPv4 address.
+ */
+export function clientAddressOf(req: Request): string {
+  const address = req.ip ?? req.socket.remoteAddress ?? 'unknown';
+  return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
+}

@@ -10,12 +10,23 @@ export function createSandboxGateway(
   clock: () => number = Date.now,
   latencyMs = 0,
 ): PaymentGateway {
+  // Whether a card declines is fixed when it is added, and cards are never deleted: once read, it is kept
+  // (bounded), so an authorisation costs the store one statement, not two.
+  const declines = new Map<number, boolean>();
+  const cardDeclines = async (cardId: number): Promise<boolean | null> => {
+    const known = declines.get(cardId);
+    if (known !== undefined) return known;
+    const card = await store.clients.findCardById(cardId);
+    if (!card) return null;
+    if (declines.size >= 10_000) declines.clear();
+    declines.set(cardId, card.declines);
+    return card.declines;
+  };
   return {
     async authorize({ key, cardId, amountCents, currency }): Promise<AuthorizeResult> {
       // A real processor answers in tens of milliseconds; the sandbox can be told to take as long.
       if (latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, latencyMs));
-      const card = await store.clients.findCardById(cardId);
-      const approved = card !== null && !card.declines;
+      const approved = (await cardDeclines(cardId)) === false;
       const record = await store.payments.authorizeOnce({
         key,
         cardId,

@@ -5,7 +5,7 @@ import type { Deps } from '../deps.js';
 import type { Logger } from '../logger.js';
 import type { JobRecord } from '../metrics/metrics.recorder.js';
 import { startProcessHeartbeat } from '../metrics/process-heartbeat.js';
-import { failOrder, processOrder } from '../services/process-order.js';
+import { attemptOrder, failOrder } from '../services/process-order.js';
 import { ORDER_QUEUE, OrderJobs, type OrderJobData } from './order.queue.js';
 import { createBlockingRedis } from './redis.js';
 import { startWebhookWorker } from './webhook.worker-runner.js';
@@ -25,13 +25,14 @@ export async function startOrderWorker(config: Config, logger: Logger) {
         const parsed = OrderJobs['process-order'].safeParse(job.data);
         if (!parsed.success)
           throw new UnrecoverableError(`bad payload for ${job.name}: ${parsed.error.message}`);
-        const outcome = await processOrder(
+        const { outcome, itemStatuses } = await attemptOrder(
           { ...processDeps, logger: logger.child({ jobId: job.id, orderId: parsed.data.orderId }) },
           parsed.data.orderId,
         );
         if (outcome === 'missing')
           throw new UnrecoverableError(`order ${parsed.data.orderId} does not exist`);
-        if (outcome === 'settled' || outcome === 'failed') await countOutcome(deps, parsed.data.orderId);
+        if (itemStatuses) await deps.metrics.recordOrderSettled(itemStatuses);
+        else if (outcome === 'failed') await countOutcome(deps, parsed.data.orderId);
         result = 'completed';
         return undefined;
       } finally {

@@ -31,6 +31,12 @@ export interface ProcessOrderDeps {
 /** failed: given up on now; held: given up on once the attempt that holds its lease has ended or expired. */
 export type ProcessOutcome = 'missing' | 'settled' | 'already-settled' | 'failed' | 'held';
 
+export interface ProcessResult {
+  outcome: ProcessOutcome;
+  /** The order's item statuses as this attempt settled them ('settled' only): what the metrics count. */
+  itemStatuses: number[] | null;
+}
+
 // Stock taken by another order between pricing and reserving is rare; a few fresh prices settle it.
 const RESERVE_ROUNDS = 5;
 
@@ -109,7 +115,8 @@ export function stockHeldBy(items: readonly Pick<StoredItem, 'listingId' | 'stat
 /** What an attempt does next, once it has counted itself and, for a new order, reserved what it buys. */
 export type AttemptStep =
   | { kind: 'missing' }
-  | { kind: 'settled'; byThisAttempt: boolean }
+  | { kind: 'settled'; byThisAttempt: false }
+  | { kind: 'settled'; byThisAttempt: true; itemStatuses: number[] }
   | { kind: 'exhausted' }
   | { kind: 'pay'; stored: OrderWithItems };
 
@@ -118,70 +125,100 @@ export type AttemptStep =
  * the store, and the payment is keyed by the order so a retry finds the first authorisation, not a second.
  */
 export async function processOrder(deps: ProcessOrderDeps, orderId: number): Promise<ProcessOutcome> {
+  return (await attemptOrder(deps, orderId)).outcome;
+}
+
+/** processOrder, with the item statuses the attempt settled: the worker counts them without reading them back. */
+export async function attemptOrder(deps: ProcessOrderDeps, orderId: number): Promise<ProcessResult> {
   const step = await startAttempt(deps, orderId);
   switch (step.kind) {
     case 'missing':
-      return 'missing';
+      return { outcome: 'missing', itemStatuses: null };
     case 'settled':
-      return step.byThisAttempt ? 'settled' : 'already-settled';
-    case 'exhausted':
+      return step.byThisAttempt
+        ? { outcome: 'settled', itemStatuses: step.itemStatuses }
+        : { outcome: 'already-settled', itemStatuses: null };
+    case 'exhausted': {
       // An earlier attempt may still be paying: it settles the order, or its lease runs out first.
-      return (await failOrder(deps, orderId, { leaseFreeAt: deps.clock() })) === 'held' ? 'held' : 'failed';
-    case 'pay':
-      await pay(deps, step.stored);
-      return 'settled';
+      const failed = await failOrder(deps, orderId, { leaseFreeAt: deps.clock() });
+      return { outcome: failed === 'held' ? 'held' : 'failed', itemStatuses: null };
+    }
+    case 'pay': {
+      const itemStatuses = await pay(deps, step.stored);
+      return itemStatuses
+        ? { outcome: 'settled', itemStatuses }
+        : { outcome: 'already-settled', itemStatuses: null };
+    }
   }
 }
 
 /** Counts an attempt and, for an order still queued, prices it against current stock and reserves what it buys. */
 export async function startAttempt(deps: ProcessOrderDeps, orderId: number): Promise<AttemptStep> {
   const leaseUntil = deps.clock() + deps.config.ATTEMPT_LEASE_S * 1000;
-  let stored = await deps.store.processing.beginAttempt(orderId, {
-    leaseUntil,
-    maxAttempts: deps.maxAttempts,
-  });
-  if (!stored) return { kind: 'missing' };
-  if (stored.order.phase === 'settled') return { kind: 'settled', byThisAttempt: false };
-  if (stored.order.attempts > deps.maxAttempts) return { kind: 'exhausted' };
-  if (stored.order.phase === 'queued') {
-    const reserved = await reserve(deps, stored);
-    if (reserved === 'bought nothing') return { kind: 'settled', byThisAttempt: true };
-    // Another attempt got there first: carry on from what it stored.
-    stored = reserved === 'not-queued' ? await deps.store.orders.get(orderId) : reserved;
-    if (!stored || stored.order.phase === 'settled') return { kind: 'settled', byThisAttempt: false };
-  }
+  // The attempt prices what it read and reserves in its own transaction; only stock taken in the meantime by
+  // another order (rare) costs further rounds.
+  const priced: { reservation?: Reservation } = {};
+  const start = await deps.store.processing.beginAttempt(
+    orderId,
+    { leaseUntil, maxAttempts: deps.maxAttempts },
+    (read) => {
+      const pricing = priceStoredOrder(read, read.catalog, deps.usdPer, deps.taxRules);
+      priced.reservation = reservationOf(read, pricing, deps.clock());
+      return priced.reservation;
+    },
+  );
+  if (!start) return { kind: 'missing' };
+  if (start.order.phase === 'settled') return { kind: 'settled', byThisAttempt: false };
+  if (start.order.attempts > deps.maxAttempts) return { kind: 'exhausted' };
+  if (start.reserved === null) return { kind: 'pay', stored: start };
+  const reserved =
+    start.reserved === 'applied' ? reservedOrder(start, priced.reservation!) : await reserve(deps, start);
+  if (Array.isArray(reserved)) return { kind: 'settled', byThisAttempt: true, itemStatuses: reserved };
+  // Another attempt got there first: carry on from what it stored.
+  const stored = reserved === 'not-queued' ? await deps.store.orders.get(orderId) : reserved;
+  if (!stored || stored.order.phase === 'settled') return { kind: 'settled', byThisAttempt: false };
   return { kind: 'pay', stored };
 }
 
+/** The order as a reservation left it, or the item statuses of an order that bought nothing (settled). */
+function reservedOrder(stored: OrderWithItems, reservation: Reservation): OrderWithItems | number[] {
+  // Nothing to buy: the reservation settled the order with every item's status.
+  if (reservation.phase === 'settled') return reservation.items.map((i) => i.status);
+  const byId = new Map(reservation.items.map((i) => [i.orderItemId, i]));
+  return {
+    order: { ...stored.order, phase: 'reserved', totalCents: reservation.totalCents },
+    items: stored.items.map((item) => ({
+      ...item,
+      status: byId.get(item.orderItemId)?.status ?? item.status,
+    })),
+  };
+}
+
+/** Prices the order against a fresh catalog and reserves, for a few rounds while other orders take the stock. */
 async function reserve(
   deps: ProcessOrderDeps,
   stored: OrderWithItems,
-): Promise<OrderWithItems | 'not-queued' | 'bought nothing'> {
+): Promise<OrderWithItems | 'not-queued' | number[]> {
   const listingIds = [...new Set(stored.items.map((i) => i.listingId))];
-  for (let round = 0; round < RESERVE_ROUNDS; round += 1) {
+  for (let round = 1; round < RESERVE_ROUNDS; round += 1) {
     const catalog = await deps.store.catalog.loadForPricing(listingIds);
     const pricing = priceStoredOrder(stored, catalog, deps.usdPer, deps.taxRules);
     const reservation = reservationOf(stored, pricing, deps.clock());
     const result = await deps.store.processing.reserve(reservation);
     if (result === 'short') continue;
     if (result === 'not-queued') return result;
-    if (reservation.phase === 'settled') return 'bought nothing';
-    const byId = new Map(reservation.items.map((i) => [i.orderItemId, i]));
-    return {
-      order: { ...stored.order, phase: 'reserved', totalCents: reservation.totalCents },
-      items: stored.items.map((item) => ({
-        ...item,
-        status: byId.get(item.orderItemId)?.status ?? item.status,
-      })),
-    };
+    return reservedOrder(stored, reservation);
   }
   throw new Error(
     `order ${stored.order.orderId}: stock kept changing while it was reserved; retrying the job`,
   );
 }
 
-/** Authorises the reserved amount once (keyed by the order) and settles the order with the answer. */
-async function pay(deps: ProcessOrderDeps, stored: OrderWithItems): Promise<void> {
+/**
+ * Authorises the reserved amount once (keyed by the order) and settles the order with the answer; the item
+ * statuses it settled, or null when another attempt settled the order first.
+ */
+async function pay(deps: ProcessOrderDeps, stored: OrderWithItems): Promise<number[] | null> {
   const { order, items } = stored;
   const key = paymentKey(order.orderId);
   const amountCents = order.totalCents!;
@@ -210,8 +247,13 @@ async function pay(deps: ProcessOrderDeps, stored: OrderWithItems): Promise<void
     now: deps.clock(),
     event: newOrderEvent(),
   });
-  if (!settled && result.approved) await voidIfUnaccounted(deps, order.orderId);
-  else deps.logger.info({ orderId: order.orderId, approved: result.approved, amountCents }, 'order settled');
+  if (!settled) {
+    if (result.approved) await voidIfUnaccounted(deps, order.orderId);
+    return null;
+  }
+  deps.logger.info({ orderId: order.orderId, approved: result.approved, amountCents }, 'order settled');
+  const itemStatus = result.approved ? ItemStatus.ORDERED : ItemStatus.CREDIT_CARD_REJECTED;
+  return items.map((item) => (item.status === ItemStatus.QUEUED ? itemStatus : item.status));
 }
 
 /**

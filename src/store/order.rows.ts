@@ -139,3 +139,8 @@ export const toCursor = (r: CursorRow): SearchCursor => ({
   after: { createdAt: r.after_created_at, orderId: r.after_order_id },
   createdAt: r.created_at,
 });
+
+/** The distinct listings of an order's items, in item order: what pricing the order reads. */
+export const listingsOf = (items: readonly Pick<StoredItem, 'listingId'>[]): number[] => [
+  ...new Set(items.map((item) => item.listingId)),
+];

@@ -1,9 +1,11 @@
 import { Redis } from 'ioredis';
-import { afterAll, describe, expect, it } from 'vitest';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { freePort } from '../../scripts/redis.js';
+import { createSigningClient } from '../../src/client/signing-client.js';
 import { loadConfig } from '../../src/config.js';
 import { Lockout } from '../../src/http/lockout.js';
 import { createLogger } from '../../src/logger.js';
+import { createTestService, signed, type Credentials, type TestService } from '../helpers/test-service.js';
 
 const redis = new Redis(inject('redisUrl'));
 const logger = createLogger({ LOG_LEVEL: 'silent', LOG_PRETTY: 'false' }, 'test');
@@ -32,5 +34,88 @@ describe('a lockout shared by two web processes', () => {
     await web.recordFailure('key-b', t - 3000);
     expect(await web.recordFailure('key-b', t)).toBe(false);
     expect(await web.lockedForMs('key-b', t)).toBe(0);
+  });
+});
+
+describe('failed authentications locked per access key and client address (TRUST_PROXY=loopback)', () => {
+  let service: TestService;
+  let base: string;
+  beforeAll(async () => {
+    service = await createTestService({ env: { ADMIN_USER: 'ops', ADMIN_PASSWORD: 'correct horse' } });
+    const port = await freePort();
+    await service.spawn('src/server.ts', { PORT: String(port), TRUST_PROXY: 'loopback' }, 'web listening');
+    base = `http://127.0.0.1:${port}`;
+  });
+  afterAll(() => service.close());
+
+  /** A client of the web process behind a proxy on loopback that names `address` as the client's. */
+  const from = (address: string, creds: Pick<Credentials, 'accessKey' | 'secretKey'>) => {
+    const client = createSigningClient({ baseUrl: base, ...creds });
+    return (orderId: number) =>
+      client.request('GET', `/v1/orders/${orderId}`, undefined, { headers: { 'X-Forwarded-For': address } });
+  };
+
+  it('when a stranger elsewhere fails twenty signatures with a client’s key, then the stranger is locked (4292) and the client is not', async () => {
+    const victim = await service.client('victim');
+    const stranger = from('203.0.113.7', { accessKey: victim.accessKey, secretKey: 'guessed' });
+    for (let i = 0; i < 20; i++) expect((await stranger(1)).svcStatus).toEqual([4010, 4017]);
+    const locked = await stranger(1);
+    expect(locked.status).toBe(429);
+    expect(locked.svcStatus).toEqual([4292]);
+    expect(Number(locked.headers['retry-after'])).toBeGreaterThan(800);
+    // The key's owner, from its own address, is served as ever.
+    expect((await from('198.51.100.20', victim)(424242)).svcStatus).toEqual([4041]);
+    // With the right secret from the stranger's address, the lock still holds.
+    expect((await from('203.0.113.7', victim)(424242)).svcStatus).toEqual([4292]);
+  });
+
+  it('when the proxy chain holds an address the client forged, then the first address not of a trusted proxy counts', async () => {
+    const victim = await service.client('forged-chain victim');
+    const forged = { accessKey: victim.accessKey, secretKey: 'guessed' };
+    // The stranger at 203.0.113.8 writes the victim's address first; the proxy appends the stranger's own.
+    const stranger = from('198.51.100.21, 203.0.113.8', forged);
+    for (let i = 0; i < 20; i++) await stranger(1);
+    expect((await stranger(1)).svcStatus).toEqual([4292]);
+    expect((await from('198.51.100.21', victim)(424242)).svcStatus).toEqual([4041]);
+  });
+
+  it('when wrong dashboard passwords come from one address, then that address is refused 429 after ten, and another signs in', async () => {
+    const basic = (password: string) => `Basic ${Buffer.from(`ops:${password}`).toString('base64')}`;
+    const dashboard = (address: string, password: string) =>
+      fetch(`${base}/admin/queues/api/queues`, {
+        headers: { Authorization: basic(password), 'X-Forwarded-For': address },
+      });
+    for (let i = 0; i < 10; i++) expect((await dashboard('203.0.113.9', `guess ${i}`)).status).toBe(401);
+    const refused = await dashboard('203.0.113.9', 'correct horse');
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(800);
+    expect(await refused.text()).not.toContain('orders');
+    const operator = await dashboard('198.51.100.22', 'correct horse');
+    expect(operator.status).toBe(200);
+    expect(await operator.text()).toContain('orders');
+  });
+});
+
+describe('failed authentications without TRUST_PROXY', () => {
+  it('when a stranger sends X-Forwarded-For, then it is not believed: the socket address counts', async () => {
+    const service = await createTestService();
+    try {
+      const victim = await service.client('victim of a forged header');
+      const forged = { accessKey: victim.accessKey, secretKey: 'guessed' };
+      const headers = (address: string) => ({ headers: { 'X-Forwarded-For': address } });
+      for (let i = 0; i < 20; i++)
+        await signed(service.app, forged, 'GET', '/v1/orders/1', undefined, headers(`203.0.113.${i}`));
+      const res = await signed(
+        service.app,
+        victim,
+        'GET',
+        '/v1/orders/1',
+        undefined,
+        headers('198.51.100.1'),
+      );
+      expect(res.headers['svc-status']).toBe('4292');
+    } finally {
+      await service.close();
+    }
   });
 });

@@ -215,7 +215,7 @@ describe('a twin attempt (a stalled job run twice)', () => {
     await first.inside;
     expect(await attempt(service.deps.payments, orderId)).toBe('settled');
     first.open();
-    expect(await paying).toBe('settled');
+    expect(await paying).toBe('already-settled');
     expect(await statuses(orderId)).toEqual([5, 5]);
     await expectMoneyAgrees(orderId, 'all');
     expect(

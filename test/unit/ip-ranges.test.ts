@@ -23,6 +23,14 @@ describe('forbiddenRange: which addresses a webhook may not reach', () => {
     ['fe80::1%eth0', 'link-local'],
     ['[::1]', 'loopback'],
     ['ff02::1', 'multicast'],
+    ['192.0.0.8', 'IETF protocol assignment'],
+    ['192.0.0.255', 'IETF protocol assignment'],
+    ['198.18.0.1', 'benchmarking'],
+    ['198.19.255.255', 'benchmarking'],
+    ['64:ff9b:1::1', 'private (local NAT64)'],
+    ['64:ff9b:1:ffff:ffff:ffff:ffff:ffff', 'private (local NAT64)'],
+    ['fec0::1', 'site-local'],
+    ['feff:ffff::1', 'site-local'],
   ])('refuses %s as %s', (address, range) => {
     expect(forbiddenRange(address)).toBe(range);
   });
@@ -46,6 +54,11 @@ describe('forbiddenRange: which addresses a webhook may not reach', () => {
     '172.32.0.1',
     '2606:4700:4700::1111',
     '::ffff:8.8.8.8',
+    // just outside a blocked range
+    '192.0.1.1',
+    '198.17.255.255',
+    '198.20.0.1',
+    '64:ff9b:2::1',
   ])('allows the public address %s', (address) => {
     expect(forbiddenRange(address)).toBeNull();
   });

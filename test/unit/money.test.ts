@@ -110,6 +110,12 @@ describe('parseScaledDecimal', () => {
     expect(parseScaledDecimal('abc', 2)).toBeNull();
     expect(parseScaledDecimal(' 1', 2)).toBeNull();
   });
+
+  it('reads the whole text or nothing', () => {
+    for (const text of ['1.08abc', 'abc1.08', '1.08 ', '1.0.8', '--1', '1e', '.5', '']) {
+      expect(parseScaledDecimal(text, 6), text).toBeNull();
+    }
+  });
 });
 
 describe('loadUsdPer', () => {
@@ -130,6 +136,9 @@ describe('loadUsdPer', () => {
     expect(() => loadUsdPer({ usdPer: { USD: 1, EUR: -1.08, GBP: 1.27 } })).toThrow();
     expect(() => loadUsdPer({ usdPer: { USD: 1, EUR: '1.0800001', GBP: 1.27 } })).toThrow();
     expect(() => loadUsdPer({ usdPer: { USD: 1, EUR: 'one', GBP: 1.27 } })).toThrow();
+    expect(() => loadUsdPer({ usdPer: { USD: 1, EUR: '1.08abc', GBP: 1.27 } })).toThrow(
+      /expected a positive decimal with at most 6 decimals, got 1.08abc/,
+    );
   });
 });
 

@@ -412,6 +412,18 @@ describe('priceOrder input errors', () => {
     expect(() => priceOrder(order({ lines: [{ listingId: 101, quantity: 0 }] }))).toThrow(RangeError);
     expect(() => priceOrder(order({ lines: [{ listingId: 999, quantity: 1 }] }))).toThrow(/999/);
   });
+
+  it('refuses a quantity of 0, negative or fractional next to a valid line', () => {
+    for (const quantity of [0, -1, 1.5]) {
+      const lines = [
+        { listingId: 101, quantity: 1 },
+        { listingId: 102, quantity },
+      ];
+      expect(() => priceOrder(order({ lines })), String(quantity)).toThrow(
+        new RangeError(`quantity must be a positive integer, got ${quantity}`),
+      );
+    }
+  });
 });
 
 describe('splitCents', () => {
@@ -428,6 +440,12 @@ describe('splitCents', () => {
   it('refuses to split cents into no shares', () => {
     expect(() => splitCents(1, 0)).toThrow(RangeError);
     expect(() => splitCents(1.5, 2)).toThrow(RangeError);
+  });
+
+  it('refuses a negative or fractional number of shares, whatever the total', () => {
+    expect(() => splitCents(5, -1)).toThrow(new RangeError('n must be a non-negative integer, got -1'));
+    expect(() => splitCents(0, -1)).toThrow(RangeError);
+    expect(() => splitCents(5, 1.5)).toThrow(RangeError);
   });
 });
 

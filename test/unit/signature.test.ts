@@ -21,6 +21,8 @@ describe('canonical query', () => {
 
   it('sorts by name, then by value, in byte order of the encoded forms', () => {
     expect(canonicalQuery('b=1&a=2&a=10')).toBe('a=10&a=2&b=1');
+    expect(canonicalQuery('a=2&a=1')).toBe('a=1&a=2');
+    expect(canonicalQuery('a=1&b=2&b=1')).toBe('a=1&b=1&b=2'); // names already in order, values not
     expect(canonicalQuery('ab=4&a_b=3&aB=2&a-b=1')).toBe('a-b=1&aB=2&a_b=3&ab=4');
     expect(canonicalQuery('limit=5&dateStart=2026-01-01T00%3A00%3A00Z')).toBe(
       'dateStart=2026-01-01T00%3A00%3A00Z&limit=5',
@@ -38,6 +40,12 @@ describe('canonical query', () => {
     expect(canonicalQuery('title=caf%C3%A9')).toBe('title=caf%C3%A9');
     expect(canonicalQuery('title=café')).toBe('title=caf%C3%A9');
     expect(canonicalQuery('price=%E2%82%AC5')).toBe('price=%E2%82%AC5');
+  });
+
+  it('keeps a bad percent escape literally, and decodes the good ones around it', () => {
+    expect(canonicalQuery('pct=100%')).toBe('pct=100%25');
+    expect(canonicalQuery('price=%E2%82')).toBe('price=%25E2%2582'); // a cut-off UTF-8 sequence
+    expect(canonicalQuery('q=caf%C3%A9+%E2%82%zz')).toBe('q=caf%C3%A9%20%25E2%2582%25zz');
   });
 
   it('treats a name without = as an empty value and skips empty parts', () => {

@@ -32,6 +32,28 @@ describe('loadTaxRules', () => {
     expect(() => loadTaxRules({ byCountry: { de: { model: 'VAT', rate: 7 } } })).toThrow();
     expect(() => loadTaxRules({})).toThrow();
   });
+
+  it('says what is wrong with a bad rule', () => {
+    const deu = (rule: object) => ({ byCountry: { DEU: { model: 'VAT', ...rule } } });
+    expect(() => loadTaxRules(deu({ rate: 7.12345 }))).toThrow(/a rate has at most four decimals/);
+    expect(() => loadTaxRules(deu({}))).toThrow(/needs rate or byProvstate/);
+  });
+
+  it('accepts only whole three-letter country codes and two- or three-character provstates', () => {
+    const country = (code: string) => ({ byCountry: { [code]: { model: 'VAT', rate: 7 } } });
+    expect(loadTaxRules(country('DEU')).byCountry.DEU?.rate).toBe(7);
+    for (const code of ['USAX', 'XUSA', 'xUSA', 'USAx', 'US']) {
+      expect(() => loadTaxRules(country(code)), code).toThrow();
+    }
+    const provstate = (code: string) => ({
+      byCountry: { USA: { model: 'SALES_TAX', byProvstate: { [code]: 6 } } },
+    });
+    expect(loadTaxRules(provstate('CA')).byCountry.USA?.byProvstate).toEqual({ CA: 6 });
+    expect(loadTaxRules(provstate('QC1')).byCountry.USA?.byProvstate).toEqual({ QC1: 6 });
+    for (const code of ['CALI', 'xCA', 'CAx', 'C']) {
+      expect(() => loadTaxRules(provstate(code)), code).toThrow();
+    }
+  });
 });
 
 describe('taxRuleFor', () => {
@@ -99,8 +121,9 @@ describe('taxCents', () => {
   });
 
   it('refuses bad input', () => {
-    expect(() => taxCents(10.5, rule(725))).toThrow(RangeError);
-    expect(() => taxCents(100, rule(-1))).toThrow(RangeError);
-    expect(() => taxCents(100, rule(7.255))).toThrow(RangeError);
+    expect(() => taxCents(10.5, rule(725))).toThrow(new RangeError('subtotal must be integer cents'));
+    const badRule = 'basisPoints must be non-negative with at most two decimals, got';
+    expect(() => taxCents(100, rule(-1))).toThrow(new RangeError(`${badRule} -1`));
+    expect(() => taxCents(100, rule(7.255))).toThrow(new RangeError(`${badRule} 7.255`));
   });
 });

@@ -114,31 +114,36 @@ async function upsertListings(tx: pg.PoolClient, listings: readonly CatalogListi
   );
 }
 
+/** The listings asked for that exist, with their vendors and rates, keyed in the order asked for (as on SQLite). */
+export async function readPricingCatalog(
+  db: pg.Pool | pg.PoolClient,
+  listingIds: readonly number[],
+): Promise<PricingCatalog> {
+  const ids = [...new Set(listingIds.filter(canBeId))];
+  const { rows } = await db.query<ListingWithVendorRow>(PRICING_SQL, [ids]);
+  const byId = new Map(rows.map((r) => [r.listing_id, r]));
+  const listings = new Map<number, PricingListing>();
+  const vendors = new Map<number, PricingVendor>();
+  for (const id of listingIds) {
+    const r = byId.get(id);
+    if (!r || listings.has(id)) continue;
+    listings.set(id, {
+      listingId: r.listing_id,
+      vendorId: r.vendor_id,
+      title: r.title,
+      isbn: r.isbn,
+      priceCents: r.price_cents,
+      stock: r.stock,
+    });
+    if (!vendors.has(r.vendor_id)) vendors.set(r.vendor_id, toVendor(r));
+  }
+  return { listings, vendors };
+}
+
 /** Vendors, their shipping rates and listings with stock. */
 export function postgresCatalog(pool: pg.Pool): CatalogStore {
   return {
-    async loadForPricing(listingIds): Promise<PricingCatalog> {
-      const ids = [...new Set(listingIds.filter(canBeId))];
-      const { rows } = await pool.query<ListingWithVendorRow>(PRICING_SQL, [ids]);
-      const byId = new Map(rows.map((r) => [r.listing_id, r]));
-      const listings = new Map<number, PricingListing>();
-      const vendors = new Map<number, PricingVendor>();
-      // Keyed in the order asked for, as the SQLite adapter does.
-      for (const id of listingIds) {
-        const r = byId.get(id);
-        if (!r || listings.has(id)) continue;
-        listings.set(id, {
-          listingId: r.listing_id,
-          vendorId: r.vendor_id,
-          title: r.title,
-          isbn: r.isbn,
-          priceCents: r.price_cents,
-          stock: r.stock,
-        });
-        if (!vendors.has(r.vendor_id)) vendors.set(r.vendor_id, toVendor(r));
-      }
-      return { listings, vendors };
-    },
+    loadForPricing: (listingIds) => readPricingCatalog(pool, listingIds),
     async importCatalog(vendors, listings) {
       await withTransaction(pool, async (tx) => {
         await upsertVendors(

@@ -34,13 +34,14 @@ export function postgresPayments(pool: pg.Pool): PaymentStore {
 
   return {
     async authorizeOnce({ key, cardId, currency, amountCents, approved, now }) {
-      await pool.query(
+      // The first outcome is returned by the insert that wrote it; a later call reads it in a new statement.
+      const inserted = await pool.query<PaymentRow>(
         `INSERT INTO payments (idempotency_key, card_id, currency, amount_cents, status, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (idempotency_key) DO NOTHING`,
+         VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (idempotency_key) DO NOTHING
+         RETURNING status, amount_cents`,
         [key, cardId, currency, amountCents, approved ? 'authorized' : 'declined', now],
       );
-      // A new statement: it sees the first outcome, whichever insert wrote it.
-      const stored = await find(key);
+      const stored = inserted.rows[0] ? toRecord(inserted.rows[0]) : await find(key);
       if (!stored) throw new Error(`payment ${key} was recorded but cannot be found`);
       return stored;
     },

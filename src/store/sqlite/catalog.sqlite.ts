@@ -22,8 +22,8 @@ type PricedListingRow = [
   maxDays: number | null,
 ];
 
-/** Vendors, their shipping rates and listings with stock. */
-export function sqliteCatalog(db: Db): CatalogStore {
+/** Reads the listings asked for (those that exist) and their vendors, as pricing reads them; synchronous. */
+export function pricingCatalogReader(db: Db): (listingIds: readonly number[]) => PricingCatalog {
   // One statement for a listing, its vendor and the vendor's rates (a row per rate), read as arrays: less than
   // half the time of a listing read and then a vendor read.
   const pricedListing = db
@@ -35,6 +35,40 @@ export function sqliteCatalog(db: Db): CatalogStore {
         WHERE l.listing_id = ?`,
     )
     .raw();
+
+  function vendorOf(rows: PricedListingRow[]): PricingVendor {
+    const [, vendorId, , , , , country, currency, active] = rows[0]!;
+    const vendor: PricingVendor = { vendorId, country, currency, active: active === 1, rates: {} };
+    for (const [, , , , , , , , , mode, zone, firstCents, additionalCents, minDays, maxDays] of rows) {
+      if (mode === null || zone === null) continue;
+      (vendor.rates[mode] ??= {})[zone] = {
+        firstCents: firstCents!,
+        additionalCents: additionalCents!,
+        minDays: minDays!,
+        maxDays: maxDays!,
+      };
+    }
+    return vendor;
+  }
+
+  return (listingIds) => {
+    const listings = new Map<number, PricingListing>();
+    const vendors = new Map<number, PricingVendor>();
+    for (const id of listingIds) {
+      if (listings.has(id)) continue;
+      const rows = pricedListing.all(id);
+      if (rows.length === 0) continue;
+      const [listingId, vendorId, title, isbn, priceCents, stock] = rows[0]!;
+      listings.set(id, { listingId, vendorId, title, isbn, priceCents, stock });
+      if (!vendors.has(vendorId)) vendors.set(vendorId, vendorOf(rows));
+    }
+    return { listings, vendors };
+  };
+}
+
+/** Vendors, their shipping rates and listings with stock. */
+export function sqliteCatalog(db: Db): CatalogStore {
+  const readPricingCatalog = pricingCatalogReader(db);
   const upsertVendor = db.prepare(
     `INSERT INTO vendors (vendor_id, name, country, currency) VALUES (@vendorId, @name, @country, @currency)
      ON CONFLICT (vendor_id) DO UPDATE SET name = excluded.name, country = excluded.country,
@@ -58,35 +92,9 @@ export function sqliteCatalog(db: Db): CatalogStore {
     'SELECT 1 AS one FROM vendors WHERE vendor_id = ?',
   );
 
-  function vendorOf(rows: PricedListingRow[]): PricingVendor {
-    const [, vendorId, , , , , country, currency, active] = rows[0]!;
-    const vendor: PricingVendor = { vendorId, country, currency, active: active === 1, rates: {} };
-    for (const [, , , , , , , , , mode, zone, firstCents, additionalCents, minDays, maxDays] of rows) {
-      if (mode === null || zone === null) continue;
-      (vendor.rates[mode] ??= {})[zone] = {
-        firstCents: firstCents!,
-        additionalCents: additionalCents!,
-        minDays: minDays!,
-        maxDays: maxDays!,
-      };
-    }
-    return vendor;
-  }
-
   return {
     /** The listings asked for (those that exist) and their vendors, as pricing reads them. */
-    async loadForPricing(listingIds) {
-      const listings = new Map<number, PricingListing>();
-      const vendors = new Map<number, PricingVendor>();
-      for (const id of listingIds) {
-        const rows = pricedListing.all(id);
-        if (rows.length === 0) continue;
-        const [listingId, vendorId, title, isbn, priceCents, stock] = rows[0]!;
-        listings.set(id, { listingId, vendorId, title, isbn, priceCents, stock });
-        if (!vendors.has(vendorId)) vendors.set(vendorId, vendorOf(rows));
-      }
-      return { listings, vendors } satisfies PricingCatalog;
-    },
+    loadForPricing: async (listingIds) => readPricingCatalog(listingIds),
     /** Upserts a whole validated catalog in one transaction; a vendor's rates are replaced by the file's. */
     async importCatalog(vendors, listings) {
       db.transaction(() => {
