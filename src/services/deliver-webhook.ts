@@ -105,8 +105,8 @@ const resultOf = (outcome: DeliveryOutcome | undefined): AttemptResult =>
  * once across every worker, none while the endpoint is paused after failing again and again. An attempt that may
  * not start is deferred: when the endpoint is busy and answering, after waiting a moment in its slot for one of
  * the endpoint's to end, for a moment more; about a response time-out when it is busy and slow (its slots are
- * held by attempts that may hang that long); to the end of the pause when it is paused (spread, so that its
- * backlog does not wake at once).
+ * held by attempts that may hang that long); past the end of the pause when it is paused (spread over as long
+ * again as the pause has left, at least a second, so that its backlog does not wake at once).
  */
 export async function deliverFairly(
   deps: FairDeliverDeps,
@@ -116,12 +116,11 @@ export async function deliverFairly(
   if (webhookId === undefined) return 'stale';
   const random = deps.random ?? Math.random;
   const entry = await deps.gate.enter(webhookId, SLOT_PATIENCE_MS);
-  if (entry.kind === 'paused')
-    return {
-      kind: 'deferred',
-      reason: 'paused',
-      waitMs: entry.waitMs + Math.floor(random() * PAUSE_SPREAD_MS),
-    };
+  if (entry.kind === 'paused') {
+    // Woken over as long again as the pause has left, so that a large backlog does not wake all at once.
+    const spread = Math.max(PAUSE_SPREAD_MS, entry.waitMs);
+    return { kind: 'deferred', reason: 'paused', waitMs: entry.waitMs + Math.floor(random() * spread) };
+  }
   if (entry.kind === 'busy') {
     const timeout = deps.config.WEBHOOK_TIMEOUT_MS;
     const [low, high] = entry.slow ? [timeout / 2, timeout] : BUSY_WAIT_MS;
