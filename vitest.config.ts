@@ -1,5 +1,7 @@
-// One `vitest run` runs three projects: "unit", and every integration and contract test twice, on the SQLite
-// store ("sqlite") and on the PostgreSQL store ("postgres"); test-store.ts reads TEST_STORE.
+// One `vitest run` runs four projects: "unit", every integration and contract test twice, on the SQLite store
+// ("sqlite") and on the PostgreSQL store ("postgres"), and the PostgreSQL tests that matter most behind a pooler
+// once more, through a PgBouncer in transaction mode, with the server restart tests ("pgbouncer"); test-store.ts
+// reads TEST_STORE and TEST_POOLER.
 // The global setup (Redis, PostgreSQL) is on the root config only: vitest runs the root's global setup once per
 // run and merges what it provides into every project. Inline projects do not inherit the root's options (no
 // `extends`), which keeps the setup off the projects: it would otherwise run once per project.
@@ -37,6 +39,24 @@ export default defineConfig({
           name: 'postgres',
           include: [...storeTests, 'test/hosts/**/*.test.ts'],
           env: { TEST_STORE: 'postgres' },
+        },
+      },
+      {
+        // What a transaction pooler changes: many connections and processes at once, prepared statements, the
+        // admin CLI's short-lived connections. test/restart starts its own servers (it stops them).
+        test: {
+          ...shared,
+          name: 'pgbouncer',
+          include: [
+            'test/integration/real-orders.test.ts',
+            'test/integration/order-faults.test.ts',
+            'test/integration/order-batches.test.ts',
+            'test/integration/admin-cli.test.ts',
+            'test/integration/reconcile.test.ts',
+            'test/hosts/**/*.test.ts',
+            'test/restart/**/*.test.ts',
+          ],
+          env: { TEST_STORE: 'postgres', TEST_POOLER: 'pgbouncer' },
         },
       },
     ],

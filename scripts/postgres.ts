@@ -15,9 +15,18 @@ export interface RunningPostgres {
   stop(): Promise<void>;
   /** A private server's data directory (its postmaster.pid names the server process). */
   dataDir?: string;
+  /**
+   * A private server's pg_ctl, to take it away and bring it back as an operator would (restart tests): `restart`
+   * and `stop` in the given shutdown mode, `start` on the same port with the same settings.
+   */
+  control?: {
+    restart(mode: 'smart' | 'fast' | 'immediate'): Promise<void>;
+    stop(mode: 'smart' | 'fast' | 'immediate'): Promise<void>;
+    start(): Promise<void>;
+  };
 }
 
-const isRoot = () => process.getuid?.() === 0;
+export const isRoot = (): boolean => process.getuid?.() === 0;
 
 function versionOf(dir: string): number {
   const n = Number.parseFloat(path.basename(dir));
@@ -51,18 +60,23 @@ function findPostgresBinDir(): string | null {
   return null;
 }
 
-/** Debian's postgresql package, when we are root and apt-get exists. */
-function installPostgres(): string | null {
-  if (!isRoot() || !fs.existsSync('/usr/bin/apt-get')) return null;
-  process.stderr.write('PostgreSQL (initdb, pg_ctl) not found; installing Debian package postgresql...\n');
+/** Installs Debian package `name` when we are root and apt-get exists; false when we may not. */
+export function aptInstall(name: string, missing: string): boolean {
+  if (!isRoot() || !fs.existsSync('/usr/bin/apt-get')) return false;
+  process.stderr.write(`${missing} not found; installing Debian package ${name}...\n`);
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
   execFileSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
-  execFileSync('apt-get', ['install', '-y', '-qq', 'postgresql'], { stdio: 'inherit', env });
-  return findPostgresBinDir();
+  execFileSync('apt-get', ['install', '-y', '-qq', name], { stdio: 'inherit', env });
+  return true;
 }
 
-/** The postgres OS user's uid and gid (initdb and the server refuse to run as root). */
-function postgresUser(): { uid: number; gid: number } {
+/** Debian's postgresql package, when we are root and apt-get exists. */
+function installPostgres(): string | null {
+  return aptInstall('postgresql', 'PostgreSQL (initdb, pg_ctl)') ? findPostgresBinDir() : null;
+}
+
+/** The postgres OS user's uid and gid (initdb, the server and PgBouncer refuse to run as root). */
+export function postgresUser(): { uid: number; gid: number } {
   try {
     const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
     const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
@@ -76,15 +90,31 @@ function postgresUser(): { uid: number; gid: number } {
 }
 
 /** Runs a PostgreSQL tool, as the postgres OS user when we are root. */
-async function runTool(binDir: string, tool: string, args: string[]): Promise<void> {
-  const binary = path.join(binDir, tool);
+function runTool(binDir: string, tool: string, args: string[]): Promise<void> {
+  return runAsPostgres(path.join(binDir, tool), args);
+}
+
+/** Runs `binary` to its end, as the postgres OS user when we are root; throws with what it printed. */
+export async function runAsPostgres(binary: string, args: string[]): Promise<void> {
   const [cmd, argv] = isRoot() ? ['runuser', ['-u', 'postgres', '--', binary, ...args]] : [binary, args];
   try {
     await promisify(execFile)(cmd, argv, { encoding: 'utf8', cwd: os.tmpdir(), timeout: 60_000 });
   } catch (err) {
     const e = err as { stdout?: string; stderr?: string; message: string };
-    throw new Error(`${tool} ${args.join(' ')} failed: ${e.stderr || e.stdout || e.message}`, { cause: err });
+    const name = path.basename(binary);
+    throw new Error(`${name} ${args.join(' ')} failed: ${e.stderr || e.stdout || e.message}`, { cause: err });
   }
+}
+
+/** A fresh temporary directory named `bookorders-<name>-…`, owned by the postgres OS user when we are root. */
+export function postgresOwnedDir(name: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `bookorders-${name}-`));
+  if (isRoot()) {
+    const { uid, gid } = postgresUser();
+    fs.chownSync(dir, uid, gid);
+  }
+  fs.chmodSync(dir, 0o700);
+  return dir;
 }
 
 function readLog(dir: string): string {
@@ -141,14 +171,9 @@ export async function startPrivatePostgres(options: PrivatePostgresOptions = {})
       'PostgreSQL (initdb, pg_ctl) is not installed and could not be installed: install it (apt-get install postgresql) or set DATABASE_URL',
     );
   }
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bookorders-pg-'));
+  const dir = postgresOwnedDir('pg');
   const remove = () => fs.rmSync(dir, { recursive: true, force: true });
   try {
-    if (isRoot()) {
-      const { uid, gid } = postgresUser();
-      fs.chownSync(dir, uid, gid);
-    }
-    fs.chmodSync(dir, 0o700);
     await runTool(binDir, 'initdb', ['-D', dir, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8']);
   } catch (err) {
     remove();
@@ -175,23 +200,21 @@ export async function startPrivatePostgres(options: PrivatePostgresOptions = {})
       '-c max_connections=300',
       ...(options.settings ?? []).map((setting) => `-c ${setting}`),
     ].join(' ');
+    const pgCtl = (...args: string[]) =>
+      runTool(binDir, 'pg_ctl', ['-D', dir, '-l', path.join(dir, 'log'), '-w', '-o', serverOptions, ...args]);
     try {
-      await runTool(binDir, 'pg_ctl', [
-        '-D',
-        dir,
-        '-l',
-        path.join(dir, 'log'),
-        '-w',
-        '-o',
-        serverOptions,
-        'start',
-      ]);
+      await pgCtl('start');
       const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
       await waitForPostgres(url);
       let stopped = false;
       return {
         url,
         dataDir: dir,
+        control: {
+          restart: (mode) => pgCtl('-m', mode, 'restart'),
+          stop: (mode) => pgCtl('-m', mode, 'stop'),
+          start: () => pgCtl('start'),
+        },
         stop: async () => {
           if (stopped) return;
           stopped = true;

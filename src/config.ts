@@ -14,6 +14,8 @@ const ConfigSchema = z.object({
     .string()
     .regex(/^postgres(ql)?:\/\/[^/]+\/[^/?]+/, 'must be a postgres://USER[:PASSWORD]@HOST:PORT/DB URL')
     .optional(),
+  // What DATABASE_URL reaches: the server (direct), or a pooler in session or transaction mode (README, PostgreSQL).
+  DATABASE_POOLING: z.enum(['direct', 'session', 'transaction']).default('direct'),
   DB_POOL_SIZE: positiveInt.default(10),
   // How long the web waits for another process's SQLite write lock, blocking its event loop, before answering
   // 503 5030 with Retry-After; other processes wait up to 10 s.
@@ -57,6 +59,8 @@ const ConfigSchema = z.object({
     .default('bookmarket,libromercado,buchmarkt'),
   AUTH_MAX_SKEW_S: positiveInt.default(300),
   RATE_LIMIT_PER_S: nonNegativeInt.default(200),
+  // Batches of one client in flight at once in one web process; one more is 4291.
+  BATCH_CONCURRENCY_PER_CLIENT: positiveInt.default(2),
   WORKER_CONCURRENCY: positiveInt.default(8),
   WEB_CONCURRENCY: positiveInt.default(1),
   MAX_PROCESS_ATTEMPTS: positiveInt.default(5),
@@ -68,6 +72,8 @@ const ConfigSchema = z.object({
   SANDBOX_PAYMENT_LATENCY_MS: nonNegativeInt.default(0),
   // CONTRACT.md section 12: past this many unsettled orders, real orders are refused with 5030.
   MAX_UNSETTLED_ORDERS: positiveInt.default(50_000),
+  // One client's share of that backlog: past it only that client's real orders are refused (default a tenth).
+  MAX_UNSETTLED_PER_CLIENT: positiveInt.optional(),
   WEBHOOK_ALLOW_PRIVATE: z
     .enum(['true', 'false', '1', '0', ''])
     .default('')
@@ -77,6 +83,12 @@ const ConfigSchema = z.object({
   // CONTRACT.md section 12 gives a receiver 10 s; tests lower it.
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(10_000).default(10_000),
   WEBHOOK_CONCURRENCY: positiveInt.default(32),
+  // Fair delivery (issue 25): one endpoint's attempts at once across every worker, how long a connection may take,
+  // and the circuit breaker (consecutive failures that pause an endpoint; the first pause, doubling, at most 1 h).
+  WEBHOOK_CONCURRENCY_PER_ENDPOINT: positiveInt.default(4),
+  WEBHOOK_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(10_000).default(3000),
+  WEBHOOK_BREAKER_FAILURES: positiveInt.default(5),
+  WEBHOOK_BREAKER_PAUSE_MS: positiveInt.default(30_000),
   // Which proxies' X-Forwarded-For entries to believe: off, `true` (any: the client may forge its address), or
   // the proxies' addresses, CIDR ranges and `loopback`, `linklocal`, `uniquelocal` (Express's trust proxy).
   TRUST_PROXY: z
@@ -122,7 +134,8 @@ function redisUrlProblem(url: string, cluster?: boolean): string | undefined {
   return undefined;
 }
 
-export type Config = z.infer<typeof ConfigSchema> & {
+export type Config = Omit<z.infer<typeof ConfigSchema>, 'MAX_UNSETTLED_PER_CLIENT'> & {
+  MAX_UNSETTLED_PER_CLIENT: number;
   marketplaceNames: [string, string, string];
   /** `{QUEUE_PREFIX}`: every Redis key of the service starts with it, so all share one Redis Cluster slot. */
   REDIS_PREFIX: string;
@@ -152,5 +165,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError('invalid configuration:\n  ADMIN_USER and ADMIN_PASSWORD must be set together');
   }
   const names = parsed.data.MARKETPLACE_NAMES.split(',') as [string, string, string];
-  return { ...parsed.data, marketplaceNames: names, REDIS_PREFIX: `{${parsed.data.QUEUE_PREFIX}}` };
+  const perClient =
+    parsed.data.MAX_UNSETTLED_PER_CLIENT ?? Math.max(1, Math.floor(parsed.data.MAX_UNSETTLED_ORDERS / 10));
+  return {
+    ...parsed.data,
+    MAX_UNSETTLED_PER_CLIENT: perClient,
+    marketplaceNames: names,
+    REDIS_PREFIX: `{${parsed.data.QUEUE_PREFIX}}`,
+  };
 }

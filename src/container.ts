@@ -63,6 +63,7 @@ export async function createDeps(
     backpressure: createBackpressure({
       orders: store.orders,
       limit: config.MAX_UNSETTLED_ORDERS,
+      perClientLimit: config.MAX_UNSETTLED_PER_CLIENT,
       clock,
       logger,
     }),

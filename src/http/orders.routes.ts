@@ -40,7 +40,7 @@ export function postOrder(deps: PlaceOrderDeps & { intake: OrderIntake }): Reque
           'Svc-RequestId: already used by this access key for a different request',
         );
       case 'busy':
-        throw backpressureError(result.retryAfterS);
+        throw backpressureError(result);
       case 'placed': {
         if (respondAsync) res.set('Preference-Applied', 'respond-async');
         const code = result.duplicate && result.queued ? SvcStatus.DUPLICATE_PROCESSING : SvcStatus.CREATED;
@@ -50,11 +50,18 @@ export function postOrder(deps: PlaceOrderDeps & { intake: OrderIntake }): Reque
   };
 }
 
-/** 5030 with Retry-After: too many orders wait for the workers; nothing was stored. */
-export function backpressureError(retryAfterS: number): ApiError {
-  return new ApiError(
-    SvcStatus.UNAVAILABLE,
-    'too many orders are waiting to be processed; nothing was stored, retry after Retry-After seconds',
-    { 'Retry-After': String(retryAfterS) },
-  );
+/** 5030 with Retry-After: too many orders (or too many of this client's) wait for the workers; nothing stored. */
+export function backpressureError({
+  retryAfterS,
+  ofClient,
+}: {
+  retryAfterS: number;
+  ofClient: boolean;
+}): ApiError {
+  const what = ofClient
+    ? "too many of this client's orders are waiting to be processed (its share of the backlog)"
+    : 'too many orders are waiting to be processed';
+  return new ApiError(SvcStatus.UNAVAILABLE, `${what}; nothing was stored, retry after Retry-After seconds`, {
+    'Retry-After': String(retryAfterS),
+  });
 }

@@ -2,44 +2,51 @@ import type { Logger } from '../logger.js';
 import type { OrderStore } from '../store/store.port.js';
 
 export interface BackpressureDeps {
-  orders: Pick<OrderStore, 'countUnsettled'>;
+  orders: Pick<OrderStore, 'countUnsettled' | 'countUnsettledOfClient'>;
   /** MAX_UNSETTLED_ORDERS: past this many unsettled orders, no real order is accepted. */
   limit: number;
+  /** MAX_UNSETTLED_PER_CLIENT: past this many unsettled orders of one client, none of that client's is. */
+  perClientLimit: number;
   clock: () => number;
   logger: Logger;
-  /** How often the figure is read again from the store (default 1 s). */
+  /** How often the figures are read again from the store (default 1 s). */
   refreshMs?: number;
 }
 
 export type Backpressure = ReturnType<typeof createBackpressure>;
 
+/** How many of the orders asked for were admitted; for the others, when to retry and which limit refused. */
+export interface Admission {
+  admitted: number;
+  retryAfterS: number;
+  /** The client's share refused them (MAX_UNSETTLED_PER_CLIENT), not the service's limit. */
+  ofClient: boolean;
+}
+
 const RETRY_AFTER_S = { min: 1, max: 60 };
 // Weight of the newest drain rate in the smoothed one.
 const SMOOTHING = 0.3;
+// Clients whose figures one process keeps; past it, those not read within the last refresh are forgotten.
+const MAX_CLIENTS = 10_000;
 
 /**
- * CONTRACT.md section 12: "more than MAX_UNSETTLED_ORDERS accepted orders not settled yet" refuses real
- * orders. The figure costs no store query per request: the store's count, read in the background every
- * second, plus the orders this process accepted since (so a burst through one process is seen at once).
- * Other processes' acceptances show at the next read: each may overshoot the limit by a second of its intake.
+ * One figure of unsettled orders: the store's count as last read, plus the orders this process accepted since
+ * (so a burst through one process is seen at once), and the rate at which they settle, smoothed over reads.
  */
-export function createBackpressure(deps: BackpressureDeps) {
-  const refreshMs = deps.refreshMs ?? 1000;
+function unsettledFigure(count: () => Promise<number>, deps: Pick<BackpressureDeps, 'clock' | 'logger'>) {
   let read: number | null = null;
   let readAt = 0;
   // Orders reserved or accepted here since the last read began.
   let local = 0;
-  // Orders settled per second, smoothed over the reads; 0 until a read shows some settled.
+  // Orders settled per second; 0 until a read shows some settled.
   let drainPerS = 0;
-  let first: Promise<void> | null = null;
-  let timer: NodeJS.Timeout | null = null;
-  let closed = false;
+  let reading: Promise<void> | null = null;
 
   async function refresh(): Promise<void> {
     const counted = local;
     const startedAt = deps.clock();
     try {
-      const now = await deps.orders.countUnsettled();
+      const now = await count();
       if (read !== null && startedAt > readAt) {
         const settled = Math.max(0, read + counted - now);
         drainPerS += SMOOTHING * ((settled * 1000) / (startedAt - readAt) - drainPerS);
@@ -53,47 +60,109 @@ export function createBackpressure(deps: BackpressureDeps) {
     }
   }
 
+  return {
+    /** Reads the store again (one read at a time: concurrent callers share it). */
+    refresh: (): Promise<void> =>
+      (reading ??= refresh().finally(() => {
+        reading = null;
+      })),
+    value: (): number => (read ?? 0) + local,
+    isRead: (): boolean => read !== null,
+    readAt: (): number => readAt,
+    add(n: number): void {
+      local += n;
+    },
+    /** Seconds until the figure is likely back to `limit`, by the recent drain rate. */
+    retryAfterS(limit: number): number {
+      const excess = (read ?? 0) + local - limit;
+      const seconds = drainPerS > 0 ? Math.ceil(excess / drainPerS) : RETRY_AFTER_S.max;
+      return Math.min(RETRY_AFTER_S.max, Math.max(RETRY_AFTER_S.min, seconds));
+    },
+  };
+}
+
+type Figure = ReturnType<typeof unsettledFigure>;
+
+/**
+ * CONTRACT.md section 12: "more than MAX_UNSETTLED_ORDERS accepted orders not settled yet" refuses real
+ * orders; and each client may hold at most MAX_UNSETTLED_PER_CLIENT of them, so that one client cannot fill the
+ * shared backlog and have every other client refused. The figures cost no store query per request: the
+ * service's count is read in the background every second, a client's when it orders and its figure is older
+ * than a second (a count over the partial index orders_unsettled_client), each plus the orders this process
+ * accepted since. Other processes' acceptances show at the next read: each may overshoot a limit by a second of
+ * its intake.
+ */
+export function createBackpressure(deps: BackpressureDeps) {
+  const refreshMs = deps.refreshMs ?? 1000;
+  const total = unsettledFigure(() => deps.orders.countUnsettled(), deps);
+  const clients = new Map<number, Figure>();
+  let first: Promise<void> | null = null;
+  let timer: NodeJS.Timeout | null = null;
+  let closed = false;
+
   function schedule(): void {
     if (closed) return;
-    timer = setTimeout(() => void refresh().finally(schedule), refreshMs);
+    timer = setTimeout(() => void total.refresh().finally(schedule), refreshMs);
     // A web process ends when its server closes, whatever this timer says.
     timer.unref();
   }
 
   // The first real order of a process waits for the first read; the timer starts with it.
   const ready = (): Promise<void> =>
-    (first ??= refresh().finally(() => {
-      if (read === null) first = null;
+    (first ??= total.refresh().finally(() => {
+      if (!total.isRead()) first = null;
       else schedule();
     }));
 
-  const figure = (): number => (read ?? 0) + local;
+  /** The client's figure, read again first when it is older than the refresh period. */
+  async function clientFigure(clientId: number): Promise<Figure> {
+    let figure = clients.get(clientId);
+    if (!figure) {
+      if (clients.size >= MAX_CLIENTS) forgetIdleClients();
+      figure = unsettledFigure(() => deps.orders.countUnsettledOfClient(clientId), deps);
+      clients.set(clientId, figure);
+    }
+    if (!figure.isRead() || deps.clock() - figure.readAt() >= refreshMs) await figure.refresh();
+    return figure;
+  }
+
+  function forgetIdleClients(): void {
+    const now = deps.clock();
+    for (const [clientId, figure] of clients)
+      if (now - figure.readAt() >= refreshMs) clients.delete(clientId);
+    if (clients.size >= MAX_CLIENTS) clients.clear();
+  }
+
+  // Orders are admitted while a figure is at most its limit: room for limit - figure + 1 more.
+  const room = (figure: Figure, limit: number) => Math.max(0, limit - figure.value() + 1);
 
   return {
     /**
-     * Room for up to `wanted` real orders, taken in request order as if each came alone: an order is admitted
-     * while the figure is at most the limit. Resolves with how many were admitted (and are now counted).
+     * Room for up to `wanted` real orders of the client, taken in request order as if each came alone: an
+     * order is admitted while the service's figure is at most MAX_UNSETTLED_ORDERS and the client's at most
+     * MAX_UNSETTLED_PER_CLIENT. The admitted ones are now counted.
      */
-    async reserve(wanted: number): Promise<number> {
-      if (wanted <= 0) return 0;
-      await ready();
-      const admitted = Math.max(0, Math.min(wanted, deps.limit - figure() + 1));
-      local += admitted;
-      return admitted;
+    async reserve(clientId: number, wanted: number): Promise<Admission> {
+      if (wanted <= 0) return { admitted: 0, retryAfterS: 0, ofClient: false };
+      const [, client] = await Promise.all([ready(), clientFigure(clientId)]);
+      const forService = room(total, deps.limit);
+      const forClient = room(client, deps.perClientLimit);
+      const admitted = Math.min(wanted, forService, forClient);
+      total.add(admitted);
+      client.add(admitted);
+      if (admitted === wanted) return { admitted, retryAfterS: 0, ofClient: false };
+      const ofClient = forClient < forService;
+      const retryAfterS = ofClient ? client.retryAfterS(deps.perClientLimit) : total.retryAfterS(deps.limit);
+      return { admitted, retryAfterS, ofClient };
     },
     /** After acceptance: of the `reserved` orders, `created` are new (duplicates and failures add nothing). */
-    release(reserved: number, created: number): void {
-      local -= reserved - created;
-    },
-    /** Seconds until the workers have likely brought the figure back to the limit, by the recent drain rate. */
-    retryAfterS(): number {
-      const excess = figure() - deps.limit;
-      const seconds = drainPerS > 0 ? Math.ceil(excess / drainPerS) : RETRY_AFTER_S.max;
-      return Math.min(RETRY_AFTER_S.max, Math.max(RETRY_AFTER_S.min, seconds));
+    release(clientId: number, reserved: number, created: number): void {
+      total.add(created - reserved);
+      clients.get(clientId)?.add(created - reserved);
     },
     /** This process's figure of unsettled orders; null before the first read. */
     unsettled(): number | null {
-      return read === null ? null : figure();
+      return total.isRead() ? total.value() : null;
     },
     close(): void {
       closed = true;

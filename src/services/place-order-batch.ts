@@ -36,15 +36,15 @@ export async function placeOrderBatch(
       };
     else real.push(index);
   });
-  const admitted = await deps.backpressure.reserve(real.length);
-  const busy = { kind: 'busy', retryAfterS: deps.backpressure.retryAfterS() } as const;
+  const { admitted, retryAfterS, ofClient } = await deps.backpressure.reserve(input.clientId, real.length);
+  const busy = { kind: 'busy', retryAfterS, ofClient } as const;
   for (const index of real.slice(admitted)) results[index] = busy;
   const accepting = real.slice(0, admitted);
   if (accepting.length > 0) {
     const orders = accepting.map((index) =>
       newOrder({ ...input.orders[index]!, clientId: input.clientId }, now),
     );
-    const accepted = await acceptAll(deps, orders);
+    const accepted = await acceptAll(deps, input.clientId, orders);
     const placed = await answers(deps, accepted, input.log);
     accepting.forEach((index, n) => (results[index] = placed[n]!));
   }
@@ -53,14 +53,18 @@ export async function placeOrderBatch(
 }
 
 /** Accepts the admitted orders in one transaction; what they did not create is given back to backpressure. */
-async function acceptAll(deps: PlaceOrderBatchDeps, orders: NewOrder[]): Promise<AcceptResult[]> {
+async function acceptAll(
+  deps: PlaceOrderBatchDeps,
+  clientId: number,
+  orders: NewOrder[],
+): Promise<AcceptResult[]> {
   let created = 0;
   try {
     const accepted = await deps.store.orders.acceptMany(orders);
     created = accepted.filter((a) => a.kind === 'created').length;
     return accepted;
   } finally {
-    deps.backpressure.release(orders.length, created);
+    deps.backpressure.release(clientId, orders.length, created);
   }
 }
 

@@ -3,7 +3,7 @@ import type { Logger } from '../logger.js';
 import type { OrderOutcomes } from '../queue/order-outcomes.js';
 import type { OrderQueue } from '../queue/order.queue.js';
 import type { AcceptResult, NewOrder, Store } from '../store/store.port.js';
-import type { Backpressure } from './backpressure.js';
+import type { Admission, Backpressure } from './backpressure.js';
 import { centsOrNull, type CheckedOrder } from './order-intake.js';
 import { toDryRunResponse, toOrderResponse, type OrderResponse } from './order-view.js';
 
@@ -13,7 +13,7 @@ export interface PlaceOrderDeps {
   outcomes: OrderOutcomes;
   clock: () => number;
   orderWaitMs: number;
-  backpressure: Pick<Backpressure, 'reserve' | 'release' | 'retryAfterS'>;
+  backpressure: Pick<Backpressure, 'reserve' | 'release'>;
 }
 
 export interface PlaceOrderInput {
@@ -29,13 +29,14 @@ export interface PlaceOrderInput {
 /**
  * dry-run: priced, nothing stored; conflict: the request id was used for another request; placed: the order
  * as it now stands, `duplicate` when the same request had placed it before, `queued` while any item waits;
- * busy: too many orders are unsettled, nothing stored, try again after `retryAfterS`.
+ * busy: too many orders are unsettled (`ofClient`: too many of this client's), nothing stored, try again after
+ * `retryAfterS`.
  */
 export type PlaceOrderResult =
   | { kind: 'dry-run'; order: OrderResponse }
   | { kind: 'conflict' }
   | { kind: 'placed'; duplicate: boolean; queued: boolean; order: OrderResponse }
-  | { kind: 'busy'; retryAfterS: number };
+  | { kind: 'busy'; retryAfterS: number; ofClient: boolean };
 
 /** POST /v1/orders: a dry run answered from pricing, or a real order recorded, enqueued and awaited. */
 export async function placeOrder(deps: PlaceOrderDeps, input: PlaceOrderInput): Promise<PlaceOrderResult> {
@@ -44,7 +45,8 @@ export async function placeOrder(deps: PlaceOrderDeps, input: PlaceOrderInput): 
     return { kind: 'dry-run', order: toDryRunResponse(pricing, currency, draft.referenceId, deps.clock()) };
   }
   const accepted = await acceptIfRoom(deps, newOrder(input, deps.clock()));
-  if (!accepted) return { kind: 'busy', retryAfterS: deps.backpressure.retryAfterS() };
+  if ('admitted' in accepted)
+    return { kind: 'busy', retryAfterS: accepted.retryAfterS, ofClient: accepted.ofClient };
   if (accepted.kind === 'conflict') return accepted;
   const { orderId } = accepted;
   const log = input.log.child({ orderId });
@@ -63,16 +65,17 @@ export async function placeOrder(deps: PlaceOrderDeps, input: PlaceOrderInput): 
   return { kind: 'placed', duplicate, queued, order: toOrderResponse(stored.order, stored.items, false) };
 }
 
-/** Accepts the order when backpressure leaves room for one; null when it does not (nothing is stored). */
-async function acceptIfRoom(deps: PlaceOrderDeps, order: NewOrder): Promise<AcceptResult | null> {
-  if ((await deps.backpressure.reserve(1)) === 0) return null;
+/** Accepts the order when backpressure leaves room for one; else its refusal (nothing is stored). */
+async function acceptIfRoom(deps: PlaceOrderDeps, order: NewOrder): Promise<AcceptResult | Admission> {
+  const admission = await deps.backpressure.reserve(order.clientId, 1);
+  if (admission.admitted === 0) return admission;
   let created = 0;
   try {
     const accepted = await deps.store.orders.accept(order);
     if (accepted.kind === 'created') created = 1;
     return accepted;
   } finally {
-    deps.backpressure.release(1, created);
+    deps.backpressure.release(order.clientId, 1, created);
   }
 }
 

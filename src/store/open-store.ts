@@ -13,7 +13,7 @@ const toStderr = (message: string): void => void process.stderr.write(`${message
  */
 export async function openStore(
   config: Pick<Config, 'DATABASE_URL' | 'DB_PATH' | 'DB_POOL_SIZE' | 'SECRETS_KEY'> &
-    Partial<Pick<Config, 'WEB_DB_BUSY_TIMEOUT_MS'>>,
+    Partial<Pick<Config, 'WEB_DB_BUSY_TIMEOUT_MS' | 'DATABASE_POOLING'>>,
   role = 'service',
   note: (message: string) => void = toStderr,
 ): Promise<Store> {
@@ -33,6 +33,7 @@ async function openAdapter(
     return openPostgresStore(config.DATABASE_URL, {
       poolSize: config.DB_POOL_SIZE,
       applicationName: role,
+      pooling: config.DATABASE_POOLING,
       sealer,
     });
   }

@@ -2,18 +2,22 @@
 // projects): one Redis for the whole run (REDIS_URL, else a private redis-server; each test file then works
 // under its own queue prefix) and one PostgreSQL server (DATABASE_URL, else a private server; each test service
 // then creates its own database on it, see test-store.ts). PostgreSQL is only started when the run includes the
-// "postgres" project.
+// "postgres" or the "pgbouncer" project; the latter also gets a private PgBouncer in transaction mode in front
+// of that server (test services on it connect through the pooler, DATABASE_POOLING=transaction).
 import fs from 'node:fs';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
+import { startPgBouncer, type RunningPgBouncer } from '../../scripts/pgbouncer.js';
 import { ensurePostgres, type RunningPostgres } from '../../scripts/postgres.js';
 import { ensureRedis, type RunningRedis } from '../../scripts/redis.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     redisUrl: string;
-    /** The PostgreSQL server URL; empty when the run has no "postgres" project. */
+    /** The PostgreSQL server URL; empty when the run has no "postgres" or "pgbouncer" project. */
     postgresUrl: string;
+    /** The URL of a PgBouncer in transaction mode in front of that server; empty without a "pgbouncer" project. */
+    pgbouncerUrl: string;
   }
 }
 
@@ -42,18 +46,21 @@ function forget(name: string): void {
 }
 
 export default async function setup(project: TestProject) {
-  const wantPostgres = project.vitest.projects.some((p) => p.name === 'postgres');
+  const names = new Set(project.vitest.projects.map((p) => p.name));
+  const wantPgBouncer = names.has('pgbouncer');
   const [redis, postgres] = await Promise.allSettled([
     ensureRedis(),
-    wantPostgres ? ensurePostgres() : Promise.resolve(null),
+    names.has('postgres') || wantPgBouncer ? ensurePostgres() : Promise.resolve(null),
   ]);
   const started = {
     redis: redis.status === 'fulfilled' ? redis.value : null,
     postgres: postgres.status === 'fulfilled' ? postgres.value : null,
+    pgbouncer: null as RunningPgBouncer | null,
   };
   const redisPid = started.redis?.process?.pid;
   const redisDir = redisPid ? workingDir(redisPid) : undefined;
   const teardown = async () => {
+    await stopPgBouncer(started.pgbouncer);
     await Promise.all([stopRedis(started.redis, redisDir), stopPostgres(started.postgres)]);
   };
   if (redis.status === 'rejected' || postgres.status === 'rejected') {
@@ -63,12 +70,23 @@ export default async function setup(project: TestProject) {
   record('redis.pid', redisPid?.toString());
   record('redis.dir', redisDir);
   record('postgres.dir', started.postgres?.dataDir);
+  if (wantPgBouncer) {
+    try {
+      // Test services open many connections at once (PgBouncer's default max_client_conn is 100).
+      started.pgbouncer = await startPgBouncer(started.postgres!.url, { maxClientConn: 2000 });
+    } catch (err) {
+      await teardown();
+      throw err;
+    }
+    record('pgbouncer.dir', started.pgbouncer.dir);
+  }
   // Tests get their databases from test-store.ts; a DATABASE_URL inherited by the test workers (and the worker
   // processes they spawn) would silently turn SQLite tests into PostgreSQL ones.
   delete process.env.DATABASE_URL;
 
   project.provide('redisUrl', started.redis!.url);
   project.provide('postgresUrl', started.postgres?.url ?? '');
+  project.provide('pgbouncerUrl', started.pgbouncer?.url ?? '');
   return teardown;
 }
 
@@ -80,6 +98,12 @@ async function stopRedis(redis: RunningRedis | null, dir: string | undefined): P
     fs.rmSync(dir, { recursive: true, force: true });
   forget('redis.pid');
   forget('redis.dir');
+}
+
+async function stopPgBouncer(pgbouncer: RunningPgBouncer | null): Promise<void> {
+  if (!pgbouncer) return;
+  await pgbouncer.stop();
+  forget('pgbouncer.dir');
 }
 
 async function stopPostgres(postgres: RunningPostgres | null): Promise<void> {

@@ -1,15 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import { createPool } from '../../src/store/postgres/postgres.pool.js';
-import { testStoreEnv, type TestStoreEnv } from '../helpers/test-store.js';
+import { testStoreEnv, THROUGH_PGBOUNCER, type TestStoreEnv } from '../helpers/test-store.js';
 
-// The adapter's connections prepare each statement with parameters once (src/store/postgres/postgres.pool.ts).
+// On a direct connection the adapter's connections prepare each statement with parameters once
+// (src/store/postgres/postgres.pool.ts); behind a transaction pooler (DATABASE_POOLING=transaction) they name none:
+// consecutive transactions of one client connection run on different server connections.
 let store: TestStoreEnv;
 let pool: pg.Pool;
 
 beforeAll(async () => {
   store = await testStoreEnv('/tmp');
-  pool = createPool(store.env.DATABASE_URL!, { poolSize: 2 });
+  pool = createPool(store.env.DATABASE_URL!, {
+    poolSize: 4,
+    ...(THROUGH_PGBOUNCER ? { pooling: 'transaction' as const } : {}),
+  });
   await pool.query('CREATE TABLE t (id int PRIMARY KEY, a int NOT NULL)');
   await pool.query('INSERT INTO t VALUES (1, 10), (2, 20)');
 });
@@ -23,7 +28,7 @@ const prepared = async (client: pg.PoolClient) =>
     (r) => r.statement,
   );
 
-describe('prepared statements on PostgreSQL', () => {
+describe.skipIf(THROUGH_PGBOUNCER)('prepared statements on a direct connection to PostgreSQL', () => {
   it('prepares a statement with parameters once per connection, and not one with a *', async () => {
     const client = await pool.connect();
     try {
@@ -46,6 +51,42 @@ describe('prepared statements on PostgreSQL', () => {
       expect((await client.query('SELECT a FROM t WHERE id = $1', [2])).rows).toEqual([{ a: '20' }]);
     } finally {
       client.release();
+    }
+  });
+
+  it('with DATABASE_POOLING=transaction names no statement', async () => {
+    const unnamed = createPool(store.env.DATABASE_URL!, { poolSize: 1, pooling: 'transaction' });
+    const client = await unnamed.connect();
+    try {
+      for (const id of [1, 2, 1]) await client.query('SELECT id FROM t WHERE id = $1', [id]);
+      expect(await prepared(client)).toEqual([]);
+    } finally {
+      client.release();
+      await unnamed.end();
+    }
+  });
+});
+
+describe.runIf(THROUGH_PGBOUNCER)('statements through PgBouncer in transaction mode', () => {
+  it('many connections running the same statements at once, in and out of transactions, all get their rows', async () => {
+    const runs = Array.from({ length: 40 }, async (_, n) => {
+      const id = (n % 2) + 1;
+      const single = await pool.query<{ a: number }>('SELECT a FROM t WHERE id = $1', [id]);
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        const inTx = await client.query<{ a: number }>('SELECT a FROM t WHERE id = $1', [id]);
+        // Within one transaction the server connection is this client's: it holds no named statement.
+        const names = await prepared(client);
+        await client.query('COMMIT');
+        return { single: single.rows[0]!.a, inTx: inTx.rows[0]!.a, names };
+      } finally {
+        client.release();
+      }
+    });
+    for (const [n, run] of (await Promise.all(runs)).entries()) {
+      const a = ((n % 2) + 1) * 10;
+      expect(run).toEqual({ single: a, inTx: a, names: [] });
     }
   });
 });

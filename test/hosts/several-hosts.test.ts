@@ -36,6 +36,8 @@ function startHost(entry: string, readyLine: string, extra: Record<string, strin
   dirs.push(dir);
   const env = {
     DATABASE_URL: store.env.DATABASE_URL,
+    // Behind a transaction pooler (project "pgbouncer"), every host says so.
+    ...(store.env.DATABASE_POOLING ? { DATABASE_POOLING: store.env.DATABASE_POOLING } : {}),
     SECRETS_KEY: store.env.SECRETS_KEY,
     REDIS_URL: redis.url,
     QUEUE_PREFIX: 'hosts',

@@ -1,6 +1,8 @@
 import type { App } from '../../src/http/app.js';
 import supertest from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../scripts/redis.js';
+import { createSigningClient } from '../../src/client/signing-client.js';
 import { createWebApp } from '../../src/server.js';
 import { entry, postBatch, resultsOf, statusesOf } from '../helpers/batches.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
@@ -19,7 +21,9 @@ const ordersStored = () => service.probe.scalar<number>('SELECT count(*) FROM or
 
 // No worker at first: what is accepted stays unsettled, so the limit is reached by the test's own orders.
 beforeAll(async () => {
-  service = await createTestService({ env: { MAX_UNSETTLED_ORDERS: String(LIMIT) } });
+  // Each client's share as large as the whole: these tests are about the service's limit.
+  const env = { MAX_UNSETTLED_ORDERS: String(LIMIT), MAX_UNSETTLED_PER_CLIENT: '1000' };
+  service = await createTestService({ env });
   await service.importCatalog(VENDORS, LISTINGS);
   buyer = await service.client('eager buyer');
   web = createWebApp(service.deps);
@@ -111,6 +115,49 @@ describe('when the default MAX_UNSETTLED_ORDERS is far away', () => {
       expect(await relaxed.probe.scalar('SELECT count(*) FROM orders')).toBe(6);
     } finally {
       await relaxed.close();
+    }
+  });
+});
+
+describe('when one client floods the backlog (MAX_UNSETTLED_PER_CLIENT, by default a tenth of the limit)', () => {
+  it('then past its share only that client gets 5030: another client’s orders are accepted', async () => {
+    const shared = await createTestService({ env: { MAX_UNSETTLED_ORDERS: '40' } });
+    try {
+      await shared.importCatalog(VENDORS, LISTINGS);
+      const port = await freePort();
+      await shared.spawn('src/server.ts', { PORT: String(port) }, 'web listening');
+      const clientOf = async (name: string) => {
+        const creds = await shared.client(name);
+        const http = createSigningClient({ baseUrl: `http://127.0.0.1:${port}`, ...creds });
+        const order = () => http.request('POST', '/v1/orders', orderBody(creds.ccToken), ASYNC);
+        return { creds, http, order };
+      };
+      const flooder = await clientOf('flooding client');
+      const other = await clientOf('other client');
+      // No worker runs: every accepted order stays unsettled. The flooder asks for 300 real orders.
+      const seen: number[] = [];
+      for (let b = 0; b < 3; b++) {
+        const orders = Array.from({ length: 100 }, (_, i) => entry(`f${b}-${i}`, flooder.creds.ccToken));
+        const res = await flooder.http.request('POST', '/v1/order-batches', { orders });
+        expect(res.svcStatus).toEqual([2004]);
+        const results = (res.body as { results: { status: number[]; messages?: string[] }[] }).results;
+        seen.push(...results.map((r) => r.status[0]!));
+        const refused = results.find((r) => r.status[0] === 5030);
+        expect(refused?.messages).toEqual([expect.stringMatching(/^too many of this client's orders/)]);
+        expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      }
+      // A share of 4 (40 / 10): admitted while at most 4 of its orders were unsettled.
+      expect(seen.filter((code) => code === 2010)).toHaveLength(5);
+      const alone = await flooder.order();
+      expect(alone.status).toBe(503);
+      expect(alone.svcStatus).toEqual([5030]);
+      for (let i = 0; i < 5; i++) {
+        const res = await other.order();
+        expect(res.svcStatus).toEqual([2010]);
+      }
+      expect(await shared.probe.scalar('SELECT count(*) FROM orders')).toBe(10);
+    } finally {
+      await shared.close();
     }
   });
 });

@@ -124,6 +124,13 @@ export function postgresOrders(pool: pg.Pool): OrderStore {
       );
       return rows[0]?.n ?? 0;
     },
+    async countUnsettledOfClient(clientId) {
+      const { rows } = await pool.query<{ n: number }>(
+        "SELECT count(*) AS n FROM orders WHERE client_id = $1 AND phase <> 'settled'",
+        [clientId],
+      );
+      return rows[0]?.n ?? 0;
+    },
     getForClient(clientId, orderId) {
       return readOrder(pool, orderId, clientId);
     },

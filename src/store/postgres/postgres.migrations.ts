@@ -1,8 +1,10 @@
+import { UNSETTLED_PER_CLIENT_MIGRATION } from '../unsettled-per-client.sql.js';
 import { DELIVERY_CLAIMS_MIGRATION } from './postgres-delivery-claims.migration.js';
 import { PAYMENT_TARGET_MIGRATION } from './postgres-payment-target.migration.js';
 import type pg from 'pg';
 import type { MigrationContext } from '../store-secrets.js';
 import { SECRETS_MIGRATION } from './postgres-secrets.migration.js';
+import { SETTINGS_MIGRATION } from './postgres-settings.migration.js';
 import { WEBHOOKS_MIGRATION } from './postgres-webhooks.migration.js';
 import { withTransaction } from './postgres.pool.js';
 
@@ -194,6 +196,8 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   WEBHOOKS_MIGRATION,
   PAYMENT_TARGET_MIGRATION,
   DELIVERY_CLAIMS_MIGRATION,
+  { version: 7, ...UNSETTLED_PER_CLIENT_MIGRATION },
+  SETTINGS_MIGRATION,
 ];
 
 // Any constant will do, as long as every process of the service takes the same one.

@@ -33,11 +33,22 @@ export const numberTypes: pg.CustomTypesConfig = {
     pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
 };
 
+/**
+ * What DATABASE_URL reaches (DATABASE_POOLING): the server itself, or a pooler that keeps a server connection per
+ * client connection (session), or one that hands a server connection out per transaction (transaction).
+ */
+export type Pooling = 'direct' | 'session' | 'transaction';
+
 export interface PoolOptions {
   /** Connections per process (default 10). */
   poolSize?: number;
   /** Shown in pg_stat_activity, to tell the web, worker and clock processes apart. */
   applicationName?: string;
+  /**
+   * 'transaction': behind a transaction pooler, consecutive transactions of one connection run on different server
+   * connections, so no statement is named (prepared) per connection. Otherwise each is prepared once (default).
+   */
+  pooling?: Pooling;
 }
 
 // Statements with a `*` are run unnamed: a column added by a newer process's migration would change their result
@@ -86,15 +97,21 @@ class PreparingClient extends pg.Client {
   }
 }
 
-export function createPool(url: string, { poolSize = 10, applicationName }: PoolOptions = {}): pg.Pool {
+/**
+ * A pool of `poolSize` connections. It sends no startup option (a transaction pooler refuses them, PgBouncer
+ * with "unsupported startup parameter: options"): what the service needs of the server's settings is set on its
+ * role in its database by a migration (postgres-settings.migration.ts), and nothing it does depends on session
+ * state between transactions.
+ */
+export function createPool(
+  url: string,
+  { poolSize = 10, applicationName, pooling = 'direct' }: PoolOptions = {},
+): pg.Pool {
   const pool = new pg.Pool({
-    Client: PreparingClient,
+    Client: pooling === 'transaction' ? pg.Client : PreparingClient,
     connectionString: url,
     max: poolSize,
     types: numberTypes,
-    // Every query of the service reads few rows by an index: starting parallel workers costs more (5–7 ms on a
-    // search's p95) than it could save.
-    options: '-c max_parallel_workers_per_gather=0',
     ...(applicationName ? { application_name: applicationName } : {}),
   });
   // An idle connection the server dropped is removed by the pool; the next query opens a new one.

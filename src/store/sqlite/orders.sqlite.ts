@@ -27,6 +27,9 @@ export function sqliteOrders(db: Db): OrderStore {
   const countUnsettled = db
     .prepare<[], number>("SELECT count(*) FROM orders WHERE phase <> 'settled'")
     .pluck();
+  const countUnsettledOfClient = db
+    .prepare<[number], number>("SELECT count(*) FROM orders WHERE client_id = ? AND phase <> 'settled'")
+    .pluck();
   const read = orderReader(db);
 
   // The body of one acceptance, run inside the caller's transaction.
@@ -91,6 +94,9 @@ export function sqliteOrders(db: Db): OrderStore {
     },
     async countUnsettled() {
       return countUnsettled.get() ?? 0;
+    },
+    async countUnsettledOfClient(clientId) {
+      return countUnsettledOfClient.get(clientId) ?? 0;
     },
     async getForClient(clientId, orderId) {
       return getWithItems(orderId, clientId);

@@ -1,3 +1,4 @@
+import { UNSETTLED_PER_CLIENT_MIGRATION } from '../unsettled-per-client.sql.js';
 import { DELIVERY_CLAIMS_MIGRATION } from './delivery-claims.migration.js';
 import { PAYMENT_TARGET_MIGRATION } from './payment-target.migration.js';
 import type { MigrationContext } from '../store-secrets.js';
@@ -173,4 +174,5 @@ export const MIGRATIONS: readonly SqliteMigration[] = [
   WEBHOOKS_MIGRATION,
   PAYMENT_TARGET_MIGRATION,
   DELIVERY_CLAIMS_MIGRATION,
+  { version: 9, ...UNSETTLED_PER_CLIENT_MIGRATION },
 ];
