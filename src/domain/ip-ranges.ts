@@ -79,7 +79,10 @@ function inPrefix(bytes: Uint8Array, first: Uint8Array, bits: number): boolean {
 
 /** The 4 or 16 bytes of an IPv4 or IPv6 address (a zone such as `%eth0` and brackets ignored), else null. */
 export function parseIp(text: string): Uint8Array | null {
-  const address = text.replace(/^\[(.*)\]$/, '$1').replace(/%.*$/, '');
+  const address = text
+    .replace(/^\[(.*)\]$/, '$1')
+    // Stryker disable next-line Regex: without `$`, `.*` still stops at a line break, which no address holds
+    .replace(/%.*$/, '');
   const family = net.isIP(address);
   if (family === 4) return Uint8Array.from(address.split('.').map(Number));
   if (family !== 6) return null;
