@@ -4,6 +4,7 @@ import type { Deps } from '../deps.js';
 import { marketplaceDomains } from '../domain/marketplace.js';
 import type { RequestObserver } from '../metrics/http.metrics.js';
 import { authenticate } from './auth.js';
+import { perClientSlots } from './batch-slots.js';
 import { ApiError, errorHandler } from './errors.js';
 import { getOrder, getOrders } from './order-history.routes.js';
 import { postOrderBatch } from './order-batches.routes.js';
@@ -111,7 +112,12 @@ export function createApp(deps: Deps, options: AppOptions = {}): App {
     routes: [
       { pattern: /^\/orders\/?$/, methods: { GET: [getOrders(deps)], POST: [orderIntake] } },
       { pattern: /^\/orders\/([^/]+)\/?$/, params: ['orderId'], methods: { GET: [getOrder(deps)] } },
-      { pattern: /^\/order-batches\/?$/, methods: { POST: [postOrderBatch(deps)] } },
+      {
+        pattern: /^\/order-batches\/?$/,
+        methods: {
+          POST: [perClientSlots(deps.config.BATCH_CONCURRENCY_PER_CLIENT, 'batches'), postOrderBatch(deps)],
+        },
+      },
     ],
     onError: errorHandler,
   });

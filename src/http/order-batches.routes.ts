@@ -14,6 +14,7 @@ import {
 } from './order-batch.schema.js';
 import { createOrderRequestCheck, listingRefsOf } from './order-intake.js';
 import { backpressureError } from './orders.routes.js';
+import { chargeMore } from './rate-limit.js';
 import { authOf, sendOk } from './respond.js';
 import { SvcStatus, type SvcStatusCode } from './status-codes.js';
 import { readableError } from './zod-messages.js';
@@ -31,6 +32,22 @@ export const BATCH_JSON_LIMITS: JsonLimits = {
       : undefined,
 };
 
+// What a batch costs against the rate limit: one request per order, and one more per 10 listings past its
+// first 10, the work of pricing it (an order of 100 listings costs 10, as 10 orders of 10 would).
+const LISTINGS_PER_REQUEST = 10;
+const COST_RULE = `one per order and one more per ${LISTINGS_PER_REQUEST} listings past its first ${LISTINGS_PER_REQUEST}`;
+const YIELD_EVERY = 20;
+
+/** The rate-limit cost of a batch's entries (each at least 1, whatever it holds). */
+export function batchCost(entries: readonly unknown[]): number {
+  let cost = 0;
+  for (const entry of entries) {
+    const listings = isObject(entry) && Array.isArray(entry.listings) ? entry.listings.length : 0;
+    cost += Math.max(1, Math.ceil(listings / LISTINGS_PER_REQUEST));
+  }
+  return cost;
+}
+
 /** An entry that failed (its checks, or acceptance): its codes and messages, as the order would get them alone. */
 type Refusal = { requestId: string; error: ApiError };
 type Checked = { requestId: string; order: BatchOrder };
@@ -40,6 +57,8 @@ export function postOrderBatch(deps: PlaceOrderBatchDeps & { intake: OrderIntake
   const checkOrderRequest = createOrderRequestCheck(deps.intake);
   return async (req, res) => {
     const entries = batchEntries(jsonObjectBody(req, BATCH_JSON_LIMITS));
+    const cost = batchCost(entries);
+    await chargeMore(res, cost - 1, `this batch costs ${cost} requests (${COST_RULE})`);
     const { clientId } = authOf(res);
     const catalog = await deps.intake.loadCatalog([
       ...new Set(entries.flatMap((e) => (isObject(e) ? listingRefsOf(e).map((r) => r.listingId) : []))),
@@ -48,6 +67,8 @@ export function postOrderBatch(deps: PlaceOrderBatchDeps & { intake: OrderIntake
     const checked: (Checked | Refusal)[] = [];
     // One after another, as single requests would come: the card-testing lock counts each entry in turn.
     for (const [index, entry] of entries.entries()) {
+      // Other clients' requests are answered between chunks of a large batch, not after all of it.
+      if (index > 0 && index % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve));
       const { requestId, problems } = entryRequestId(entry, index, seen);
       const check = async (order: Record<string, unknown>) => ({
         requestId,

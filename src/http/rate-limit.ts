@@ -1,4 +1,4 @@
-import type { RequestHandler } from 'express';
+import type { RequestHandler, Response } from 'express';
 import type { RedisClient } from '../queue/redis.js';
 import type { Logger } from '../logger.js';
 import { ApiError } from './errors.js';
@@ -7,11 +7,16 @@ import { SvcStatus } from './status-codes.js';
 
 // A token bucket per access key in one Redis hash, refilled from the caller's clock (all web processes of a
 // deployment share a host clock or NTP): `capacity` tokens at most, `perMs` tokens added per millisecond.
-// Returns {1, 0} when a token was taken, else {0, milliseconds until one will be there}.
+// A request takes `cost` tokens; one that costs more than the whole bucket is let through when the bucket is
+// full and leaves it in debt, so that the key's next requests wait until the debt is paid back. `paid`: tokens
+// the same request took already (its cost charged in two steps), so that "full" still means full.
+// Returns {1, 0} when the tokens were taken, else {0, milliseconds until enough will be there}.
 const TAKE_TOKEN = `
 local capacity = tonumber(ARGV[1])
 local perMs = tonumber(ARGV[2])
 local now = tonumber(ARGV[3])
+local cost = tonumber(ARGV[4])
+local paid = tonumber(ARGV[5])
 local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
 local tokens = tonumber(state[1]) or capacity
 local at = tonumber(state[2]) or now
@@ -19,15 +24,16 @@ if now > at then
   tokens = math.min(capacity, tokens + (now - at) * perMs)
   at = now
 end
+local need = math.min(cost, capacity - paid)
 local allowed, waitMs = 0, 0
-if tokens >= 1 then
-  tokens = tokens - 1
+if tokens >= need then
+  tokens = tokens - cost
   allowed = 1
 else
-  waitMs = math.ceil((1 - tokens) / perMs)
+  waitMs = math.ceil((need - tokens) / perMs)
 end
 redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(at))
-redis.call('PEXPIRE', KEYS[1], math.ceil(capacity / perMs) + 1000)
+redis.call('PEXPIRE', KEYS[1], math.ceil((capacity - math.min(tokens, 0)) / perMs) + 1000)
 return {allowed, waitMs}`;
 
 export interface RateLimitOptions {
@@ -45,18 +51,33 @@ export interface RateDecision {
   retryAfterMs: number;
 }
 
-/** Takes one token of the key's bucket; shared by every web process through Redis. */
+/**
+ * Takes `cost` tokens (one by default) of the key's bucket, of a request that paid `paid` already; shared by
+ * every web process through Redis.
+ */
 export function createRateLimiter({ redis, prefix, perSecond, clock }: Omit<RateLimitOptions, 'logger'>) {
   const capacity = perSecond * 2;
   const perMs = perSecond / 1000;
-  return async (accessKey: string): Promise<RateDecision> => {
+  return async (accessKey: string, cost = 1, paid = 0): Promise<RateDecision> => {
     const key = `${prefix}:ratelimit:${accessKey}`;
-    const [allowed, waitMs] = (await redis.eval(TAKE_TOKEN, 1, key, capacity, perMs, clock())) as [
-      number,
-      number,
-    ];
+    const args = [capacity, perMs, clock(), cost, paid];
+    const [allowed, waitMs] = (await redis.eval(TAKE_TOKEN, 1, key, ...args)) as [number, number];
     return { allowed: allowed === 1, retryAfterMs: waitMs };
   };
+}
+
+/** Charges this request `tokens` more than the one it paid on arrival; 4291 when the key's bucket refuses. */
+type ExtraCharge = (tokens: number, what: string) => Promise<void>;
+const EXTRA_CHARGE = Symbol('rate limit extra charge');
+
+/**
+ * For a request whose cost is known only once its body is read (a batch: by its orders and their listings):
+ * takes `tokens` more from the key's bucket, or throws 4291 naming `what` cost them. Nothing when the rate
+ * limit is off.
+ */
+export async function chargeMore(res: Response, tokens: number, what: string): Promise<void> {
+  const charge = (res.locals as { [EXTRA_CHARGE]?: ExtraCharge })[EXTRA_CHARGE];
+  if (charge && tokens > 0) await charge(tokens, what);
 }
 
 /**
@@ -66,21 +87,28 @@ export function createRateLimiter({ redis, prefix, perSecond, clock }: Omit<Rate
  */
 export function rateLimit(options: RateLimitOptions): RequestHandler {
   const take = createRateLimiter(options);
-  return async (_req, res, next) => {
-    const { accessKey } = authOf(res);
+  const spend = async (accessKey: string, cost: number, paid: number, what?: string) => {
     let decision: RateDecision;
     try {
-      decision = await take(accessKey);
+      decision = await take(accessKey, cost, paid);
     } catch (err) {
       options.logger.warn({ err: (err as Error).message }, 'rate limit skipped: redis unavailable');
-      return next();
+      return;
     }
-    if (decision.allowed) return next();
+    if (decision.allowed) return;
     const retryAfterS = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
     throw new ApiError(
       SvcStatus.RATE_LIMITED,
-      `Svc-Access-Key: more than ${options.perSecond} requests per second; retry after ${retryAfterS} s`,
+      `Svc-Access-Key: ${what ?? `more than ${options.perSecond} requests per second`}; retry after ${retryAfterS} s`,
       { 'Retry-After': String(retryAfterS) },
     );
+  };
+  return async (_req, res, next) => {
+    const { accessKey } = authOf(res);
+    await spend(accessKey, 1, 0);
+    const charge: ExtraCharge = (tokens, what) =>
+      spend(accessKey, tokens, 1, `${what}, more than ${options.perSecond} requests per second allow now`);
+    (res.locals as { [EXTRA_CHARGE]?: ExtraCharge })[EXTRA_CHARGE] = charge;
+    next();
   };
 }

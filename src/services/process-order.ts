@@ -155,48 +155,59 @@ export async function attemptOrder(deps: ProcessOrderDeps, orderId: number): Pro
 /** Counts an attempt and, for an order still queued, prices it against current stock and reserves what it buys. */
 export async function startAttempt(deps: ProcessOrderDeps, orderId: number): Promise<AttemptStep> {
   const leaseUntil = deps.clock() + deps.config.ATTEMPT_LEASE_S * 1000;
-  const start = await deps.store.processing.beginAttempt(orderId, {
-    leaseUntil,
-    maxAttempts: deps.maxAttempts,
-  });
+  // The attempt prices what it read and reserves in its own transaction; only stock taken in the meantime by
+  // another order (rare) costs further rounds.
+  const priced: { reservation?: Reservation } = {};
+  const start = await deps.store.processing.beginAttempt(
+    orderId,
+    { leaseUntil, maxAttempts: deps.maxAttempts },
+    (read) => {
+      const pricing = priceStoredOrder(read, read.catalog, deps.usdPer, deps.taxRules);
+      priced.reservation = reservationOf(read, pricing, deps.clock());
+      return priced.reservation;
+    },
+  );
   if (!start) return { kind: 'missing' };
   if (start.order.phase === 'settled') return { kind: 'settled', byThisAttempt: false };
   if (start.order.attempts > deps.maxAttempts) return { kind: 'exhausted' };
-  let stored: OrderWithItems | null = start;
-  if (start.catalog) {
-    const reserved = await reserve(deps, start, start.catalog);
-    if (Array.isArray(reserved)) return { kind: 'settled', byThisAttempt: true, itemStatuses: reserved };
-    // Another attempt got there first: carry on from what it stored.
-    stored = reserved === 'not-queued' ? await deps.store.orders.get(orderId) : reserved;
-    if (!stored || stored.order.phase === 'settled') return { kind: 'settled', byThisAttempt: false };
-  }
+  if (start.reserved === null) return { kind: 'pay', stored: start };
+  const reserved =
+    start.reserved === 'applied' ? reservedOrder(start, priced.reservation!) : await reserve(deps, start);
+  if (Array.isArray(reserved)) return { kind: 'settled', byThisAttempt: true, itemStatuses: reserved };
+  // Another attempt got there first: carry on from what it stored.
+  const stored = reserved === 'not-queued' ? await deps.store.orders.get(orderId) : reserved;
+  if (!stored || stored.order.phase === 'settled') return { kind: 'settled', byThisAttempt: false };
   return { kind: 'pay', stored };
 }
 
-/** Prices the order against `catalog` (read with the attempt) and reserves; stock taken meanwhile is re-read. */
+/** The order as a reservation left it, or the item statuses of an order that bought nothing (settled). */
+function reservedOrder(stored: OrderWithItems, reservation: Reservation): OrderWithItems | number[] {
+  // Nothing to buy: the reservation settled the order with every item's status.
+  if (reservation.phase === 'settled') return reservation.items.map((i) => i.status);
+  const byId = new Map(reservation.items.map((i) => [i.orderItemId, i]));
+  return {
+    order: { ...stored.order, phase: 'reserved', totalCents: reservation.totalCents },
+    items: stored.items.map((item) => ({
+      ...item,
+      status: byId.get(item.orderItemId)?.status ?? item.status,
+    })),
+  };
+}
+
+/** Prices the order against a fresh catalog and reserves, for a few rounds while other orders take the stock. */
 async function reserve(
   deps: ProcessOrderDeps,
   stored: OrderWithItems,
-  firstCatalog: PricingCatalog,
 ): Promise<OrderWithItems | 'not-queued' | number[]> {
   const listingIds = [...new Set(stored.items.map((i) => i.listingId))];
-  for (let round = 0; round < RESERVE_ROUNDS; round += 1) {
-    const catalog = round === 0 ? firstCatalog : await deps.store.catalog.loadForPricing(listingIds);
+  for (let round = 1; round < RESERVE_ROUNDS; round += 1) {
+    const catalog = await deps.store.catalog.loadForPricing(listingIds);
     const pricing = priceStoredOrder(stored, catalog, deps.usdPer, deps.taxRules);
     const reservation = reservationOf(stored, pricing, deps.clock());
     const result = await deps.store.processing.reserve(reservation);
     if (result === 'short') continue;
     if (result === 'not-queued') return result;
-    // Nothing to buy: the reservation settled the order with every item's status.
-    if (reservation.phase === 'settled') return reservation.items.map((i) => i.status);
-    const byId = new Map(reservation.items.map((i) => [i.orderItemId, i]));
-    return {
-      order: { ...stored.order, phase: 'reserved', totalCents: reservation.totalCents },
-      items: stored.items.map((item) => ({
-        ...item,
-        status: byId.get(item.orderItemId)?.status ?? item.status,
-      })),
-    };
+    return reservedOrder(stored, reservation);
   }
   throw new Error(
     `order ${stored.order.orderId}: stock kept changing while it was reserved; retrying the job`,

@@ -314,17 +314,25 @@ export interface AttemptStart extends OrderWithItems {
   catalog: PricingCatalog | null;
 }
 
+/** An attempt's start and, when it was given a pricing and was to reserve, what became of the reservation. */
+export interface AttemptBegun extends AttemptStart {
+  /** 'short': a listing no longer had the stock; nothing of the reservation was written, the count was. */
+  reserved: 'applied' | 'short' | null;
+}
+
 export interface ProcessingStore {
   /**
    * Counts an attempt at an unsettled order and returns it with its items as they stand after the count; an
    * attempt within `maxAttempts` takes the lease until `leaseUntil`. A settled order is returned as it is,
    * uncounted. Null when there is no such order. When the counted attempt is to reserve the order (still
-   * queued, within its attempts), the pricing catalog of its listings is read in the same transaction.
+   * queued, within its attempts), the pricing catalog of its listings is read in the same transaction and, with
+   * `price`, the reservation it returns is applied there too, as `reserve` would (all of it or none).
    */
   beginAttempt(
     orderId: number,
     lease: { leaseUntil: number; maxAttempts: number },
-  ): Promise<AttemptStart | null>;
+    price?: (start: AttemptStart & { catalog: PricingCatalog }) => Reservation,
+  ): Promise<AttemptBegun | null>;
   /** Applies a priced attempt while the order is still queued, taking every stock change or none. */
   reserve(reservation: Reservation): Promise<ReserveResult>;
   /** Settles the order while it is still in `fromPhase` (and its lease allows); false when it no longer is. */
@@ -561,6 +569,8 @@ export interface WebhookWithSecret extends Webhook {
 /** The next attempt of a pending delivery, as the relay hands it to the queue. */
 export interface DeliveryAttempt {
   deliveryId: number;
+  /** The webhook it goes to: its endpoint's share of the workers is counted by it. */
+  webhookId: number;
   /** 1 for the first attempt. */
   attempt: number;
   /** Not to be made before. */

@@ -8,7 +8,7 @@ import { loadConfig } from '../../src/config.js';
 import { ItemStatus as S } from '../../src/domain/item-status.js';
 import { addCard, createClient } from '../../src/services/client-keys.js';
 import { openStore } from '../../src/store/open-store.js';
-import type { NewOrder, Store } from '../../src/store/store.port.js';
+import type { NewOrder, Reservation, Store, StoredItem } from '../../src/store/store.port.js';
 import type { Probe } from '../../src/store/store.probe.js';
 import { LISTINGS, VENDORS } from '../helpers/fixtures.js';
 import { openProbe, TEST_STORE, testStoreEnv, type TestStoreEnv } from '../helpers/test-store.js';
@@ -99,26 +99,32 @@ const stockOf = (listingId: number) =>
   probe.scalar('SELECT stock FROM listings WHERE listing_id = ?', listingId);
 
 /** A reservation that buys every item of the order at 1000 + 100 shipping, taking `copies` of `listingId`. */
+const reservationFor = (
+  orderId: number,
+  items: readonly StoredItem[],
+  take: { listingId: number; copies: number }[],
+): Reservation => ({
+  orderId,
+  items: items.map((i) => ({
+    orderItemId: i.orderItemId,
+    costCents: 1000,
+    shipcostCents: 100,
+    taxCents: 0,
+    minDays: 2,
+    maxDays: 5,
+    status: S.QUEUED,
+  })),
+  take,
+  phase: 'reserved',
+  taxCents: null,
+  taxModel: null,
+  totalCents: 1100 * items.length,
+  now: T0 + 1000,
+});
+
 async function reserveAll(orderId: number, take: { listingId: number; copies: number }[]) {
   const { items } = (await store.orders.get(orderId))!;
-  return store.processing.reserve({
-    orderId,
-    items: items.map((i) => ({
-      orderItemId: i.orderItemId,
-      costCents: 1000,
-      shipcostCents: 100,
-      taxCents: 0,
-      minDays: 2,
-      maxDays: 5,
-      status: S.QUEUED,
-    })),
-    take,
-    phase: 'reserved',
-    taxCents: null,
-    taxModel: null,
-    totalCents: 1100 * items.length,
-    now: T0 + 1000,
-  });
+  return store.processing.reserve(reservationFor(orderId, items, take));
 }
 
 describe(`the store port on ${TEST_STORE}`, () => {
@@ -299,6 +305,32 @@ describe(`the store port on ${TEST_STORE}`, () => {
     expect(past!.order).toMatchObject({ attempts: 3, leaseUntil: T0 + 20 });
     expect(past!.catalog).toBeNull();
     expect(await store.processing.beginAttempt(987_654, lease(T0))).toBeNull();
+  });
+
+  it('reserves in the attempt’s transaction when given a pricing; short of stock, it keeps the count only', async () => {
+    const walden = await stockOf(WALDEN);
+    const orderId = await accepted([{ listingId: WALDEN, copies: 2 }]);
+    const lease = { leaseUntil: T0 + 10, maxAttempts: 5 };
+    const short = await store.processing.beginAttempt(orderId, lease, (start) =>
+      reservationFor(orderId, start.items, [{ listingId: WALDEN, copies: walden + 1 }]),
+    );
+    expect(short).toMatchObject({ reserved: 'short', order: { attempts: 1, phase: 'queued' } });
+    expect(await store.orders.phaseOf(orderId)).toBe('queued');
+    expect(await stockOf(WALDEN)).toBe(walden);
+    expect((await store.orders.get(orderId))!.order.attempts).toBe(1);
+
+    const applied = await store.processing.beginAttempt(orderId, lease, (start) => {
+      expect(start.catalog.listings.get(WALDEN)!.stock).toBe(walden);
+      return reservationFor(orderId, start.items, [{ listingId: WALDEN, copies: 2 }]);
+    });
+    expect(applied).toMatchObject({ reserved: 'applied', order: { attempts: 2 } });
+    expect(await store.orders.phaseOf(orderId)).toBe('reserved');
+    expect(await stockOf(WALDEN)).toBe(walden - 2);
+    // Reserved already: a later attempt neither reads a catalog nor prices.
+    const later = await store.processing.beginAttempt(orderId, lease, () => {
+      throw new Error('priced a reserved order');
+    });
+    expect(later).toMatchObject({ reserved: null, catalog: null, order: { attempts: 3, phase: 'reserved' } });
   });
 
   it('settles under a lease guard only once no attempt holds the lease beyond the given time', async () => {

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../scripts/redis.js';
 import { createSigningClient } from '../../src/client/signing-client.js';
 import { createWebApp } from '../../src/server.js';
+import { orderBody } from '../helpers/fixtures.js';
 import { createTestService, signed, type TestService } from '../helpers/test-service.js';
 
 let service: TestService;
@@ -54,6 +55,62 @@ describe('rate limit per access key (RATE_LIMIT_PER_S)', () => {
     for (let i = 0; i < 4; i++)
       await signed(app, { ...client, secretKey: 'not the secret' }, 'GET', '/v1/orders/1');
     expect(statusOf(await signed(app, client, 'GET', '/v1/orders/1'))).toBe('4041');
+  });
+});
+
+describe('rate limit charged by the cost of a batch', () => {
+  const batchOf = (ccToken: string, listingsPerOrder: number[]) => ({
+    orders: listingsPerOrder.map((n, i) => ({
+      ...orderBody(ccToken, { dryrun: true }),
+      requestId: `cost-${i}`,
+      listings: Array.from({ length: n }, (_, l) => ({ listingId: 100_000 + l, quantity: 1 })),
+    })),
+  });
+
+  it('when a batch of one order of 10 listings comes, then it costs one request: the burst has one more', async () => {
+    const client = await service.client('light batch client');
+    const res = await signed(app, client, 'POST', '/v1/order-batches', batchOf(client.ccToken, [10]));
+    expect(statusOf(res)).toBe('2004');
+    expect(statusOf(await signed(app, client, 'GET', '/v1/orders/1'))).toBe('4041');
+    expect(statusOf(await signed(app, client, 'GET', '/v1/orders/1'))).toBe('4291');
+  });
+
+  it('when a batch of one order of 11 listings comes, then it costs two: the burst is spent', async () => {
+    const client = await service.client('listings batch client');
+    const res = await signed(app, client, 'POST', '/v1/order-batches', batchOf(client.ccToken, [11]));
+    expect(statusOf(res)).toBe('2004');
+    expect(statusOf(await signed(app, client, 'GET', '/v1/orders/1'))).toBe('4291');
+  });
+
+  it('when a batch costs more than the burst, then it passes on a full bucket and the key waits out its debt', async () => {
+    const client = await service.client('heavy batch client');
+    // Five orders of 30 listings: 15 requests' worth, against a burst of 2 and 1 a second.
+    const res = await signed(
+      app,
+      client,
+      'POST',
+      '/v1/order-batches',
+      batchOf(client.ccToken, Array(5).fill(30)),
+    );
+    expect(statusOf(res)).toBe('2004');
+    const next = await signed(app, client, 'GET', '/v1/orders/1');
+    expect(statusOf(next)).toBe('4291');
+    expect(next.headers['retry-after']).toBe('14');
+    const again = await signed(app, client, 'POST', '/v1/order-batches', batchOf(client.ccToken, [30]));
+    expect(statusOf(again)).toBe('4291');
+    now += 14_000;
+    expect(statusOf(await signed(app, client, 'GET', '/v1/orders/1'))).toBe('4041');
+  });
+
+  it('when a batch costs more than the bucket holds now, then it is refused whole 4291, naming its cost', async () => {
+    const client = await service.client('refused batch client');
+    await signed(app, client, 'GET', '/v1/orders/1');
+    const res = await signed(app, client, 'POST', '/v1/order-batches', batchOf(client.ccToken, [5, 5]));
+    expect(statusOf(res)).toBe('4291');
+    expect(res.headers['retry-after']).toBe('1');
+    expect(res.body.messages).toEqual([
+      'Svc-Access-Key: this batch costs 2 requests (one per order and one more per 10 listings past its first 10), more than 1 requests per second allow now; retry after 1 s',
+    ]);
   });
 });
 

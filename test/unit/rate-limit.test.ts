@@ -1,6 +1,9 @@
 import type { NextFunction, Request, Response } from 'express';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
+import { EventEmitter } from 'node:events';
+import { perClientSlots } from '../../src/http/batch-slots.js';
+import { batchCost } from '../../src/http/order-batches.routes.js';
 import { rateLimit } from '../../src/http/rate-limit.js';
 import { createRedis } from '../../src/queue/redis.js';
 
@@ -24,5 +27,46 @@ describe('rate limit when Redis cannot be reached', () => {
     redis.disconnect();
     expect(nextCalls).toBe(3);
     expect(lines.some((line) => line.includes('rate limit skipped: redis unavailable'))).toBe(true);
+  });
+});
+
+describe('batches in flight per client (BATCH_CONCURRENCY_PER_CLIENT)', () => {
+  const request = (clientId: number) => {
+    const res = Object.assign(new EventEmitter(), { locals: { auth: { clientId } } }) as unknown as Response;
+    return res;
+  };
+  const enter = (slots: ReturnType<typeof perClientSlots>, res: Response) => {
+    let passed = false;
+    try {
+      slots({} as Request, res, () => (passed = true));
+    } catch (err) {
+      return (err as { codes: number[]; headers: Record<string, string> }).codes.concat(
+        Number((err as { headers: Record<string, string> }).headers['Retry-After']),
+      );
+    }
+    return passed ? 'passed' : 'stuck';
+  };
+
+  it('lets two of a client in at once and refuses a third 4291 with Retry-After 1; another client is let in', () => {
+    const slots = perClientSlots(2, 'batches');
+    const [a, b, c] = [request(1), request(1), request(1)];
+    expect(enter(slots, a)).toBe('passed');
+    expect(enter(slots, b)).toBe('passed');
+    expect(enter(slots, c)).toEqual([4291, 1]);
+    expect(enter(slots, request(2))).toBe('passed');
+    // Once one answer is sent (or its connection closes), the client has a slot again.
+    (a as unknown as EventEmitter).emit('close');
+    expect(enter(slots, request(1))).toBe('passed');
+    expect(enter(slots, request(1))).toEqual([4291, 1]);
+  });
+});
+
+describe('the rate-limit cost of a batch', () => {
+  it('is one per order and one more per 10 listings past the first 10; a malformed entry costs one', () => {
+    const order = (listings: number) => ({ listings: Array(listings).fill({}) });
+    expect(batchCost([order(1)])).toBe(1);
+    expect(batchCost([order(10), order(11), order(100)])).toBe(1 + 2 + 10);
+    expect(batchCost([null, 'x', {}, { listings: 'many' }])).toBe(4);
+    expect(batchCost(Array(250).fill(order(100)))).toBe(2500);
   });
 });

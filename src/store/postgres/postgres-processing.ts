@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { listingsOf } from '../order.rows.js';
-import type { ProcessingStore, Reservation, Settlement, StockChange } from '../store.port.js';
+import type { AttemptBegun, ProcessingStore, Reservation, Settlement, StockChange } from '../store.port.js';
 import { writeLedger } from './postgres-ledger.js';
 import { recordEvent } from './postgres-webhooks.js';
 import { readPricingCatalog } from './postgres-catalog.js';
@@ -98,11 +98,25 @@ const reserveParams = (r: Reservation): unknown[] => [
   r.items.map((i) => i.status),
 ];
 
+/** Applies a reservation while the order is still queued; throws ShortOfStock to roll it back whole. */
+async function applyReservation(
+  tx: pg.PoolClient,
+  reservation: Reservation,
+): Promise<'applied' | 'not-queued'> {
+  const applied = await tx.query<{ n: number }>(RESERVE_SQL, reserveParams(reservation));
+  if (applied.rows[0]?.n !== 1) return 'not-queued';
+  const { event, orderId, now } = reservation;
+  if (event) await recordEvent(tx, orderId, event, now);
+  // Stock is taken last so the listings, the contended rows, stay locked for the shortest time.
+  if (!(await changeStock(tx, reservation.take, TAKE_SQL))) throw new ShortOfStock();
+  return 'applied';
+}
+
 /** The worker's atomic steps: count an attempt, apply a priced reservation, settle. */
 export function postgresProcessing(pool: pg.Pool): ProcessingStore {
   return {
-    beginAttempt(orderId, { leaseUntil, maxAttempts }) {
-      return withTransaction(pool, async (tx) => {
+    beginAttempt(orderId, { leaseUntil, maxAttempts }, price) {
+      return withTransaction(pool, async (tx): Promise<AttemptBegun | null> => {
         const counted = await tx.query<OrderRow>(
           `UPDATE orders SET attempts = attempts + 1,
                   lease_until = CASE WHEN attempts + 1 <= $3 THEN $2 ELSE lease_until END
@@ -112,7 +126,7 @@ export function postgresProcessing(pool: pg.Pool): ProcessingStore {
         const row = counted.rows[0];
         if (!row) {
           const settled = await readOrder(tx, orderId);
-          return settled && { ...settled, catalog: null };
+          return settled && { ...settled, catalog: null, reserved: null };
         }
         // Read under the order's row lock: no reservation or settlement can come between count and items.
         const { rows } = await tx.query<ItemRow>(
@@ -121,22 +135,25 @@ export function postgresProcessing(pool: pg.Pool): ProcessingStore {
         );
         const order = toStoredOrder(row);
         const items = rows.map(toStoredItem);
-        const toReserve = order.phase === 'queued' && order.attempts <= maxAttempts;
-        const catalog = toReserve ? await readPricingCatalog(tx, listingsOf(items)) : null;
-        return { order, items, catalog };
+        if (order.phase !== 'queued' || order.attempts > maxAttempts)
+          return { order, items, catalog: null, reserved: null };
+        const catalog = await readPricingCatalog(tx, listingsOf(items));
+        if (!price) return { order, items, catalog, reserved: null };
+        // The count commits whatever becomes of the reservation: a savepoint undoes a reservation short of stock.
+        await tx.query('SAVEPOINT reservation');
+        try {
+          await applyReservation(tx, price({ order, items, catalog }));
+          return { order, items, catalog, reserved: 'applied' };
+        } catch (err) {
+          if (!(err instanceof ShortOfStock)) throw err;
+          await tx.query('ROLLBACK TO SAVEPOINT reservation');
+          return { order, items, catalog, reserved: 'short' };
+        }
       });
     },
     async reserve(reservation) {
       try {
-        return await withTransaction(pool, async (tx) => {
-          const applied = await tx.query<{ n: number }>(RESERVE_SQL, reserveParams(reservation));
-          if (applied.rows[0]?.n !== 1) return 'not-queued';
-          const { event, orderId, now } = reservation;
-          if (event) await recordEvent(tx, orderId, event, now);
-          // Stock is taken last so the listings, the contended rows, stay locked for the shortest time.
-          if (!(await changeStock(tx, reservation.take, TAKE_SQL))) throw new ShortOfStock();
-          return 'applied';
-        });
+        return await withTransaction(pool, (tx) => applyReservation(tx, reservation));
       } catch (err) {
         if (err instanceof ShortOfStock) return 'short';
         throw err;

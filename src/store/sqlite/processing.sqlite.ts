@@ -1,7 +1,9 @@
 import { ItemStatus } from '../../domain/item-status.js';
 import { listingsOf } from '../order.rows.js';
 import type {
+  AttemptBegun,
   AttemptStart,
+  PricingCatalog,
   ProcessingStore,
   Reservation,
   ReserveResult,
@@ -63,17 +65,6 @@ export function sqliteProcessing(db: Db): ProcessingStore {
     'SELECT 1 AS one FROM ledger_entries WHERE entry_key = ?',
   );
 
-  const beginAttempt = db.transaction(
-    (orderId: number, lease: { leaseUntil: number; maxAttempts: number }): AttemptStart | null => {
-      countAttempt.run({ orderId, ...lease });
-      const stored = read(orderId);
-      if (!stored) return null;
-      const { phase, attempts } = stored.order;
-      const toReserve = phase === 'queued' && attempts <= lease.maxAttempts;
-      return { ...stored, catalog: toReserve ? readPricingCatalog(listingsOf(stored.items)) : null };
-    },
-  );
-
   const reserve = db.transaction((r: Reservation): ReserveResult => {
     if (reservePhase.run(r).changes === 0) return 'not-queued';
     for (const { listingId, copies } of r.take) {
@@ -94,6 +85,31 @@ export function sqliteProcessing(db: Db): ProcessingStore {
     return 'applied';
   });
 
+  const beginAttempt = db.transaction(
+    (
+      orderId: number,
+      lease: { leaseUntil: number; maxAttempts: number },
+      price: ((start: AttemptStart & { catalog: PricingCatalog }) => Reservation) | undefined,
+    ): AttemptBegun | null => {
+      countAttempt.run({ orderId, ...lease });
+      const stored = read(orderId);
+      if (!stored) return null;
+      const { phase, attempts } = stored.order;
+      if (phase !== 'queued' || attempts > lease.maxAttempts)
+        return { ...stored, catalog: null, reserved: null };
+      const start = { ...stored, catalog: readPricingCatalog(listingsOf(stored.items)) };
+      if (!price) return { ...start, reserved: null };
+      try {
+        // A nested transaction is a savepoint: a reservation short of stock is undone, the count kept.
+        reserve(price(start));
+        return { ...start, reserved: 'applied' };
+      } catch (err) {
+        if (!(err instanceof ShortOfStock)) throw err;
+        return { ...start, reserved: 'short' };
+      }
+    },
+  );
+
   const settle = db.transaction((s: Settlement): boolean => {
     const { orderId, fromPhase, now } = s;
     const guard = {
@@ -112,8 +128,8 @@ export function sqliteProcessing(db: Db): ProcessingStore {
   });
 
   return {
-    async beginAttempt(orderId, lease) {
-      return beginAttempt.immediate(orderId, lease);
+    async beginAttempt(orderId, lease, price) {
+      return beginAttempt.immediate(orderId, lease, price);
     },
     async reserve(reservation) {
       try {

@@ -1,0 +1,31 @@
+import type { RequestHandler } from 'express';
+import { ApiError } from './errors.js';
+import { authOf } from './respond.js';
+import { SvcStatus } from './status-codes.js';
+
+/**
+ * At most `limit` requests of one client in flight at once in this web process (BATCH_CONCURRENCY_PER_CLIENT
+ * for batches): one more is refused 4291 with `Retry-After: 1` before its body is parsed, so one client's heavy
+ * work takes a bounded share of the process whatever its rate limit leaves it. A slot is given back when the
+ * answer is sent or the connection closes.
+ */
+export function perClientSlots(limit: number, what: string): RequestHandler {
+  const inFlight = new Map<number, number>();
+  return (_req, res, next) => {
+    const { clientId } = authOf(res);
+    const held = inFlight.get(clientId) ?? 0;
+    if (held >= limit)
+      throw new ApiError(
+        SvcStatus.RATE_LIMITED,
+        `Svc-Access-Key: more than ${limit} ${what} of this client at once; retry after 1 s`,
+        { 'Retry-After': '1' },
+      );
+    inFlight.set(clientId, held + 1);
+    res.once('close', () => {
+      const left = (inFlight.get(clientId) ?? 1) - 1;
+      if (left > 0) inFlight.set(clientId, left);
+      else inFlight.delete(clientId);
+    });
+    next();
+  };
+}
