@@ -3,17 +3,14 @@
 // signing, POST, attempt recorded) into an HTTP receiver in this process that answers 204. Prints a section
 // for BENCHMARKS.md ("Webhook deliveries"); --write replaces it there.
 //   node --import tsx scripts/bench-webhooks.ts [--deliveries 5000] [--stores sqlite,postgres] [--write]
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { ItemStatus } from '../src/domain/item-status.js';
-import { addCard, createClient } from '../src/services/client-keys.js';
-import { newOrderEvent } from '../src/services/order-events.js';
 import type { Store } from '../src/store/store.port.js';
+import { benchClient, importBenchListing } from './bench-webhook-clients.js';
 import { replaceSection } from './benchmarks-file.js';
 import { running, startEntry, stopProcess, waitFor, waitForWorkers } from './bench-processes.js';
 import {
@@ -32,15 +29,16 @@ const { values } = parseArgs({
     deliveries: { type: 'string', default: '5000' },
     stores: { type: 'string', default: 'sqlite,postgres' },
     concurrency: { type: 'string', default: '32' },
+    'per-endpoint': { type: 'string', default: '4' },
     write: { type: 'boolean', default: false },
   },
 });
 const DELIVERIES = Number(values.deliveries);
 const CONCURRENCY = Number(values.concurrency);
+const PER_ENDPOINT = Number(values['per-endpoint']);
 // Distinct events; the rest of the backlog is replays of them, which take the same path.
 const EVENTS = Math.min(200, DELIVERIES);
 const ROOT = path.resolve(import.meta.dirname, '..');
-const LISTING = 9_000_001;
 
 interface Result {
   store: string;
@@ -72,72 +70,11 @@ async function startReceiver() {
 /** One client with a webhook, and DELIVERIES pending deliveries to it: EVENTS settled orders, then replays. */
 async function fillOutbox(store: Store, url: string): Promise<void> {
   const now = Date.now();
-  await store.catalog.importCatalog(
-    [{ vendorId: 9001, name: 'Bench Books', country: 'USA', currency: 'USD', rates: [] }],
-    [
-      {
-        listingId: LISTING,
-        vendorId: 9001,
-        title: 'Walden',
-        isbn: '9780691096124',
-        priceCents: 1000,
-        quantity: 1,
-      },
-    ],
-  );
-  const client = await createClient(store.clients, 'webhook bench', now);
-  const card = await addCard(store.clients, client.clientId, false, now);
-  const webhook = await store.webhooks.add({ clientId: client.clientId, url, now });
-  for (let i = 0; i < EVENTS; i += 1) await settledOrder(store, client.clientId, card.cardId, now);
+  await importBenchListing(store);
+  const { webhook, settle } = await benchClient(store, 'webhook bench', url);
+  for (let i = 0; i < EVENTS; i += 1) await settle();
   const replays = Math.ceil(DELIVERIES / EVENTS) - 1;
   for (let i = 0; i < replays; i += 1) await store.webhooks.replay(webhook.webhookId, 0, now);
-}
-
-const ADDRESS = { name: 'A', address1: '1 St', city: 'C', country: 'USA', zipcode: '1', phone: '1' };
-const ITEM = {
-  lineNo: 0,
-  listingId: LISTING,
-  vendorId: 9001,
-  title: 'Walden',
-  isbn: '9780691096124',
-  lineQuantity: 1,
-  maxPriceCents: null,
-  minDays: null,
-  maxDays: null,
-  costCents: 1000,
-};
-
-/** An order of one copy that the worker found unavailable: one event, as the worker's reservation records it. */
-async function settledOrder(store: Store, clientId: number, cardId: number, now: number): Promise<void> {
-  const accepted = await store.orders.accept({
-    clientId,
-    requestId: crypto.randomUUID(),
-    requestHash: 'bench',
-    referenceId: null,
-    domain: 'bookmarket.com',
-    currency: 'USD',
-    shippingMode: 'S',
-    shipAddr: ADDRESS,
-    billAddr: ADDRESS,
-    cardId,
-    totalMaxPriceCents: null,
-    createdAt: now,
-    items: [ITEM],
-  });
-  if (accepted.kind !== 'created') throw new Error('order not created');
-  const [item] = (await store.orders.get(accepted.orderId))!.items;
-  const rejected = { costCents: 1000, shipcostCents: 0, taxCents: 0, minDays: null, maxDays: null };
-  await store.processing.reserve({
-    orderId: accepted.orderId,
-    items: [{ orderItemId: item!.orderItemId, ...rejected, status: ItemStatus.ITEM_UNAVAILABLE }],
-    take: [],
-    phase: 'settled',
-    taxCents: null,
-    taxModel: null,
-    totalCents: 0,
-    now,
-    event: newOrderEvent(),
-  });
 }
 
 /** CPU seconds so far of the worker, Redis (when private), the database server (when private) and this process. */
@@ -163,6 +100,7 @@ async function round(bench: BenchStore, redis: RunningRedis): Promise<Result> {
       QUEUE_PREFIX: `benchwh${process.pid}${bench.kind}`,
       WEBHOOK_ALLOW_PRIVATE: 'true',
       WEBHOOK_CONCURRENCY: String(CONCURRENCY),
+      WEBHOOK_CONCURRENCY_PER_ENDPOINT: String(PER_ENDPOINT),
       LOG_LEVEL: 'info',
       LOG_PRETTY: 'false',
     });

@@ -11,6 +11,8 @@ export const WebhookJobs = {
   'deliver-webhook': z.strictObject({
     deliveryId: z.number().int().positive(),
     attempt: z.number().int().positive(),
+    // Absent from jobs queued before it was added: the worker then reads it from the store.
+    webhookId: z.number().int().positive().optional(),
   }),
 } as const;
 
@@ -45,9 +47,9 @@ export function createWebhookQueue(connection: RedisClient, prefix: string, logg
     queue,
     async enqueue(attempts, now) {
       await queue.addBulk(
-        attempts.map(({ deliveryId, attempt, dueAt }) => ({
+        attempts.map(({ deliveryId, webhookId, attempt, dueAt }) => ({
           name: 'deliver-webhook' as const,
-          data: { deliveryId, attempt },
+          data: { deliveryId, webhookId, attempt },
           opts: { ...OPTIONS, jobId: deliveryJobId(deliveryId, attempt), delay: Math.max(0, dueAt - now) },
         })),
       );

@@ -1,16 +1,20 @@
-import { UnrecoverableError, Worker } from 'bullmq';
+import { DelayedError, UnrecoverableError, Worker } from 'bullmq';
 import type { Deps } from '../deps.js';
 import type { JobRecord } from '../metrics/metrics.recorder.js';
-import { deliverWebhook } from '../services/deliver-webhook.js';
+import { CLAIM_START_WINDOW_MS, deliverFairly } from '../services/deliver-webhook.js';
 import { startRelay } from '../services/webhook-relay.js';
 import { createWebhookSender } from '../webhooks/webhook-sender.js';
+import { createEndpointGate } from './endpoint-gate.js';
 import { createBlockingRedis, createRedis } from './redis.js';
 import { createWebhookQueue, WEBHOOK_QUEUE, WebhookJobs, type WebhookJobData } from './webhook.queue.js';
 
+/** The longest pause of an endpoint that keeps failing, as the longest wait between attempts. */
+const MAX_PAUSE_MS = 3_600_000;
+
 /**
  * Starts the webhooks side of a worker process: a BullMQ worker of its own queue, with its own connection and
- * concurrency (a slow receiver holds a delivery slot, never an order slot), and the relay that hands the
- * store's outbox to that queue. Resolves with a function that stops both cleanly.
+ * concurrency (a slow receiver holds a delivery slot, never an order slot, and at most its endpoint's share of
+ * them: see deliverFairly), and the relay that hands the store's outbox to that queue. Resolves with a function that stops both cleanly.
  */
 export async function startWebhookWorker(deps: Deps) {
   const { config, logger } = deps;
@@ -22,28 +26,47 @@ export async function startWebhookWorker(deps: Deps) {
   const sender = createWebhookSender({
     allowPrivate: config.WEBHOOK_ALLOW_PRIVATE,
     timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+    connectTimeoutMs: config.WEBHOOK_CONNECT_TIMEOUT_MS,
   });
-  const deliverDeps = { ...deps, sender };
+  const gateConnection = createRedis(config, `${config.QUEUE_PREFIX}-webhook-gate`);
+  const gate = createEndpointGate({
+    redis: gateConnection,
+    prefix: config.REDIS_PREFIX,
+    perEndpoint: config.WEBHOOK_CONCURRENCY_PER_ENDPOINT,
+    // Longer than an attempt can take (its claim's start window, then the time-out), so only a dead worker's
+    // slot is ever freed by expiry.
+    holdMs: CLAIM_START_WINDOW_MS + config.WEBHOOK_TIMEOUT_MS + 5000,
+    breakerFailures: config.WEBHOOK_BREAKER_FAILURES,
+    pauseMs: config.WEBHOOK_BREAKER_PAUSE_MS,
+    maxPauseMs: MAX_PAUSE_MS,
+    clock: deps.clock,
+  });
+  const deliverDeps = { ...deps, sender, gate };
   const connection = createBlockingRedis(config, `${config.QUEUE_PREFIX}-webhooks`);
   const worker = new Worker<WebhookJobData>(
     WEBHOOK_QUEUE,
-    async (job) => {
+    async (job, token) => {
       const started = performance.now();
-      let result: JobRecord['result'] = 'failed';
+      let result: JobRecord['result'] | 'deferred' = 'failed';
       try {
         const parsed = WebhookJobs['deliver-webhook'].safeParse(job.data);
         if (!parsed.success)
           throw new UnrecoverableError(`bad payload for ${job.name}: ${parsed.error.message}`);
-        const { deliveryId, attempt } = parsed.data;
-        await deliverWebhook(
+        const outcome = await deliverFairly(
           { ...deliverDeps, logger: logger.child({ jobId: job.id }) },
-          deliveryId,
-          attempt,
+          parsed.data,
         );
+        if (typeof outcome === 'object') {
+          // Its endpoint is busy or paused: the job waits in the queue, not in a slot, and is not an attempt.
+          result = 'deferred';
+          await job.moveToDelayed(Date.now() + outcome.waitMs, token);
+          throw new DelayedError();
+        }
         result = 'completed';
       } finally {
         const seconds = (performance.now() - started) / 1000;
-        await deps.metrics.recordJob({ queue: WEBHOOK_QUEUE, name: job.name, seconds, result });
+        if (result !== 'deferred')
+          await deps.metrics.recordJob({ queue: WEBHOOK_QUEUE, name: job.name, seconds, result });
       }
     },
     {
@@ -71,6 +94,7 @@ export async function startWebhookWorker(deps: Deps) {
       await queue.close();
       sender.close();
       connection.disconnect();
+      gateConnection.disconnect();
     },
   };
 }

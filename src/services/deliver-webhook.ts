@@ -1,5 +1,6 @@
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
+import type { AttemptResult, EndpointGate } from '../queue/endpoint-gate.js';
 import type { AttemptOutcome, Store } from '../store/store.port.js';
 import type { WebhookSender } from '../webhooks/webhook-sender.js';
 import { eventBody } from './order-events.js';
@@ -11,6 +12,21 @@ export interface DeliverDeps {
   clock: () => number;
   logger: Logger;
   config: Pick<Config, 'WEBHOOK_RETRY_BASE_MS' | 'WEBHOOK_MAX_ATTEMPTS'>;
+}
+
+export interface FairDeliverDeps extends DeliverDeps {
+  gate: EndpointGate;
+  config: DeliverDeps['config'] & Pick<Config, 'WEBHOOK_TIMEOUT_MS'>;
+  /** [0, 1): spreads the waits of an endpoint's backlog. */
+  random?: () => number;
+}
+
+/** An attempt that may not start now: its job is to wait `waitMs` in the queue, holding no worker slot. */
+export interface Deferral {
+  kind: 'deferred';
+  /** busy: its endpoint has all its slots taken; paused: its endpoint keeps failing and rests. */
+  reason: 'busy' | 'paused';
+  waitMs: number;
 }
 
 /**
@@ -74,4 +90,49 @@ export async function deliverWebhook(
     deps.logger.info({ ...fields, error: outcome.error }, 'webhook attempt failed');
   else deps.logger.warn({ ...fields, error: outcome.error }, 'webhook delivery given up; webhook failing');
   return recorded ? outcome.kind : 'stale';
+}
+
+/** How long an attempt waits in its slot for one of its busy, answering endpoint's to end before it is deferred. */
+const SLOT_PATIENCE_MS = 250;
+const BUSY_WAIT_MS = [200, 1000] as const;
+const PAUSE_SPREAD_MS = 1000;
+
+const resultOf = (outcome: DeliveryOutcome | undefined): AttemptResult =>
+  outcome === 'delivered' ? 'ok' : outcome === 'retry' || outcome === 'gave-up' ? 'failed' : 'none';
+
+/**
+ * Makes an attempt as deliverWebhook does, if its endpoint lets it: at most a few attempts to one endpoint at
+ * once across every worker, none while the endpoint is paused after failing again and again. An attempt that may
+ * not start is deferred: when the endpoint is busy and answering, after waiting a moment in its slot for one of
+ * the endpoint's to end, for a moment more; about a response time-out when it is busy and slow (its slots are
+ * held by attempts that may hang that long); past the end of the pause when it is paused (spread over as long
+ * again as the pause has left, at least a second, so that its backlog does not wake at once).
+ */
+export async function deliverFairly(
+  deps: FairDeliverDeps,
+  job: { deliveryId: number; attempt: number; webhookId?: number | undefined },
+): Promise<DeliveryOutcome | Deferral> {
+  const webhookId = job.webhookId ?? (await deps.store.webhooks.target(job.deliveryId))?.webhook.webhookId;
+  if (webhookId === undefined) return 'stale';
+  const random = deps.random ?? Math.random;
+  const entry = await deps.gate.enter(webhookId, SLOT_PATIENCE_MS);
+  if (entry.kind === 'paused') {
+    // Woken over as long again as the pause has left, so that a large backlog does not wake all at once.
+    const spread = Math.max(PAUSE_SPREAD_MS, entry.waitMs);
+    return { kind: 'deferred', reason: 'paused', waitMs: entry.waitMs + Math.floor(random() * spread) };
+  }
+  if (entry.kind === 'busy') {
+    const timeout = deps.config.WEBHOOK_TIMEOUT_MS;
+    const [low, high] = entry.slow ? [timeout / 2, timeout] : BUSY_WAIT_MS;
+    return { kind: 'deferred', reason: 'busy', waitMs: Math.floor(low + random() * (high - low)) };
+  }
+  let outcome: DeliveryOutcome | undefined;
+  try {
+    outcome = await deliverWebhook(deps, job.deliveryId, job.attempt);
+    return outcome;
+  } finally {
+    const pausedMs = await deps.gate.leave(webhookId, entry.token, resultOf(outcome));
+    if (pausedMs > 0)
+      deps.logger.warn({ webhookId, pausedMs }, 'webhook endpoint keeps failing; its deliveries paused');
+  }
 }

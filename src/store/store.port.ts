@@ -569,6 +569,8 @@ export interface WebhookWithSecret extends Webhook {
 /** The next attempt of a pending delivery, as the relay hands it to the queue. */
 export interface DeliveryAttempt {
   deliveryId: number;
+  /** The webhook it goes to: its endpoint's share of the workers is counted by it. */
+  webhookId: number;
   /** 1 for the first attempt. */
   attempt: number;
   /** Not to be made before. */

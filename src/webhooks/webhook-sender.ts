@@ -36,7 +36,10 @@ export interface WebhookSender {
 
 export interface SenderOptions {
   allowPrivate: boolean;
+  /** The whole attempt, connection included: at most this long until the answer's status. */
   timeoutMs: number;
+  /** How long the connection may take: a receiver that does not accept is given up on sooner. */
+  connectTimeoutMs?: number;
   resolve?: Resolver;
   /** How much of an answer is read before the connection is dropped. */
   maxResponseBytes?: number;
@@ -47,7 +50,8 @@ const USER_AGENT = 'bookorders-webhooks/1';
 /**
  * Posts signed events. Each post resolves the host once, refuses it unless every address is allowed, connects
  * only to those addresses (with the name as Host and TLS server name), checks the address it connected to
- * again, follows no redirect, reads at most `maxResponseBytes` of the answer, and gives up after `timeoutMs`.
+ * again, follows no redirect, reads at most `maxResponseBytes` of the answer, and gives up after `timeoutMs`
+ * (or after `connectTimeoutMs` when the connection is not made by then).
  */
 export function createWebhookSender(options: SenderOptions): WebhookSender {
   const resolve = options.resolve ?? systemResolver;
@@ -94,7 +98,7 @@ function send(
   url: URL,
   requestOptions: Pick<http.RequestOptions, 'headers' | 'agent' | 'lookup'>,
   body: Buffer,
-  { timeoutMs, allowPrivate, maxResponseBytes = 64 * 1024 }: SenderOptions,
+  { timeoutMs, connectTimeoutMs, allowPrivate, maxResponseBytes = 64 * 1024 }: SenderOptions,
 ): Promise<PostResult> {
   return new Promise((resolve) => {
     const transport = url.protocol === 'https:' ? https : http;
@@ -103,6 +107,8 @@ function send(
     const timer = setTimeout(() => request.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
     request.on('close', () => clearTimeout(timer));
     const finish = resolve;
+    if (connectTimeoutMs !== undefined && connectTimeoutMs < timeoutMs)
+      request.on('socket', (socket) => limitConnect(socket, request, connectTimeoutMs));
     if (!allowPrivate) request.on('socket', (socket) => checkPeer(socket, request));
     request.on('error', (err) => finish({ ok: false, error: err.message }));
     request.on('response', (response) => {
@@ -125,6 +131,14 @@ function drain(response: http.IncomingMessage, limit: number): void {
     if (read > limit) response.destroy();
   });
   response.on('error', () => undefined);
+}
+
+/** A new connection not made within `ms` ends the request; a kept-alive one is already made. */
+function limitConnect(socket: Socket, request: http.ClientRequest, ms: number): void {
+  if (!socket.connecting) return;
+  const timer = setTimeout(() => request.destroy(new Error(`no connection within ${ms} ms`)), ms);
+  socket.once('connect', () => clearTimeout(timer));
+  socket.once('close', () => clearTimeout(timer));
 }
 
 /** The address a new connection reached must be allowed too, whatever resolved it. */

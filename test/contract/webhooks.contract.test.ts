@@ -203,7 +203,12 @@ describe(`webhooks and order events on ${TEST_STORE}`, () => {
     await settle(await reservedOrder(client), `evt_outbox_${seq}`);
     await outbox();
     const [first] = await pendingOf(hook.webhookId);
-    expect(first).toEqual({ deliveryId: expect.any(Number), attempt: 1, dueAt: 0 });
+    expect(first).toEqual({
+      deliveryId: expect.any(Number),
+      webhookId: hook.webhookId,
+      attempt: 1,
+      dueAt: 0,
+    });
     const { deliveryId } = first!;
 
     await store.webhooks.markEnqueued([first!], T0 + 10);
@@ -214,8 +219,13 @@ describe(`webhooks and order events on ${TEST_STORE}`, () => {
     const retry = { kind: 'retry' as const, retryAt: T0 + 5000, error: 'answered 500' };
     expect(await store.webhooks.recordAttempt(deliveryId, 1, retry, T0 + 20)).toBe(true);
     expect(await store.webhooks.recordAttempt(deliveryId, 1, retry, T0 + 20)).toBe(false);
-    expect(await pendingOf(hook.webhookId)).toEqual([{ deliveryId, attempt: 2, dueAt: T0 + 5000 }]);
-    await store.webhooks.markEnqueued([{ deliveryId, attempt: 1, dueAt: 0 }], T0 + 30);
+    expect(await pendingOf(hook.webhookId)).toEqual([
+      { deliveryId, webhookId: hook.webhookId, attempt: 2, dueAt: T0 + 5000 },
+    ]);
+    await store.webhooks.markEnqueued(
+      [{ deliveryId, webhookId: hook.webhookId, attempt: 1, dueAt: 0 }],
+      T0 + 30,
+    );
     expect(await pendingOf(hook.webhookId)).toHaveLength(1);
 
     const gaveUp = { kind: 'gave-up' as const, error: 'answered 503' };
@@ -246,7 +256,9 @@ describe(`webhooks and order events on ${TEST_STORE}`, () => {
     expect(await store.webhooks.replay(hook.webhookId, T0 + 1001, T0 + 9000)).toBe(0);
     await outbox();
     const again = await pendingOf(hook.webhookId);
-    expect(again).toEqual([{ deliveryId: expect.any(Number), attempt: 1, dueAt: 0 }]);
+    expect(again).toEqual([
+      { deliveryId: expect.any(Number), webhookId: hook.webhookId, attempt: 1, dueAt: 0 },
+    ]);
     expect((await store.webhooks.target(again[0]!.deliveryId))!.event.eventId).toMatch(/^evt_replay_a_/);
 
     await store.webhooks.remove(hook.webhookId, T0 + 9500);

@@ -23,6 +23,9 @@ export interface Receiver {
   url(path?: string): string;
   /** Every request so far, in arrival order. */
   readonly received: Received[];
+  /** Requests under way now (a hung one until its caller gives up), and the most there were at once. */
+  readonly open: number;
+  readonly maxOpen: number;
   answer(with_: Answer): void;
   /** Whether a request carries a valid signature of its body under `secret`. */
   verify(received: Received, secret: string): boolean;
@@ -32,7 +35,12 @@ export interface Receiver {
 export async function startReceiver(answer: Answer = () => 204): Promise<Receiver> {
   const received: Received[] = [];
   let current = answer;
+  let open = 0;
+  let maxOpen = 0;
   const server = http.createServer((req, res) => {
+    open += 1;
+    maxOpen = Math.max(maxOpen, open);
+    res.on('close', () => (open -= 1));
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
@@ -55,6 +63,12 @@ export async function startReceiver(answer: Answer = () => 204): Promise<Receive
     port,
     url: (path = '/hooks') => `http://127.0.0.1:${port}${path}`,
     received,
+    get open() {
+      return open;
+    },
+    get maxOpen() {
+      return maxOpen;
+    },
     answer(next) {
       current = next;
     },

@@ -115,7 +115,12 @@ describe('when a webhook is removed while a transaction recording an event for i
     const states = await deliveryStates(gone.webhookId);
     if (TEST_STORE === 'postgres') expect(states).toEqual([{ state: 'dropped' }]);
     else expect(states.every((d) => d.state === 'dropped')).toBe(true);
-    expect(await deliveryStates(kept.webhookId)).toContainEqual({ state: 'delivered' });
+    // The receiver may have its request before the worker records the attempt.
+    await until(
+      async () => (await deliveryStates(kept.webhookId)).some((d) => d.state === 'delivered'),
+      30_000,
+      'the delivery to the webhook that stays recorded',
+    );
   }, 90_000);
 });
 

@@ -50,7 +50,8 @@ export async function recordEvent(
   await tx.query(EVENT_SQL, [orderId, event.eventId, now]);
 }
 
-const ATTEMPT_COLUMNS = 'delivery_id AS "deliveryId", attempts + 1 AS attempt, next_attempt_at AS "dueAt"';
+const ATTEMPT_COLUMNS =
+  'delivery_id AS "deliveryId", webhook_id AS "webhookId", attempts + 1 AS attempt, next_attempt_at AS "dueAt"';
 
 // The delivery finished at its attempt, and its webhook's failing mark set ($1 'failed') or cleared.
 const FINISH_SQL = `

@@ -52,7 +52,8 @@ export function eventRecorder(db: Db): (orderId: number, event: OrderEventWrite,
   };
 }
 
-const ATTEMPT_COLUMNS = 'delivery_id AS deliveryId, attempts + 1 AS attempt, next_attempt_at AS dueAt';
+const ATTEMPT_COLUMNS =
+  'delivery_id AS deliveryId, webhook_id AS webhookId, attempts + 1 AS attempt, next_attempt_at AS dueAt';
 
 /** Webhooks and the delivery outbox; each write one transaction. */
 export function sqliteWebhooks(db: Db, secrets: SecretDeriver): WebhookStore {
