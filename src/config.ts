@@ -1,4 +1,5 @@
 import net from 'node:net';
+import cron from 'node-cron';
 import { z } from 'zod';
 import { parseSecretsKey } from './domain/secrets.js';
 import { parseRedisUrl, type RedisSeeds } from './queue/redis-url.js';
@@ -9,6 +10,8 @@ const nonNegativeInt = z.coerce.number().int().nonnegative();
 const ConfigSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  // The address the web listens on; unset, every interface (`npm start` sets 127.0.0.1).
+  HOST: z.string().min(1).optional(),
   DB_PATH: z.string().min(1).default('./data/orders.db'),
   DATABASE_URL: z
     .string()
@@ -68,7 +71,11 @@ const ConfigSchema = z.object({
   QUEUED_STALE_AFTER_S: positiveInt.default(120),
   SHIP_DEADLINE_H: positiveInt.default(96),
   EXTRA_SHIPPING_TIMEOUT_H: positiveInt.default(48),
-  RECONCILE_CRON: z.string().min(1).default('* * * * *'),
+  RECONCILE_CRON: z
+    .string()
+    .min(1)
+    .refine((expression) => cron.validate(expression), 'is not a cron expression (e.g. "* * * * *")')
+    .default('* * * * *'),
   SANDBOX_PAYMENT_LATENCY_MS: nonNegativeInt.default(0),
   // CONTRACT.md section 12: past this many unsettled orders, real orders are refused with 5030.
   MAX_UNSETTLED_ORDERS: positiveInt.default(50_000),
