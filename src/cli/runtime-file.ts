@@ -21,7 +21,12 @@ export const RUNTIME_SETTINGS = [
   'DB_PATH',
   'DATABASE_URL',
   'DATABASE_POOLING',
+  // Not where the service is, but what its workers allow: webhook:add then checks a URL as they will.
+  'WEBHOOK_ALLOW_PRIVATE',
 ] as const;
+
+/** Of RUNTIME_SETTINGS, those that do not aim a command at another Redis or store when set. */
+const NOT_LOCATING: readonly string[] = ['QUEUE_PREFIX', 'WEBHOOK_ALLOW_PRIVATE'];
 
 export const runtimeFilePath = (root: string = process.cwd()): string =>
   path.join(root, 'data', 'runtime.json');
@@ -56,7 +61,7 @@ export function withRuntimeSettings(
   runtime: RuntimeFile | null,
 ): { env: Record<string, string | undefined>; used: string[] } {
   if (!runtime) return { env, used: [] };
-  const located = RUNTIME_SETTINGS.some((name) => name !== 'QUEUE_PREFIX' && env[name]);
+  const located = RUNTIME_SETTINGS.some((name) => !NOT_LOCATING.includes(name) && env[name]);
   // An operator who aimed the command at a store or Redis of their own gets none of the running service's.
   if (located) return { env, used: [] };
   const used = RUNTIME_SETTINGS.filter((name) => runtime.env[name] !== undefined && !env[name]);
