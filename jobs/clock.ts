@@ -1,12 +1,9 @@
-import cron from 'node-cron';
 import { closeDeps, createDeps } from '../src/container.js';
 import { runProcess } from '../src/process.js';
 import { startProcessHeartbeat } from '../src/metrics/process-heartbeat.js';
 import { scheduleReconcile } from './reconcile.job.js';
 
 runProcess('clock', async (config, logger) => {
-  if (!cron.validate(config.RECONCILE_CRON))
-    throw new Error(`RECONCILE_CRON: '${config.RECONCILE_CRON}' is not a cron expression`);
   const deps = await createDeps(config, logger, { role: 'clock' });
   // The command connection already warns of an outage; BullMQ would print each reconnect's stack as well.
   deps.queue.queue.on('error', () => undefined);

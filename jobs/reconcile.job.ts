@@ -1,6 +1,7 @@
 import cron from 'node-cron';
 import type { Logger } from '../src/logger.js';
 import { runReconcilePass, type ReconcileDeps } from '../src/services/reconcile.js';
+import { isStoreUnavailable } from '../src/store/store-errors.js';
 
 export interface ScheduledReconcile {
   /** Stops the schedule and waits for a running pass to reach its next safe point. */
@@ -18,9 +19,12 @@ export function scheduleReconcile(
   const task = cron.createTask(
     expression,
     () => {
-      running = runReconcilePass(deps, { signal: stopping.signal }).catch((err: unknown) =>
-        logger.error({ err }, 'reconcile pass failed; the next tick tries again'),
-      );
+      running = runReconcilePass(deps, { signal: stopping.signal }).catch((err: unknown) => {
+        // The store away (restarting, unreachable) is an outage, not a defect: this tick's pass is skipped.
+        if (isStoreUnavailable(err))
+          logger.warn({ err: (err as Error).message }, 'reconcile pass skipped: store unavailable');
+        else logger.error({ err }, 'reconcile pass failed; the next tick tries again');
+      });
       return running;
     },
     { name: 'reconcile', noOverlap: true },

@@ -3,7 +3,10 @@
 // (Prefer: respond-async) while the workers run, until every one is final; CPU of each process from /proc;
 // BullMQ's own rate for no-op jobs on the same Redis. Writes the "Orders end to end" section of BENCHMARKS.md.
 //   node --import tsx scripts/bench-orders.ts [--orders 2000] [--stores sqlite,postgres] [--workers 1,2,4]
-//     [--rounds 1] [--no-write]
+//     [--rounds 1] [--pooling direct,pgbouncer] [--no-write]
+// --pooling: on PostgreSQL, each run once on a direct connection and once through a private PgBouncer in
+// transaction mode (DATABASE_POOLING=transaction) in front of the same server, in the same round; the runs
+// through PgBouncer are printed, not written (use --no-write).
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -19,6 +22,7 @@ import { postAsyncOrder, prepareBuyer, refusedBusy, timed, type Buyer } from './
 import {
   freshStore,
   parseStoreKinds,
+  postgresServer,
   postgresServerPid,
   serviceEnv,
   stopPostgresServer,
@@ -35,6 +39,7 @@ import {
 } from './bench-processes.js';
 import { LOAD_LISTINGS } from './load-mix.js';
 import { machineBusySeconds, treeCpuSeconds } from './process-stats.js';
+import { startPgBouncer, type RunningPgBouncer } from './pgbouncer.js';
 import { ensureRedis, freePort, type RunningRedis } from './redis.js';
 import { MACHINE, ordersSection, type Phase, type Run } from './bench-orders-report.js';
 
@@ -45,9 +50,13 @@ const { values } = parseArgs({
     stores: { type: 'string', default: 'sqlite,postgres' },
     workers: { type: 'string', default: '1,2,4' },
     rounds: { type: 'string', default: '1' },
+    pooling: { type: 'string', default: 'direct' },
     'no-write': { type: 'boolean', default: false },
   },
 });
+const POOLINGS = values.pooling.split(',') as ('direct' | 'pgbouncer')[];
+if (POOLINGS.some((p) => p !== 'direct' && p !== 'pgbouncer'))
+  throw new Error(`--pooling: direct and/or pgbouncer, not ${values.pooling}`);
 const ORDERS = Number(values.orders);
 const STORES = parseStoreKinds(values.stores);
 const WORKERS = values.workers.split(',').map(Number);
@@ -110,18 +119,33 @@ async function lastSettlement(probe: Probe): Promise<number> {
 interface RunContext {
   redis: RunningRedis;
   store: BenchStore;
+  /** A PgBouncer in front of the store's server, to reach its database through. */
+  bouncer?: RunningPgBouncer;
   workers: number;
   buyer: Buyer;
   dir: string;
 }
 
 /** One web and `workers` workers on a fresh store and queue: the backlog drain, then end to end. */
-async function runOnce({ redis, store, workers, buyer, dir }: RunContext): Promise<Omit<Run, 'round'>> {
+async function runOnce({
+  redis,
+  store,
+  bouncer,
+  workers,
+  buyer,
+  dir,
+}: RunContext): Promise<Omit<Run, 'round'>> {
   const logFile = path.join(dir, 'service.log');
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   const queuePrefix = `bench${process.pid}${store.kind}w${workers}`;
+  const label = `${store.kind}${bouncer ? ' via PgBouncer' : ''}`;
+  const database = 'DATABASE_URL' in store.env ? new URL(store.env.DATABASE_URL).pathname.slice(1) : '';
+  const pooled: Record<string, string> = bouncer
+    ? { DATABASE_URL: bouncer.databaseUrl(database), DATABASE_POOLING: 'transaction' }
+    : {};
   const env = serviceEnv(store, {
+    ...pooled,
     REDIS_URL: redis.url,
     QUEUE_PREFIX: queuePrefix,
     LOG_LEVEL: 'info',
@@ -164,7 +188,7 @@ async function runOnce({ redis, store, workers, buyer, dir }: RunContext): Promi
       seconds: (Date.now() - resumed) / 1000,
       cpu: cpuSpent(before, readCpu()),
     };
-    say(`${store.kind}, ${workers} worker(s): backlog drained at ${drain.rate.toFixed(0)} orders/s`);
+    say(`${label}, ${workers} worker(s): backlog drained at ${drain.rate.toFixed(0)} orders/s`);
 
     before = readCpu();
     const started = Date.now();
@@ -177,7 +201,7 @@ async function runOnce({ redis, store, workers, buyer, dir }: RunContext): Promi
       seconds: (Date.now() - started) / 1000,
       cpu: cpuSpent(before, readCpu()),
     };
-    say(`${store.kind}, ${workers} worker(s): end to end at ${endToEnd.rate.toFixed(0)} orders/s`);
+    say(`${label}, ${workers} worker(s): end to end at ${endToEnd.rate.toFixed(0)} orders/s`);
     if (refusedBusy.count > 0) say(`${refusedBusy.count} answers of 5030 so far, each sent again`);
     const codes = await Promise.all(Object.values(children).map(stopProcess));
     return { store: store.kind, workers, drain, endToEnd, exitedCleanly: codes.every((code) => code === 0) };
@@ -205,10 +229,17 @@ async function versions(): Promise<string> {
   return found.join(', ');
 }
 
+let bouncing: Promise<RunningPgBouncer> | undefined;
+/** One PgBouncer in transaction mode in front of the PostgreSQL server, started on first use. */
+const pgbouncer = async () =>
+  (bouncing ??= postgresServer().then((server) => startPgBouncer(server.url, { maxClientConn: 200 })));
+
 async function main() {
   const redis = await ensureRedis();
+  const stopBouncer = async () => (bouncing ? (await bouncing).stop() : undefined);
   stopAllOnInterrupt(async () => {
     await redis.stop();
+    await stopBouncer();
     await stopPostgresServer();
   });
   try {
@@ -218,13 +249,17 @@ async function main() {
     for (let round = 1; round <= ROUNDS; round++) {
       for (const kind of STORES) {
         for (const workers of WORKERS) {
-          const { store, buyer } = await prepareBuyer(kind, 'bench_orders');
-          const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-orders-'));
-          try {
-            runs.push({ round, ...(await runOnce({ redis, store, workers, buyer, dir })) });
-          } finally {
-            await store.remove();
-            fs.rmSync(dir, { recursive: true, force: true });
+          for (const pooling of kind === 'postgres' ? POOLINGS : ['direct']) {
+            const { store, buyer } = await prepareBuyer(kind, 'bench_orders');
+            const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-orders-'));
+            const bouncer = pooling === 'pgbouncer' ? await pgbouncer() : undefined;
+            try {
+              const run = { round, ...(await runOnce({ redis, store, bouncer, workers, buyer, dir })) };
+              if (!bouncer) runs.push(run);
+            } finally {
+              await store.remove();
+              fs.rmSync(dir, { recursive: true, force: true });
+            }
           }
         }
       }
@@ -249,6 +284,7 @@ async function main() {
   } finally {
     await Promise.all([...running].map(stopProcess));
     await redis.stop();
+    await stopBouncer();
     await stopPostgresServer();
   }
 }

@@ -72,7 +72,13 @@ export function writeDemoOrders(
   };
   const dryRun = path.join(dir, 'demo-dryrun.json');
   const order = path.join(dir, 'demo-order.json');
-  fs.writeFileSync(dryRun, `${JSON.stringify({ ...body, dryrun: true }, null, 2)}\n`);
-  fs.writeFileSync(order, `${JSON.stringify(body, null, 2)}\n`);
+  // They hold the card token: readable by their owner only, as the profile is.
+  for (const [file, content] of [
+    [dryRun, { ...body, dryrun: true }],
+    [order, body],
+  ] as const) {
+    fs.writeFileSync(file, `${JSON.stringify(content, null, 2)}\n`, { mode: 0o600 });
+    fs.chmodSync(file, 0o600);
+  }
   return { dryRun, order };
 }

@@ -102,11 +102,13 @@ export async function startPrivateRedis(port?: number): Promise<RunningRedis> {
     process: child,
     stop: () =>
       new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once('exit', () => {
+        // Ctrl-C reaches the whole process group: the server may have exited already; its folder goes too.
+        const removed = () => {
           fs.rmSync(dir, { recursive: true, force: true });
           resolve();
-        });
+        };
+        if (child.exitCode !== null || child.signalCode !== null) return removed();
+        child.once('exit', removed);
         child.kill('SIGTERM');
       }),
   };

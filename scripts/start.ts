@@ -2,7 +2,10 @@
 // the demo catalog and client, then the Procfile's web, worker and clock, restarted if they die and
 // stopped cleanly on Ctrl-C.
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
+import { RUNTIME_SETTINGS, runtimeFilePath, writeRuntimeFile } from '../src/cli/runtime-file.js';
 import { loadConfig } from '../src/config.js';
 import { openStore } from '../src/store/open-store.js';
 import { seedDemo, writeDemoOrders } from './demo-data.js';
@@ -25,16 +28,45 @@ function say(line: string): void {
 
 const children = new Map<string, ChildProcess>();
 let stopping = false;
+let ready = false;
 let redis: Promise<RunningRedis> | undefined;
+const runtimeFile = runtimeFilePath(ROOT);
 
-/** Stops web, worker, clock and a private Redis, whenever it comes: during the start as well as after. */
-async function shutdown(): Promise<void> {
+/**
+ * Stops web, worker, clock and a private Redis (removing its folder) and the runtime file, whenever it comes:
+ * during the start as well as after. A failure stops everything the same way, with exit code 1.
+ */
+async function shutdown(exitCode = 0): Promise<void> {
   if (stopping) return;
   stopping = true;
-  say('stopping web, worker and clock');
+  if (children.size > 0) say('stopping web, worker and clock');
   await Promise.all([...children].map(([name, child]) => stopChild(name, child)));
   await (await redis?.catch(() => undefined))?.stop();
-  process.exit(0);
+  if (ready) fs.rmSync(runtimeFile, { force: true });
+  process.exit(exitCode);
+}
+
+function fail(message: string): Promise<void> {
+  say(message);
+  return shutdown(1);
+}
+
+/** Refuses a port another process listens on, before anything starts (its /healthz would look like ours). */
+function assertPortFree(port: number, host: string): Promise<void> {
+  if (port === 0) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once('error', (err: NodeJS.ErrnoException) =>
+      reject(
+        new Error(
+          err.code === 'EADDRINUSE'
+            ? `port ${port} on ${host} is in use: stop what listens there, or set PORT`
+            : `cannot listen on ${host}:${port}: ${err.message}`,
+        ),
+      ),
+    );
+    probe.listen(port, host, () => probe.close(() => resolve()));
+  });
 }
 
 async function main(): Promise<void> {
@@ -43,9 +75,13 @@ async function main(): Promise<void> {
   // parent, which is the sign to stop everything it started.
   const parent = process.ppid;
   setInterval(() => process.ppid !== parent && void shutdown(), 250).unref();
+  // Every setting is checked, and the port tried, before anything starts.
+  const given: Record<string, string> = { ...(process.env as Record<string, string>) };
+  given.HOST ||= '127.0.0.1';
+  await assertPortFree(loadConfig(given).PORT, given.HOST);
   redis = ensureRedis();
   const { url: redisUrl } = await redis;
-  const env: Record<string, string> = { ...(process.env as Record<string, string>), REDIS_URL: redisUrl };
+  const env: Record<string, string> = { ...given, REDIS_URL: redisUrl };
   const redisNote = process.env.REDIS_URL ? '' : ' (private, disk-less)';
   if (!process.env.LOG_PRETTY && process.stdout.isTTY) env.LOG_PRETTY = 'true';
   const config = loadConfig(env);
@@ -53,11 +89,12 @@ async function main(): Promise<void> {
     `redis ${redisUrl}${redisNote}; database ${config.DATABASE_URL ? 'PostgreSQL (DATABASE_URL)' : config.DB_PATH}`,
   );
 
-  const baseUrl = `http://127.0.0.1:${config.PORT}`;
+  const baseUrl = `http://${given.HOST.includes(':') ? `[${given.HOST}]` : given.HOST}:${config.PORT}`;
   const store = await openStore(config, 'demo');
-  const profile = path.join(path.dirname(config.DB_PATH), 'demo-client.json');
-  const demo = await seedDemo(store, profile, baseUrl);
-  await store.close();
+  // One profile per store: starting on PostgreSQL keeps the SQLite demo client's profile, and the reverse.
+  const dataDir = path.dirname(config.DB_PATH);
+  const profile = path.join(dataDir, config.DATABASE_URL ? 'demo-client.postgres.json' : 'demo-client.json');
+  const demo = await seedDemo(store, profile, baseUrl).finally(() => store.close());
   const bodies = writeDemoOrders(path.dirname(profile), demo.ccToken, 1001);
 
   const launch = (name: string) => {
@@ -71,26 +108,46 @@ async function main(): Promise<void> {
     child.once('exit', (code, signal) => {
       children.delete(name);
       if (stopping) return;
+      // Before ready, a process that stops stops the start: restarting it would only repeat its error.
+      if (!ready)
+        return void fail(
+          `${name} exited (${signal ?? code}) before the service was ready; see its log above`,
+        );
       say(`${name} exited (${signal ?? code}); restarting in 1 s`);
       setTimeout(() => !stopping && launch(name), 1000);
     });
   };
   for (const name of Object.keys(PROCESSES)) launch(name);
   await waitForHealth(`${baseUrl}/healthz`);
+  if (stopping) return;
+  ready = true;
+  writeRuntimeFile(runtimeFile, {
+    pid: process.pid,
+    apiUrl: baseUrl,
+    profile,
+    env: Object.fromEntries(
+      RUNTIME_SETTINGS.flatMap((name) => {
+        const value = name === 'DB_PATH' ? config.DB_PATH : env[name];
+        return value ? [[name, value]] : [];
+      }),
+    ),
+  });
 
+  const relative = (file: string) => path.relative(ROOT, file);
   process.stdout.write(
     [
       '',
       `Service ready at ${baseUrl}/v1 (OpenAPI: ${baseUrl}/v1/openapi.json)`,
       `Metrics: ${baseUrl}/metrics; readiness: ${baseUrl}/readyz` +
         (config.ADMIN_USER ? `; queue dashboard: ${baseUrl}/admin/queues (ADMIN_USER)` : ''),
-      `Demo client (saved in ${path.relative(ROOT, profile)}):`,
+      `Demo client (saved in ${relative(profile)}):`,
       `  access key: ${demo.accessKey}`,
       `  secret key: ${demo.secretKey}`,
       `  card token: ${demo.ccToken}`,
+      `Operator commands (npm run admin, npm run call) find this service through ${relative(runtimeFile)}.`,
       'From another terminal, a signed dry run, then the same order for real:',
-      `  npm run --silent call -- POST /v1/orders ${path.relative(ROOT, bodies.dryRun)}`,
-      `  npm run --silent call -- POST /v1/orders ${path.relative(ROOT, bodies.order)}`,
+      `  npm run --silent call -- POST /v1/orders ${relative(bodies.dryRun)}`,
+      `  npm run --silent call -- POST /v1/orders ${relative(bodies.order)}`,
       'Ctrl-C stops everything.',
       '',
     ].join('\n'),
@@ -125,7 +182,4 @@ async function waitForHealth(url: string): Promise<void> {
   throw new Error(`web did not answer ${url} within 30 s`);
 }
 
-main().catch((err: unknown) => {
-  say(err instanceof Error ? err.message : String(err));
-  process.exit(1);
-});
+main().catch((err: unknown) => fail(err instanceof Error ? err.message : String(err)));

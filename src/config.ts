@@ -1,4 +1,5 @@
 import net from 'node:net';
+import cron from 'node-cron';
 import { z } from 'zod';
 import { parseSecretsKey } from './domain/secrets.js';
 import { parseRedisUrl, type RedisSeeds } from './queue/redis-url.js';
@@ -6,16 +7,21 @@ import { parseRedisUrl, type RedisSeeds } from './queue/redis-url.js';
 const positiveInt = z.coerce.number().int().positive();
 const nonNegativeInt = z.coerce.number().int().nonnegative();
 
+const postgresUrl = z
+  .string()
+  .regex(/^postgres(ql)?:\/\/[^/]+\/[^/?]+/, 'must be a postgres://USER[:PASSWORD]@HOST:PORT/DB URL');
+
 const ConfigSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  // The address the web listens on; unset, every interface (`npm start` sets 127.0.0.1).
+  HOST: z.string().min(1).optional(),
   DB_PATH: z.string().min(1).default('./data/orders.db'),
-  DATABASE_URL: z
-    .string()
-    .regex(/^postgres(ql)?:\/\/[^/]+\/[^/?]+/, 'must be a postgres://USER[:PASSWORD]@HOST:PORT/DB URL')
-    .optional(),
+  DATABASE_URL: postgresUrl.optional(),
   // What DATABASE_URL reaches: the server (direct), or a pooler in session or transaction mode (README, PostgreSQL).
   DATABASE_POOLING: z.enum(['direct', 'session', 'transaction']).default('direct'),
+  // The same database reached without a transaction pooler, for whatever needs a session (LISTEN).
+  DATABASE_DIRECT_URL: postgresUrl.optional(),
   DB_POOL_SIZE: positiveInt.default(10),
   // How long the web waits for another process's SQLite write lock, blocking its event loop, before answering
   // 503 5030 with Retry-After; other processes wait up to 10 s.
@@ -68,7 +74,11 @@ const ConfigSchema = z.object({
   QUEUED_STALE_AFTER_S: positiveInt.default(120),
   SHIP_DEADLINE_H: positiveInt.default(96),
   EXTRA_SHIPPING_TIMEOUT_H: positiveInt.default(48),
-  RECONCILE_CRON: z.string().min(1).default('* * * * *'),
+  RECONCILE_CRON: z
+    .string()
+    .min(1)
+    .refine((expression) => cron.validate(expression), 'is not a cron expression (e.g. "* * * * *")')
+    .default('* * * * *'),
   SANDBOX_PAYMENT_LATENCY_MS: nonNegativeInt.default(0),
   // CONTRACT.md section 12: past this many unsettled orders, real orders are refused with 5030.
   MAX_UNSETTLED_ORDERS: positiveInt.default(50_000),
@@ -134,6 +144,24 @@ function redisUrlProblem(url: string, cluster?: boolean): string | undefined {
   return undefined;
 }
 
+/** What is wrong with DATABASE_POOLING and DATABASE_DIRECT_URL given DATABASE_URL, naming the variable. */
+function databaseUrlsProblem(config: {
+  DATABASE_URL?: string;
+  DATABASE_POOLING: string;
+  DATABASE_DIRECT_URL?: string;
+}): string | undefined {
+  const { DATABASE_URL: url, DATABASE_POOLING: pooling, DATABASE_DIRECT_URL: direct } = config;
+  if (!url && pooling !== 'direct') return 'DATABASE_POOLING: only with DATABASE_URL';
+  if (!direct) return undefined;
+  if (!url) return 'DATABASE_DIRECT_URL: only with DATABASE_URL';
+  const database = (u: string) => decodeURIComponent(new URL(u).pathname.slice(1));
+  if (database(direct) !== database(url))
+    return `DATABASE_DIRECT_URL: must name DATABASE_URL's database (${database(url)}), not ${database(direct)}`;
+  if (pooling === 'transaction' && new URL(direct).host === new URL(url).host)
+    return 'DATABASE_DIRECT_URL: reaches the same host and port as DATABASE_URL, the transaction pooler: give the server';
+  return undefined;
+}
+
 export type Config = Omit<z.infer<typeof ConfigSchema>, 'MAX_UNSETTLED_PER_CLIENT'> & {
   MAX_UNSETTLED_PER_CLIENT: number;
   marketplaceNames: [string, string, string];
@@ -161,6 +189,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       'invalid configuration:\n  SECRETS_KEY: required with DATABASE_URL, the same on every host (e.g. `openssl rand -hex 32`)',
     );
   }
+  const databaseProblem = databaseUrlsProblem(parsed.data);
+  if (databaseProblem) throw new ConfigError(`invalid configuration:\n  ${databaseProblem}`);
   if (Boolean(parsed.data.ADMIN_USER) !== Boolean(parsed.data.ADMIN_PASSWORD)) {
     throw new ConfigError('invalid configuration:\n  ADMIN_USER and ADMIN_PASSWORD must be set together');
   }

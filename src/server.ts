@@ -61,7 +61,7 @@ export async function startWeb(
   await whenReady(deps.redis, REDIS_READY_WAIT_MS).catch((err: Error) =>
     logger.warn({ err: err.message }, 'web listening before redis is ready; lockout checks fail open'),
   );
-  const server = createHttpServer(createWebApp(deps), config, logger).listen(config.PORT);
+  const server = createHttpServer(createWebApp(deps), config, logger).listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   const address = server.address();
   const stopHeartbeat = startProcessHeartbeat(deps.redis, config.REDIS_PREFIX, 'web');

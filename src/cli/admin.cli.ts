@@ -2,9 +2,11 @@ import { loadConfig, type Config } from '../config.js';
 import { openStore } from '../store/open-store.js';
 import type { Store } from '../store/store.port.js';
 import { ADMIN_COMMANDS } from './admin.commands.js';
+import { readRuntimeFile, withRuntimeSettings } from './runtime-file.js';
 import { CliError, EXIT_INVALID, EXIT_USAGE, type Command, type CommandContext } from './commands/command.js';
 
 const PROGRAM = 'npm run --silent admin --';
+const RUNTIME_NOTE = 'data/runtime.json';
 
 /** Runs one operator command: its JSON on stdout, a readable error on stderr; returns the exit code. */
 async function main(argv: string[]): Promise<number> {
@@ -15,9 +17,20 @@ async function main(argv: string[]): Promise<number> {
   if (!command) return print(process.stderr, `admin: unknown command '${name}'\n\n${overview()}`, EXIT_USAGE);
   if (args.includes('--help')) return print(process.stdout, usageOf(name, command), 0);
 
+  const { env, used } = withRuntimeSettings(process.env, readRuntimeFile());
+  if (used.length > 0)
+    process.stderr.write(`admin: ${used.join(', ')} of the running npm start (${RUNTIME_NOTE})\n`);
+  if (command.needsRedis && !env.REDIS_URL) {
+    const why = `REDIS_URL is not set and no npm start runs here (${RUNTIME_NOTE})`;
+    return print(
+      process.stderr,
+      `admin ${name}: ${why}: set REDIS_URL to the Redis the workers use`,
+      EXIT_INVALID,
+    );
+  }
   let config: Config;
   try {
-    config = loadConfig(process.env);
+    config = loadConfig(env);
   } catch (error) {
     return print(process.stderr, `admin: ${(error as Error).message}`, EXIT_INVALID);
   }
@@ -50,8 +63,10 @@ function reportFailure(name: string, command: Command, error: unknown): number {
     const hint = error.exitCode === EXIT_USAGE ? `\n${usageOf(name, command)}` : '';
     return print(process.stderr, `admin ${name}: ${error.message}${hint}`, error.exitCode);
   }
-  const detail = error instanceof Error ? (error.stack ?? error.message) : String(error);
-  return print(process.stderr, `admin ${name}: unexpected error: ${detail}`, EXIT_INVALID);
+  // The message names the cause (a missing database, a key that opens nothing); the stack is for debugging.
+  const debug = process.env.LOG_LEVEL === 'debug' || process.env.LOG_LEVEL === 'trace';
+  const detail = error instanceof Error ? (debug && error.stack) || error.message : String(error);
+  return print(process.stderr, `admin ${name}: ${detail}`, EXIT_INVALID);
 }
 
 function usageOf(name: string, command: Command): string {

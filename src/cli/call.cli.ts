@@ -8,6 +8,7 @@ import {
   type SignedResponse,
   type SigningClientOptions,
 } from '../client/signing-client.js';
+import { readRuntimeFile } from './runtime-file.js';
 
 const DEFAULT_PROFILE = 'data/demo-client.json';
 
@@ -19,8 +20,10 @@ options:
   --request-id ID      Svc-RequestId to send (default: a fresh UUID); reuse it to retry a POST
   --header 'N: V'      an extra header, repeatable
   --async              ask for Prefer: respond-async
-credentials: --profile, else ACCESS_KEY and SECRET_KEY, else ${DEFAULT_PROFILE} when it exists.
-service: API_URL, else the profile's baseUrl, else http://127.0.0.1:$PORT (3000).`;
+credentials: --profile, else ACCESS_KEY and SECRET_KEY, else the profile of the running npm start
+  (data/runtime.json), else ${DEFAULT_PROFILE} when it exists.
+service: API_URL, else the profile's baseUrl, else http://127.0.0.1:$PORT, else the running npm start's
+  address, else http://127.0.0.1:3000.`;
 
 const ProfileSchema = z.object({
   baseUrl: z.string().url().optional(),
@@ -84,15 +87,21 @@ function parseHeader(text: string): [string, string] {
   return [text.slice(0, colon).trim().toLowerCase(), text.slice(colon + 1).trim()];
 }
 
-/** Credentials and address: --profile, else ACCESS_KEY/SECRET_KEY, else the demo profile when it exists. */
+/**
+ * Credentials and address: --profile, else ACCESS_KEY/SECRET_KEY, else the profile of the running `npm start`
+ * (data/runtime.json), else the demo profile when it exists.
+ */
 async function resolveTarget(env: Env, profilePath: string | undefined): Promise<SigningClientOptions> {
-  const fallbackUrl = `http://127.0.0.1:${env.PORT ?? 3000}`;
+  const runtime = readRuntimeFile();
+  const fallbackUrl = env.PORT
+    ? `http://127.0.0.1:${env.PORT}`
+    : (runtime?.apiUrl ?? 'http://127.0.0.1:3000');
   if (profilePath === undefined && (env.ACCESS_KEY || env.SECRET_KEY)) {
     if (!env.ACCESS_KEY || !env.SECRET_KEY)
       throw new UsageError('set both ACCESS_KEY and SECRET_KEY, or neither');
     return { baseUrl: env.API_URL ?? fallbackUrl, accessKey: env.ACCESS_KEY, secretKey: env.SECRET_KEY };
   }
-  const file = profilePath ?? DEFAULT_PROFILE;
+  const file = profilePath ?? runtime?.profile ?? DEFAULT_PROFILE;
   if (profilePath === undefined && !existsSync(file)) {
     throw new UsageError(
       `no credentials: set ACCESS_KEY and SECRET_KEY, or pass --profile FILE (${file} not found)`,

@@ -1,5 +1,6 @@
 import type { ErrorRequestHandler } from 'express';
 import type { z } from 'zod';
+import { isStoreUnavailable } from '../store/store-errors.js';
 import { writeJson } from './respond.js';
 import { SvcStatus, httpStatusOf, svcStatusHeader, type SvcStatusCode } from './status-codes.js';
 
@@ -84,7 +85,8 @@ function toApiError(err: unknown): ApiError {
     return new ApiError(SvcStatus.MALFORMED, 'body: the connection ended before the whole body came');
   if (e?.type === 'encoding.unsupported')
     return new ApiError(SvcStatus.UNSUPPORTED_MEDIA_TYPE, 'Content-Encoding: not supported');
-  if (e?.code === 'SQLITE_BUSY' || e?.code === 'ECONNREFUSED')
+  // ECONNREFUSED is also Redis's (an enqueue or a rate limit that could not reach it).
+  if (isStoreUnavailable(err))
     return new ApiError(
       SvcStatus.UNAVAILABLE,
       'a dependency is busy or down; retry later with the same Svc-RequestId',

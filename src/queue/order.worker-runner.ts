@@ -1,4 +1,4 @@
-import { UnrecoverableError, Worker } from 'bullmq';
+import { DelayedError, UnrecoverableError, Worker } from 'bullmq';
 import type { Config } from '../config.js';
 import { closeDeps, createDeps } from '../container.js';
 import type { Deps } from '../deps.js';
@@ -6,9 +6,13 @@ import type { Logger } from '../logger.js';
 import type { JobRecord } from '../metrics/metrics.recorder.js';
 import { startProcessHeartbeat } from '../metrics/process-heartbeat.js';
 import { attemptOrder, failOrder } from '../services/process-order.js';
+import { isStoreUnavailable } from '../store/store-errors.js';
 import { ORDER_QUEUE, OrderJobs, type OrderJobData } from './order.queue.js';
 import { createBlockingRedis } from './redis.js';
 import { startWebhookWorker } from './webhook.worker-runner.js';
+
+/** How long a job that found the store away waits before it tries again. */
+const STORE_RETRY_MS = 1000;
 
 /** Starts a BullMQ worker for the orders queue; resolves with a function that stops it cleanly. */
 export async function startOrderWorker(config: Config, logger: Logger) {
@@ -17,7 +21,7 @@ export async function startOrderWorker(config: Config, logger: Logger) {
   const connection = createBlockingRedis(config, `${config.QUEUE_PREFIX}-worker`);
   const worker = new Worker<OrderJobData>(
     ORDER_QUEUE,
-    async (job) => {
+    async (job, token) => {
       const started = performance.now();
       let result: JobRecord['result'] = 'failed';
       try {
@@ -35,6 +39,13 @@ export async function startOrderWorker(config: Config, logger: Logger) {
         else if (outcome === 'failed') await countOutcome(deps, parsed.data.orderId);
         result = 'completed';
         return undefined;
+      } catch (err) {
+        if (!isStoreUnavailable(err) || !token) throw err;
+        // The store is away (restarting, unreachable): the job waits for it without using up one of its
+        // attempts, so that an outage fails no order. What the attempt wrote before is guarded by the phase.
+        logger.warn({ jobId: job.id, err: (err as Error).message }, 'store unavailable; job delayed');
+        await job.moveToDelayed(Date.now() + STORE_RETRY_MS, token);
+        throw new DelayedError();
       } finally {
         const seconds = (performance.now() - started) / 1000;
         await deps.metrics.recordJob({ queue: ORDER_QUEUE, name: job.name, seconds, result });

@@ -26,6 +26,8 @@ export const deliveryJobId = (deliveryId: number, attempt: number): string =>
 export interface WebhookQueue {
   /** Adds each attempt as a job, delayed until it is due. */
   enqueue(attempts: readonly DeliveryAttempt[], now: number): Promise<void>;
+  /** Of these attempts, those whose job is not in the queue (Redis lost it, or it failed for good). */
+  missing(attempts: readonly DeliveryAttempt[]): Promise<DeliveryAttempt[]>;
   close(): Promise<void>;
   readonly queue: Queue;
 }
@@ -53,6 +55,18 @@ export function createWebhookQueue(connection: RedisClient, prefix: string, logg
           opts: { ...OPTIONS, jobId: deliveryJobId(deliveryId, attempt), delay: Math.max(0, dueAt - now) },
         })),
       );
+    },
+    async missing(attempts) {
+      if (attempts.length === 0) return [];
+      // One round trip; the keys share the hash-tagged prefix, so one Redis Cluster slot too.
+      const pipeline = connection.pipeline();
+      for (const a of attempts) pipeline.exists(queue.toKey(deliveryJobId(a.deliveryId, a.attempt)));
+      const found = (await pipeline.exec()) ?? [];
+      return attempts.filter((_, i) => {
+        const [err, count] = found[i] ?? [null, 0];
+        if (err) throw err;
+        return count === 0;
+      });
     },
     async close() {
       await queue.close();

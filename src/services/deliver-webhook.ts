@@ -86,6 +86,12 @@ export async function deliverWebhook(
   const recorded = await deps.store.webhooks.recordAttempt(deliveryId, attempt, outcome, now);
   const fields = { deliveryId, attempt, webhookId: webhook.webhookId, eventId: event.eventId };
   if (outcome.kind === 'delivered') deps.logger.debug(fields, 'webhook delivered');
+  else if (outcome.kind === 'retry' && !result.ok && result.refused)
+    // The operator's to mend (the URL, or WEBHOOK_ALLOW_PRIVATE on the workers), not the receiver's.
+    deps.logger.warn(
+      { ...fields, url: webhook.url, error: outcome.error },
+      'webhook target refused; nothing sent',
+    );
   else if (outcome.kind === 'retry')
     deps.logger.info({ ...fields, error: outcome.error }, 'webhook attempt failed');
   else deps.logger.warn({ ...fields, error: outcome.error }, 'webhook delivery given up; webhook failing');

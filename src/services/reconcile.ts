@@ -50,7 +50,8 @@ export type PassResult =
 
 /**
  * One pass under the cluster-wide lock, waiting up to `waitMs` for another holder to finish.
- * `now` (default: the clock) is the time every deadline is measured against and every change is stamped with;
+ * `now` (default: the clock) is the time every deadline is measured against; every change is stamped with the
+ * clock, so a pass run as if at another time (reconcile --now) writes no pretend time into items or events;
  * `signal` (a shutdown) ends the pass at its next batch, as losing the lock does.
  */
 export async function runReconcilePass(
@@ -166,7 +167,8 @@ async function expire(deps: ReconcileDeps, deadline: Deadline, now: number, lost
     lost,
     async ({ orderItemId }) => {
       // The guard skips an item that the seller or buyer moved since the batch was read.
-      const outcome = await moveItem(deps, { orderItemId, to, now, expect: { from, changedBefore } });
+      // Measured from `now`, stamped with the clock: a pretend time (reconcile --now) is written nowhere.
+      const outcome = await moveItem(deps, { orderItemId, to, expect: { from, changedBefore } });
       if (outcome.kind === 'moved') moved += 1;
     },
   );
@@ -183,7 +185,7 @@ async function requeueOrFail(deps: ReconcileDeps, order: StaleOrder, now: number
   if (IN_QUEUE.has(state)) return 'in-queue';
   if (order.attempts >= deps.config.MAX_PROCESS_ATTEMPTS) {
     // A worker inside the last attempt (its job lost with Redis) holds the lease: that attempt settles it.
-    const outcome = await failOrder({ ...deps, clock: () => now }, order.orderId, { leaseFreeAt: now });
+    const outcome = await failOrder(deps, order.orderId, { leaseFreeAt: now });
     return outcome === 'failed' ? 'failed' : 'in-queue';
   }
   // A finished job keeps its id, and an add with that id would be ignored.

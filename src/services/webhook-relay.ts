@@ -4,7 +4,7 @@ import type { DeliveryAttempt, Store } from '../store/store.port.js';
 
 export interface RelayDeps {
   store: Pick<Store, 'webhooks'>;
-  queue: Pick<WebhookQueue, 'enqueue'>;
+  queue: Pick<WebhookQueue, 'enqueue' | 'missing'>;
   clock: () => number;
   logger: Logger;
 }
@@ -21,8 +21,8 @@ export const LOST_AFTER_MS = 15_000;
 
 /**
  * One relay pass over the outbox: every pending delivery whose next attempt is not in the queue yet is handed
- * to it (delayed until due), then those handed long ago and still unmade (Redis restarted empty, a job failed
- * for good) are handed again. Returns how many it handed.
+ * to it (delayed until due), then those handed long ago, still unmade and no longer in the queue (Redis
+ * restarted empty, a job failed for good) are handed again. Returns how many it handed.
  */
 export async function relayDeliveries(deps: RelayDeps): Promise<number> {
   let handed = 0;
@@ -31,10 +31,15 @@ export async function relayDeliveries(deps: RelayDeps): Promise<number> {
     handed += await hand(deps, fresh);
     if (fresh.length < BATCH) break;
   }
-  const lost = await deps.store.webhooks.overdue(deps.clock() - LOST_AFTER_MS, BATCH);
+  const overdue = await deps.store.webhooks.overdue(deps.clock() - LOST_AFTER_MS, BATCH);
+  // A job its endpoint deferred (busy or paused) is still in the queue, delayed: only missing ones are lost.
+  const lost = await deps.queue.missing(overdue);
   if (lost.length > 0)
     deps.logger.info({ count: lost.length }, 'webhook deliveries handed to the queue again');
-  return handed + (await hand(deps, lost));
+  if (lost.length > 0) await deps.queue.enqueue(lost, deps.clock());
+  // All are in the queue now: none is looked for again before LOST_AFTER_MS has passed.
+  if (overdue.length > 0) await deps.store.webhooks.markEnqueued(overdue, deps.clock());
+  return handed + lost.length;
 }
 
 async function hand(deps: RelayDeps, attempts: readonly DeliveryAttempt[]): Promise<number> {

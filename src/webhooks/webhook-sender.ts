@@ -25,8 +25,12 @@ export interface WebhookPost {
   mayStart?: () => boolean;
 }
 
-/** ok: a 2xx answer in time. Anything else says what happened, for the delivery's last error. */
-export type PostResult = { ok: true; status: number } | { ok: false; error: string };
+/**
+ * ok: a 2xx answer in time. Anything else says what happened, for the delivery's last error; refused: nothing
+ * was sent because the target is not allowed (a private address while WEBHOOK_ALLOW_PRIVATE is off), which no
+ * retry mends.
+ */
+export type PostResult = { ok: true; status: number } | { ok: false; error: string; refused?: true };
 
 export interface WebhookSender {
   post(request: WebhookPost): Promise<PostResult>;
@@ -46,6 +50,12 @@ export interface SenderOptions {
 }
 
 const USER_AGENT = 'bookorders-webhooks/1';
+
+const refusedResult = (err: WebhookTargetError): PostResult => ({
+  ok: false,
+  error: `refused: ${err.message}`,
+  refused: true,
+});
 
 /**
  * Posts signed events. Each post resolves the host once, refuses it unless every address is allowed, connects
@@ -67,7 +77,7 @@ export function createWebhookSender(options: SenderOptions): WebhookSender {
         url = parseWebhookUrl(request.url);
         addresses = await resolveTarget(hostOf(url), { allowPrivate: options.allowPrivate, resolve });
       } catch (err) {
-        if (err instanceof WebhookTargetError) return { ok: false, error: `refused: ${err.message}` };
+        if (err instanceof WebhookTargetError) return refusedResult(err);
         throw err;
       }
       if (request.mayStart && !request.mayStart())
@@ -110,7 +120,9 @@ function send(
     if (connectTimeoutMs !== undefined && connectTimeoutMs < timeoutMs)
       request.on('socket', (socket) => limitConnect(socket, request, connectTimeoutMs));
     if (!allowPrivate) request.on('socket', (socket) => checkPeer(socket, request));
-    request.on('error', (err) => finish({ ok: false, error: err.message }));
+    request.on('error', (err) =>
+      finish(err instanceof WebhookTargetError ? refusedResult(err) : { ok: false, error: err.message }),
+    );
     request.on('response', (response) => {
       const status = response.statusCode ?? 0;
       // The answer counts from its status line; the rest is read (bounded) only to keep the connection reusable.
@@ -146,7 +158,7 @@ function checkPeer(socket: Socket, request: http.ClientRequest): void {
   const check = () => {
     const peer = socket.remoteAddress;
     const range = peer === undefined ? 'unknown' : forbiddenRange(peer);
-    if (range !== null) request.destroy(new Error(`refused: connected to ${peer}, a ${range} address`));
+    if (range !== null) request.destroy(new WebhookTargetError(`connected to ${peer}, a ${range} address`));
   };
   if (socket.remoteAddress !== undefined && !socket.connecting) check();
   else socket.once('connect', check);

@@ -244,12 +244,14 @@ describe('an interrupted pass', () => {
 const admin = (args: string[]) => runAdmin(service.env, args);
 
 describe('admin reconcile --now', () => {
-  it('when an operator runs a pass at a given time, then it prints what it changed and a second run changes nothing', async () => {
+  it('when an operator runs a pass at a given time, then it prints what it changed, stamped with the real time, and a second run changes nothing', async () => {
     await start();
     const { orderId, ids } = await placeOrder(2);
     now = T0 + HOUR;
     await moveTo(ids[1]!, 93, 500);
     const stock = await service.stock(WALDEN);
+    const events = await count('SELECT COUNT(*) FROM order_events WHERE order_id = ?', orderId);
+    const before = Date.now();
     // No offset: UTC, as search dates are read. T0 + 96 h + 1 ms.
     const run = await admin(['reconcile', '--now', '2026-03-06T09:00:00.001']);
     expect(run).toMatchObject({ code: 0, stderr: '' });
@@ -260,15 +262,26 @@ describe('admin reconcile --now', () => {
       out: { note: () => undefined },
     };
     expect(await reconcile.run(['--now', '2026-03-06T10:00:00Z'], ctx)).toEqual(NOTHING);
+    const after = Date.now();
     expect(await statuses(orderId)).toEqual([14, 90]);
     expect(await service.stock(WALDEN)).toBe(stock + 2);
     await expectBalanced(orderId);
+    // --now measured the deadlines; the moves and their events carry the time they were made, not the pretend one.
     now = T0 + 97 * HOUR;
-    const moved = iso(T0 + 96 * HOUR + 1);
-    expect(await updatedSince(T0 + 50 * HOUR)).toEqual([
-      [ids[0], 14, moved],
-      [ids[1], 90, moved],
+    const moved = await updatedSince(T0 + 50 * HOUR);
+    expect(moved.map(([id, status]: unknown[]) => [id, status])).toEqual([
+      [ids[0], 14],
+      [ids[1], 90],
     ]);
+    for (const [, , date] of moved) expect(Date.parse(date)).toBeGreaterThanOrEqual(before);
+    for (const [, , date] of moved) expect(Date.parse(date)).toBeLessThanOrEqual(after);
+    const stamps = await service.probe.all<{ created_at: number | string }>(
+      'SELECT created_at FROM order_events WHERE order_id = ? ORDER BY sequence',
+      orderId,
+    );
+    expect(stamps.length).toBeGreaterThan(Number(events));
+    for (const { created_at } of stamps.slice(Number(events)))
+      expect(Number(created_at)).toBeGreaterThanOrEqual(before);
     await expect(reconcile.run(['--now', 'yesterday'], ctx)).rejects.toMatchObject({
       exitCode: 2,
       message: "--now must be an ISO 8601 time, got 'yesterday'",

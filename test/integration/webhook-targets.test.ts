@@ -1,8 +1,8 @@
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_COMMANDS } from '../../src/cli/admin.commands.js';
 import { CliError } from '../../src/cli/commands/command.js';
 import { loadConfig } from '../../src/config.js';
-import { createLogger } from '../../src/logger.js';
 import { deliverWebhook } from '../../src/services/deliver-webhook.js';
 import { failOrder, processOrder } from '../../src/services/process-order.js';
 import { addWebhook } from '../../src/services/webhooks.js';
@@ -120,15 +120,21 @@ describe('when a webhook name resolves to a private address at delivery time', (
     );
 
     answer = '127.0.0.1';
+    // What the worker logs, as an operator reads it: the refusal is a warning, naming the URL.
+    const lines: { level: number; msg: string; url?: string }[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
     const deps = (allowPrivate: boolean) => ({
       store: service.deps.store,
       sender: createWebhookSender({ allowPrivate, timeoutMs: 2000, resolve }),
       clock: Date.now,
-      logger: createLogger(service.config, 'test'),
+      logger,
       config: service.config,
     });
     expect(await deliverWebhook(deps(false), deliveryId, 1)).toBe('retry');
     expect(receiver.received.filter((r) => r.path === '/rebind')).toHaveLength(0);
+    expect(lines).toContainEqual(
+      expect.objectContaining({ level: 40, msg: 'webhook target refused; nothing sent', url }),
+    );
     const error = await service.probe.scalar<string>(
       'SELECT last_error FROM webhook_deliveries WHERE delivery_id = ?',
       deliveryId,

@@ -2,8 +2,9 @@
 // `npm run build` compiles, and the Procfile's web command serves from dist/ with plain Node; `npm start` stops
 // as a person expects: a signal to npm's own pid (not only Ctrl-C in its terminal) stops everything it
 // started — web, worker, clock and its private Redis — within the shutdown bound.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, inject, it } from 'vitest';
@@ -36,18 +37,44 @@ function groupMembers(group: number): number[] {
     .map(([pid]) => pid!);
 }
 
-async function startService(): Promise<{ npm: number; port: number }> {
+/** npm start's environment: its own port, database and temporary folder; no Redis or PostgreSQL given. */
+async function startEnv(
+  extra: NodeJS.ProcessEnv = {},
+): Promise<{ env: NodeJS.ProcessEnv; port: number; tmp: string }> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bookorders-start-'));
   dirs.push(dir);
+  const tmp = path.join(dir, 'tmp');
+  fs.mkdirSync(tmp);
   const port = await freePort();
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     PORT: String(port),
     DB_PATH: path.join(dir, 'orders.db'),
     LOG_LEVEL: 'warn',
+    // Where its private Redis keeps its folder: the test sees what is left behind.
+    TMPDIR: tmp,
+    ...extra,
   };
   delete env.REDIS_URL;
   delete env.DATABASE_URL;
+  return { env, port, tmp };
+}
+
+/** Runs an npm start that must fail: its exit code, what it printed, and whatever of it is still running. */
+async function failedStart(extra: NodeJS.ProcessEnv, port?: number) {
+  const { env, tmp } = await startEnv(port === undefined ? extra : { ...extra, PORT: String(port) });
+  const npm = spawn('npm', ['start'], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  groups.push(npm.pid!);
+  let output = '';
+  npm.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  npm.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => npm.once('exit', resolve));
+  for (let i = 0; i < 100 && groupMembers(npm.pid!).length > 0; i += 1) await sleep(100);
+  return { code, output, left: groupMembers(npm.pid!), tmpLeft: fs.readdirSync(tmp) };
+}
+
+async function startService(): Promise<{ npm: number; port: number }> {
+  const { env, port } = await startEnv();
   // Its own process group, as a terminal would give it: the test then sees every process it started.
   const npm = spawn('npm', ['start'], { cwd: ROOT, env, detached: true, stdio: 'ignore' });
   groups.push(npm.pid!);
@@ -110,4 +137,76 @@ describe('npm start', () => {
     },
     180_000,
   );
+});
+
+describe('npm start that cannot start', () => {
+  it('when a setting is wrong, then it names it and exits 1 before starting anything', async () => {
+    const bogus = await failedStart({ RECONCILE_CRON: 'bogus' });
+    expect(bogus).toMatchObject({ code: 1, left: [], tmpLeft: [] });
+    expect(bogus.output).toContain('RECONCILE_CRON');
+    expect(bogus.output).not.toContain('Service ready');
+    const port = await failedStart({ PORT: 'abc' });
+    expect(port).toMatchObject({ code: 1, left: [], tmpLeft: [] });
+    expect(port.output).toContain('PORT');
+  }, 120_000);
+
+  it('when its port is in use, then it says so and exits 1, leaving the other listener alone', async () => {
+    const other = net.createServer((socket) => socket.end()).listen(0, '127.0.0.1');
+    await new Promise((resolve) => other.once('listening', resolve));
+    const { port } = other.address() as net.AddressInfo;
+    try {
+      const run = await failedStart({}, port);
+      expect(run).toMatchObject({ code: 1, left: [], tmpLeft: [] });
+      expect(run.output).toContain(`port ${port} on 127.0.0.1 is in use`);
+      expect(run.output).not.toContain('Service ready');
+      expect(other.listening).toBe(true);
+    } finally {
+      other.close();
+    }
+  }, 120_000);
+
+  it('when the store cannot be opened after Redis started, then Redis and its folder go too', async () => {
+    const run = await failedStart({ DB_PATH: '/proc/version/orders.db' });
+    expect(run).toMatchObject({ code: 1, left: [], tmpLeft: [] });
+    expect(run.output).not.toContain('Service ready');
+  }, 120_000);
+});
+
+describe('operator commands while npm start runs', () => {
+  it('when neither REDIS_URL nor the store is set, then admin and call reach the running service', async () => {
+    const { npm, port } = await startService();
+    const runtime = path.join(ROOT, 'data', 'runtime.json');
+    // Written once npm start has seen the web answer, which may be a moment after the test did.
+    await until(async () => fs.existsSync(runtime), 30_000, 'data/runtime.json');
+    expect(JSON.parse(fs.readFileSync(runtime, 'utf8'))).toMatchObject({ pid: expect.any(Number) });
+    const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'warn' };
+    for (const name of ['REDIS_URL', 'DATABASE_URL', 'DB_PATH', 'QUEUE_PREFIX', 'PORT', 'API_URL'])
+      delete env[name];
+    const reconcile = spawnSync('npm', ['run', '--silent', 'admin', '--', 'reconcile'], {
+      cwd: ROOT,
+      env,
+      encoding: 'utf8',
+    });
+    expect(reconcile.stderr).toContain('of the running npm start');
+    expect(reconcile.status).toBe(0);
+    expect(JSON.parse(reconcile.stdout)).toMatchObject({ adjustmentsApplied: 0 });
+    const call = spawnSync('npm', ['run', '--silent', 'call', '--', 'GET', '/v1/orders?limit=1'], {
+      cwd: ROOT,
+      env,
+      encoding: 'utf8',
+    });
+    expect(call.stderr).toContain('HTTP 200');
+    process.kill(npm, 'SIGTERM');
+    for (let i = 0; i < 400 && groupMembers(npm).length > 0; i += 1) await sleep(100);
+    expect(fs.existsSync(runtime)).toBe(false);
+    await expect(fetch(`http://127.0.0.1:${port}/readyz`)).rejects.toThrow();
+    // With no service running, a command that needs Redis says what to set instead of guessing.
+    const refused = spawnSync('npm', ['run', '--silent', 'admin', '--', 'reconcile'], {
+      cwd: ROOT,
+      env,
+      encoding: 'utf8',
+    });
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toContain('set REDIS_URL');
+  }, 240_000);
 });

@@ -15,6 +15,8 @@ export interface Command {
   /** Arguments after the command name, e.g. `--access-key KEY [--decline]`. */
   usage: string;
   summary: string;
+  /** It talks to the workers' Redis: refused when neither REDIS_URL nor a running `npm start` says which. */
+  needsRedis?: boolean;
   run(args: string[], ctx: CommandContext): Promise<unknown>;
 }
 

@@ -10,6 +10,7 @@ const LOCK_WAIT_MS = 15_000;
 
 export const reconcile: Command = {
   usage: '[--now ISO]',
+  needsRedis: true,
   summary:
     'run one reconciliation pass (after any pass already running); --now measures deadlines from that time',
   async run(args, { config }) {

@@ -126,6 +126,11 @@ export function createPool(
 export async function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
+  // A checked-out client has no listener of the pool's: a server that ends the connection between two of its
+  // statements (a restart: 57P01) would otherwise be an unhandled 'error' event, and the process would exit. The
+  // next statement then fails, and the connection is closed rather than handed back.
+  const onError = (err: Error) => (broken ??= err);
+  client.on('error', onError);
   try {
     await client.query('BEGIN');
     const result = await fn(client);
@@ -138,6 +143,7 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) 
     });
     throw err;
   } finally {
+    client.removeListener('error', onError);
     client.release(broken);
   }
 }
