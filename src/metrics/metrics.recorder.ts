@@ -40,6 +40,13 @@ export function sharedMetrics(redis: RedisClient, prefix: string) {
       'bookorders_reconcile_passes_total',
       'Reconciliation passes that ran',
     ),
+    webhookAttempts: new SharedCounter(
+      redis,
+      prefix,
+      'bookorders_webhook_attempts_total',
+      'Webhook delivery attempts a worker made, by outcome: delivered, retry (failed, tried again later), ' +
+        'gave-up (failed for the last time: the webhook is marked failing), stale or dropped (nothing sent)',
+    ),
   };
 }
 
@@ -67,6 +74,8 @@ export interface MetricsRecorder {
   recordOrderSettled(itemStatuses: readonly number[]): Promise<void>;
   /** Counts one reconciliation pass and what it changed, e.g. `{ requeued: 2, unshipped: 1 }`. */
   recordReconcileActions(counts: Readonly<Record<string, number>>): Promise<void>;
+  /** Counts one webhook delivery attempt by its outcome (not a deferral: no attempt was made). */
+  recordWebhookAttempt(outcome: string): Promise<void>;
 }
 
 export function createMetricsRecorder(redis: RedisClient, prefix: string, logger: Logger): MetricsRecorder {
@@ -97,5 +106,6 @@ export function createMetricsRecorder(redis: RedisClient, prefix: string, logger
           if (Number.isInteger(n) && n > 0) metrics.reconcileActions.inc(p, { kind }, n);
         }
       }),
+    recordWebhookAttempt: (outcome) => send((p) => metrics.webhookAttempts.inc(p, { outcome })),
   };
 }

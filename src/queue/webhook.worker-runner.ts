@@ -62,6 +62,7 @@ export async function startWebhookWorker(deps: Deps) {
           await job.moveToDelayed(Date.now() + outcome.waitMs, token);
           throw new DelayedError();
         }
+        await deps.metrics.recordWebhookAttempt(outcome);
         result = 'completed';
       } finally {
         const seconds = (performance.now() - started) / 1000;

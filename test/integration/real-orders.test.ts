@@ -139,7 +139,10 @@ describe('POST /v1/orders for a real order', () => {
       stored,
     );
     const winners = [...repeats, conflicting].filter((a) => a.headers['svc-status'] === '2010');
-    expect(winners).toHaveLength(1);
+    // A repeat answered once the worker has settled the order is 2010 as well (2003 only while it waits): however
+    // many say 2010, they name the one stored order.
+    expect(winners.length).toBeGreaterThan(0);
+    expect(new Set(winners.map((a) => a.body.orderId))).toEqual(new Set([stored]));
     for (const answer of [...repeats, conflicting].filter((a) => a !== winners[0])) {
       const sameBody = answer === conflicting ? Number(storedBody) === 1001 : Number(storedBody) === 1002;
       if (sameBody) {

@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDeploymentRegistry } from '../../src/http/metrics.js';
 import { moveItem } from '../../src/services/item-lifecycle.js';
 import { reconcileOnce } from '../../src/services/reconcile.js';
 import { addWebhook } from '../../src/services/webhooks.js';
 import type { WebhookWithSecret } from '../../src/store/store.port.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
+import { valueOf } from '../helpers/prometheus-text.js';
 import { createTestService, signed, type Credentials, type TestService } from '../helpers/test-service.js';
 import { until } from '../helpers/wait.js';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver.js';
@@ -177,6 +179,12 @@ describe('when a receiver fails', () => {
           failing: true,
         },
       ]);
+      // What the alert rules BookordersWebhookAttemptsFailing and BookordersWebhookGivenUp read.
+      const deployment = createDeploymentRegistry(service.deps);
+      const attempts = async (outcome: string) =>
+        valueOf(await deployment.metrics(), 'bookorders_webhook_attempts_total', { outcome }) ?? 0;
+      await until(async () => (await attempts('gave-up')) >= 1, 10_000, 'gave-up counted');
+      expect(await attempts('retry')).toBeGreaterThanOrEqual(2);
     } finally {
       receiver.answer(() => 204);
     }
