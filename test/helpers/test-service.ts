@@ -140,7 +140,11 @@ export async function spawnProcess(
   entry: string,
   env: Record<string, string | undefined>,
   readyLine?: string,
-  { cwd = ROOT, isolated = false }: { cwd?: string; isolated?: boolean } = {},
+  {
+    cwd = ROOT,
+    isolated = false,
+    readyMs = 30_000,
+  }: { cwd?: string; isolated?: boolean; readyMs?: number } = {},
 ): Promise<ChildProcess> {
   const child = spawn(process.execPath, ['--import', TSX, path.join(ROOT, entry)], {
     cwd,
@@ -157,7 +161,10 @@ export async function spawnProcess(
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   if (!readyLine) return child;
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${entry} not ready in 30 s:\n${output}`)), 30_000);
+    const timer = setTimeout(
+      () => reject(new Error(`${entry} not ready in ${readyMs / 1000} s:\n${output}`)),
+      readyMs,
+    );
     child.stdout!.on('data', (chunk: Buffer) => {
       output += chunk.toString();
       if (output.includes(readyLine)) {

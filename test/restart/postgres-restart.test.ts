@@ -37,6 +37,8 @@ const AWAY_MS = 8_000;
 const SCARCE = { listingId: 2001, copies: 8 };
 const PLENTY = { listingId: 2002, copies: 100_000 };
 const MAX_PROCESS_ATTEMPTS = 5;
+/** Three processes start from source on a machine that may be busy with other test files. */
+const slowStart = { readyMs: 90_000 };
 
 type Phase = 'before' | 'restart' | 'away' | 'back';
 interface Answer {
@@ -118,9 +120,10 @@ describe.each(['direct', 'pgbouncer'] as const)('a PostgreSQL server restart (%s
       'src/server.ts',
       { ...env, PORT: String(port) },
       'web listening',
+      slowStart,
     );
-    const worker = await spawnProcess(processes, 'workers/order.worker.ts', env, 'worker ready');
-    const clock = await spawnProcess(processes, 'jobs/clock.ts', env, 'clock ready');
+    const worker = await spawnProcess(processes, 'workers/order.worker.ts', env, 'worker ready', slowStart);
+    const clock = await spawnProcess(processes, 'jobs/clock.ts', env, 'clock ready', slowStart);
     const clockLog = logLines(clock);
     const all = [web, worker, clock];
     // What each process printed after it was ready, to tell why one exited.
