@@ -12,15 +12,20 @@ export interface CliRun {
 
 /** The operator CLI as an operator runs it, with the given service environment (database, Redis, prefix). */
 export function runAdmin(env: Record<string, string>, args: string[]): Promise<CliRun> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/admin.cli.ts', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+  });
+  return collect(child);
+}
+
+/** What a spawned command printed, and its exit code, once it has closed. */
+export function collect(child: ChildProcess): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/admin.cli.ts', ...args], {
-      cwd: ROOT,
-      env: { ...process.env, ...env },
-    });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });

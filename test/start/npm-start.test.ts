@@ -7,14 +7,22 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { readProcfile } from '../../scripts/procfile.js';
 import { freePort } from '../../scripts/redis.js';
+import { holdStartLock } from '../helpers/start-lock.js';
 import { sleep, until } from '../helpers/wait.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const dirs: string[] = [];
 const groups: number[] = [];
+let release: (() => void) | undefined;
+
+// One npm start at a time per checkout: each writes data/runtime.json (test/start/readme-walk.test.ts too).
+beforeAll(async () => {
+  release = await holdStartLock();
+}, 660_000);
+afterAll(() => release?.());
 
 afterEach(() => {
   for (const group of groups.splice(0)) {
