@@ -70,7 +70,7 @@ export async function startPgBouncer(
   const stop = async () => {
     const pid = readPid(dir);
     if (pid !== null && alive(pid)) {
-      process.kill(pid, 'SIGINT'); // immediate shutdown
+      process.kill(pid, 'SIGTERM'); // immediate shutdown (SIGINT waits for its clients)
       for (let i = 0; i < 50 && alive(pid); i++) await new Promise((r) => setTimeout(r, 100));
     }
   };

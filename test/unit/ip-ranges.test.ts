@@ -63,8 +63,16 @@ describe('forbiddenRange: which addresses a webhook may not reach', () => {
     expect(forbiddenRange(address)).toBeNull();
   });
 
+  it('names the IPv4 address it found inside an IPv6 one, a zone left out', () => {
+    expect(forbiddenRange('::ffff:127.0.0.1')).toBe('loopback (IPv4 127.0.0.1 inside IPv6)');
+    expect(forbiddenRange('::ffff:127.0.0.1%eth0')).toBe('loopback (IPv4 127.0.0.1 inside IPv6)');
+    expect(forbiddenRange('2002:c0a8:0101::1')).toBe('private (IPv4 192.168.1.1 inside IPv6)');
+  });
+
   it('refuses what is not an address', () => {
     expect(forbiddenRange('example.com')).toBe('not an IP address');
+    expect(forbiddenRange('1[::1]')).toBe('not an IP address');
+    expect(forbiddenRange('[::1]1')).toBe('not an IP address');
     expect(forbiddenRange('')).toBe('not an IP address');
   });
 

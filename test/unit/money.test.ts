@@ -50,6 +50,10 @@ describe('toCents', () => {
     expect(toCents(Number.NEGATIVE_INFINITY)).toBeNull();
     expect(toCents(1e21)).toBeNull(); // 1e23 cents is past Number.MAX_SAFE_INTEGER
   });
+
+  it('returns null for a number sent as text (a caller outside the type checker)', () => {
+    expect(toCents('1.5' as unknown as number)).toBeNull();
+  });
 });
 
 describe('fromCents', () => {
@@ -73,7 +77,7 @@ describe('fromCents', () => {
   });
 
   it('refuses non-integer cents', () => {
-    expect(() => fromCents(1.5)).toThrow(RangeError);
+    expect(() => fromCents(1.5)).toThrow(new RangeError('cents must be a safe integer, got 1.5'));
   });
 });
 
@@ -95,9 +99,9 @@ describe('divRoundHalfAway', () => {
   });
 
   it('refuses a non-positive denominator and an unsafe result', () => {
-    expect(() => divRoundHalfAway(1n, 0n)).toThrow(RangeError);
-    expect(() => divRoundHalfAway(1n, -2n)).toThrow(RangeError);
-    expect(() => divRoundHalfAway(2n ** 60n, 1n)).toThrow(RangeError);
+    expect(() => divRoundHalfAway(1n, 0n)).toThrow(new RangeError('denominator must be positive, got 0'));
+    expect(() => divRoundHalfAway(1n, -2n)).toThrow(new RangeError('denominator must be positive, got -2'));
+    expect(() => divRoundHalfAway(2n ** 60n, 1n)).toThrow(new RangeError(`${2n ** 60n}/1 is out of range`));
   });
 });
 
@@ -109,6 +113,14 @@ describe('parseScaledDecimal', () => {
     expect(parseScaledDecimal('1.0000001', 6)).toBeNull();
     expect(parseScaledDecimal('abc', 2)).toBeNull();
     expect(parseScaledDecimal(' 1', 2)).toBeNull();
+  });
+
+  it('reads an exponent with or without its sign, of any length', () => {
+    expect(parseScaledDecimal('1e2', 2)).toBe(10_000n);
+    expect(parseScaledDecimal('1.5e+1', 2)).toBe(1_500n);
+    expect(parseScaledDecimal('15e-1', 2)).toBe(150n);
+    expect(parseScaledDecimal('1E10', 0)).toBe(10_000_000_000n);
+    expect(parseScaledDecimal('-2.5', 1)).toBe(-25n);
   });
 
   it('reads the whole text or nothing', () => {
@@ -164,6 +176,8 @@ describe('convertCents', () => {
   });
 
   it('refuses non-integer cents', () => {
-    expect(() => convertCents(10.5, 'USD', 'EUR', usdPer)).toThrow(RangeError);
+    expect(() => convertCents(10.5, 'USD', 'EUR', usdPer)).toThrow(
+      new RangeError('cents must be a safe integer, got 10.5'),
+    );
   });
 });

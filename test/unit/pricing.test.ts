@@ -411,6 +411,11 @@ describe('priceOrder input errors', () => {
   it('refuses a non-positive quantity and a listing missing from the input', () => {
     expect(() => priceOrder(order({ lines: [{ listingId: 101, quantity: 0 }] }))).toThrow(RangeError);
     expect(() => priceOrder(order({ lines: [{ listingId: 999, quantity: 1 }] }))).toThrow(/999/);
+    const orphan = listing(901, 9, 100, 1);
+    const listings = new Map([[orphan.listingId, orphan]]);
+    expect(() => priceOrder(order({ listings, lines: [{ listingId: 901, quantity: 1 }] }))).toThrow(
+      new Error('vendor 9 is missing from the pricing input'),
+    );
   });
 
   it('refuses a quantity of 0, negative or fractional next to a valid line', () => {
@@ -438,8 +443,8 @@ describe('splitCents', () => {
   });
 
   it('refuses to split cents into no shares', () => {
-    expect(() => splitCents(1, 0)).toThrow(RangeError);
-    expect(() => splitCents(1.5, 2)).toThrow(RangeError);
+    expect(() => splitCents(1, 0)).toThrow(new RangeError('cannot split 1 cents into no shares'));
+    expect(() => splitCents(1.5, 2)).toThrow(new RangeError('total must be integer cents, got 1.5'));
   });
 
   it('refuses a negative or fractional number of shares, whatever the total', () => {
@@ -469,7 +474,10 @@ describe('splitProportional', () => {
   });
 
   it('refuses negative or fractional weights', () => {
-    expect(() => splitProportional(10, [1, -1])).toThrow(RangeError);
-    expect(() => splitProportional(10, [0.5, 1])).toThrow(RangeError);
+    const badWeights = new RangeError('weights must be non-negative integers');
+    expect(() => splitProportional(10, [1, -1])).toThrow(badWeights);
+    expect(() => splitProportional(10, [0.5, 1])).toThrow(badWeights);
+    expect(() => splitProportional(1.5, [1])).toThrow(new RangeError('total must be integer cents, got 1.5'));
+    expect(() => splitProportional(1.5, [0, 0])).toThrow(RangeError);
   });
 });
