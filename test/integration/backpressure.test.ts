@@ -3,7 +3,7 @@ import supertest from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../scripts/redis.js';
 import { createSigningClient } from '../../src/client/signing-client.js';
-import { createWebApp } from '../../src/server.js';
+import { createWebApp } from '../../src/web.js';
 import { entry, postBatch, resultsOf, statusesOf } from '../helpers/batches.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
 import { valueOf } from '../helpers/prometheus-text.js';

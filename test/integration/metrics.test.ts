@@ -2,7 +2,7 @@ import type { App } from '../../src/http/app.js';
 import supertest from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../scripts/redis.js';
-import { createWebApp } from '../../src/server.js';
+import { createWebApp } from '../../src/web.js';
 import { runReconcilePass } from '../../src/services/reconcile.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
 import { parseSamples, valueOf } from '../helpers/prometheus-text.js';

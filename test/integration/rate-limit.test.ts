@@ -2,7 +2,7 @@ import type { App } from '../../src/http/app.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../scripts/redis.js';
 import { createSigningClient } from '../../src/client/signing-client.js';
-import { createWebApp } from '../../src/server.js';
+import { createWebApp } from '../../src/web.js';
 import { orderBody } from '../helpers/fixtures.js';
 import { createTestService, signed, type TestService } from '../helpers/test-service.js';
 
