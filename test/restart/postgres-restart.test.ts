@@ -1,7 +1,7 @@
 // A PostgreSQL server restart loses nothing, on a direct connection and behind PgBouncer in transaction mode.
 // Under steady load from several callers (real orders, dry runs, gets and searches), the server is restarted
-// (`pg_ctl restart -m fast`), then stopped for a while (AWAY_MS: 8 s here rather than an operator's 20 s, to keep
-// the suite short; nothing in the service counts the seconds) and started again. While it is away the web answers
+// (`pg_ctl restart -m fast`), then stopped for 20 s (AWAY_MS, as issue 23 asks: longer than a worker's retries of
+// one job would last if the outage used up its attempts) and started again. While it is away the web answers
 // 503 5030 to what needs the store and /readyz says not ready; no process exits. Once it is back every process
 // serves again, every accepted order is final (none FAILED), none twice, stock and the ledger are exact, and each
 // caller that retried with the same Svc-RequestId got the same order.
@@ -33,7 +33,7 @@ import { openProbe } from '../helpers/test-store.js';
 import { logLines, sleep, until } from '../helpers/wait.js';
 
 const CALLERS = 6;
-const AWAY_MS = 8_000;
+const AWAY_MS = 20_000;
 const SCARCE = { listingId: 2001, copies: 8 };
 const PLENTY = { listingId: 2002, copies: 100_000 };
 const MAX_PROCESS_ATTEMPTS = 5;
@@ -285,5 +285,5 @@ describe.each(['direct', 'pgbouncer'] as const)('a PostgreSQL server restart (%s
         gateway: bought,
       });
     }
-  }, 180_000);
+  }, 240_000);
 });
