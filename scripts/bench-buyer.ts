@@ -12,7 +12,8 @@ export interface Buyer {
   ccToken: string;
 }
 
-const ADDRESS = {
+/** The ship and bill address of every benchmark's orders. */
+export const ADDRESS = {
   name: 'Bench',
   address1: '1 Loop',
   city: 'Austin',

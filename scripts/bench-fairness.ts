@@ -13,6 +13,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { sign } from '../src/auth/signature.js';
 import { addCard, createClient } from '../src/services/client-keys.js';
+import { ADDRESS, type Buyer } from './bench-buyer.js';
 import type { CatalogListing } from '../src/store/store.port.js';
 import { running, startEntry, stopAllOnInterrupt, stopProcess, waitForWeb } from './bench-processes.js';
 import { freshStore, serviceEnv, type BenchStore } from './bench-stores.js';
@@ -38,21 +39,7 @@ const LISTINGS = 100;
 const say = (line: string) => process.stderr.write(`[bench-fairness] ${line}\n`);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-interface Client {
-  accessKey: string;
-  secretKey: string;
-  ccToken: string;
-}
-
-const ADDRESS = {
-  name: 'Bench',
-  address1: '1 Loop',
-  city: 'Austin',
-  provstate: 'TX',
-  country: 'USA',
-  zipcode: '78701',
-  phone: '1',
-};
+type Client = Buyer;
 
 const BENCH_LISTINGS: CatalogListing[] = Array.from({ length: LISTINGS }, (_, i) => ({
   listingId: 991_001 + i,

@@ -1,4 +1,4 @@
-import type { SettleToResult } from '../store/store.port.js';
+import type { GatewayTarget, SettleToResult } from '../store/store.port.js';
 
 /** What the worker needs of a card processor. Every call is idempotent by its keys, so a retried job never charges twice. */
 export interface PaymentGateway {
@@ -16,13 +16,7 @@ export interface PaymentGateway {
    * a target of 0 is recorded so that a later authorisation is declined; a target above 0 is 'not-authorised'
    * (the caller keeps it pending and asks again). A target below 0 is refused: it would be a bug.
    */
-  settleTo(request: {
-    key: string;
-    cardId: number;
-    currency: string;
-    amountCents: number;
-    version: number;
-  }): Promise<SettleToResult>;
+  settleTo(request: GatewayTarget): Promise<SettleToResult>;
 }
 
 export interface AuthorizeResult {

@@ -409,6 +409,15 @@ export interface PaymentRecord {
 }
 
 /** What a `settleTo` call did: see PaymentGateway.settleTo. */
+/** What the processor's authorisation under `key` is to be brought to: the ledger's amount at its version. */
+export interface GatewayTarget {
+  key: string;
+  cardId: number;
+  currency: string;
+  amountCents: number;
+  version: number;
+}
+
 export type SettleToResult = 'applied' | 'superseded' | 'not-authorised';
 
 export interface PaymentStore {
@@ -426,14 +435,7 @@ export interface PaymentStore {
    * ('superseded'). A key with no authorisation: a target of 0 is recorded as a declined payment, so that an
    * authorisation arriving later under the key is declined; a target above 0 is 'not-authorised'.
    */
-  settleTo(request: {
-    key: string;
-    cardId: number;
-    currency: string;
-    amountCents: number;
-    version: number;
-    now: number;
-  }): Promise<SettleToResult>;
+  settleTo(request: GatewayTarget & { now: number }): Promise<SettleToResult>;
   find(key: string): Promise<PaymentRecord | null>;
 }
 
