@@ -56,6 +56,24 @@ export function loadOrder(buyer: Buyer) {
   };
 }
 
+/** The headers that sign a request without a query (content type included when it has a body). */
+export function signedHeaders(
+  buyer: Pick<Buyer, 'accessKey' | 'secretKey'>,
+  method: string,
+  path: string,
+  body: string | undefined,
+  requestId: string,
+): Record<string, string> {
+  const date = new Date().toISOString();
+  return {
+    ...(body ? { 'content-type': 'application/json' } : {}),
+    'svc-requestid': requestId,
+    'svc-access-key': buyer.accessKey,
+    'svc-date': date,
+    'svc-signature': sign(buyer.secretKey, { method, path, rawQuery: '', date, requestId, body }),
+  };
+}
+
 /** A signed POST of `body`; resolves with the response's Svc-Status and JSON body. */
 export async function postSigned(
   baseUrl: string,
@@ -65,19 +83,10 @@ export async function postSigned(
   headers: Record<string, string> = {},
   requestId: string = crypto.randomUUID(),
 ) {
-  const date = new Date().toISOString();
-  const signature = sign(buyer.secretKey, { method: 'POST', path, rawQuery: '', date, requestId, body });
   const res = await fetch(`${baseUrl}${path}`, {
     method: 'POST',
     body,
-    headers: {
-      'content-type': 'application/json',
-      'svc-requestid': requestId,
-      'svc-access-key': buyer.accessKey,
-      'svc-date': date,
-      'svc-signature': signature,
-      ...headers,
-    },
+    headers: { ...signedHeaders(buyer, 'POST', path, body, requestId), ...headers },
   });
   return { status: res.headers.get('svc-status'), body: (await res.json()) as unknown };
 }

@@ -11,9 +11,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { sign } from '../src/auth/signature.js';
 import { addCard, createClient } from '../src/services/client-keys.js';
-import { ADDRESS, type Buyer } from './bench-buyer.js';
+import { ADDRESS, signedHeaders, type Buyer } from './bench-buyer.js';
 import type { CatalogListing } from '../src/store/store.port.js';
 import { running, startEntry, stopAllOnInterrupt, stopProcess, waitForWeb } from './bench-processes.js';
 import { freshStore, serviceEnv, type BenchStore } from './bench-stores.js';
@@ -62,20 +61,8 @@ const orderOf = (client: Client, dryrun: boolean, listings: number) => ({
 
 /** A signed request; resolves with its Svc-Status, Retry-After and body text (read whole, not parsed). */
 async function send(baseUrl: string, client: Client, method: 'GET' | 'POST', path: string, body?: string) {
-  const requestId = crypto.randomUUID();
-  const date = new Date().toISOString();
-  const signature = sign(client.secretKey, { method, path, rawQuery: '', date, requestId, body });
-  const res = await fetch(`${baseUrl}${path}`, {
-    method,
-    body,
-    headers: {
-      ...(body ? { 'content-type': 'application/json' } : {}),
-      'svc-requestid': requestId,
-      'svc-access-key': client.accessKey,
-      'svc-date': date,
-      'svc-signature': signature,
-    },
-  });
+  const headers = signedHeaders(client, method, path, body, crypto.randomUUID());
+  const res = await fetch(`${baseUrl}${path}`, { method, body, headers });
   const text = await res.text();
   return {
     status: res.headers.get('svc-status'),
