@@ -2,7 +2,7 @@ import net from 'node:net';
 import cron from 'node-cron';
 import { z } from 'zod';
 import { parseSecretsKey } from './domain/secrets.js';
-import { parseRedisUrl, type RedisSeeds } from './queue/redis-url.js';
+import { parseRedisUrl, type RedisSeeds } from './redis/redis-url.js';
 
 const positiveInt = z.coerce.number().int().positive();
 const nonNegativeInt = z.coerce.number().int().nonnegative();

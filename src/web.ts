@@ -3,12 +3,12 @@
 import type { Server } from 'node:http';
 import type { Config } from './config.js';
 import { closeDeps, createDeps } from './container.js';
-import { whenReady } from './queue/redis-lock.js';
+import { whenReady } from './redis/redis-lock.js';
 import type { Deps } from './deps.js';
 import { createApp } from './http/app.js';
 import { createHttpServer } from './http/http-server.js';
 import { createDeploymentRegistry, metricsRoute } from './http/metrics.js';
-import { DASHBOARD_LOCKOUT, Lockout } from './http/lockout.js';
+import { DASHBOARD_LOCKOUT, Lockout } from './redis/lockout.js';
 import { mountQueueDashboard } from './http/queue-dashboard.js';
 import { rateLimit } from './http/rate-limit.js';
 import type { Logger } from './logger.js';

@@ -3,7 +3,7 @@ import { sha256Hex, sign, signatureMatches, signingKey } from '../auth/signature
 import { cachedFor } from '../services/read-cache.js';
 import type { ClientStore } from '../store/store.port.js';
 import { ApiError, authError } from './errors.js';
-import { clientAddressOf, type Lockout } from './lockout.js';
+import { clientAddressOf, type Lockout } from '../redis/lockout.js';
 import { bindLogContext } from './request-context.js';
 import type { AuthContext } from './respond.js';
 import { SvcStatus, type SvcStatusCode } from './status-codes.js';

@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { Queue } from 'bullmq';
 import type { Express, RequestHandler } from 'express';
-import { clientAddressOf, type Lockout } from './lockout.js';
+import { clientAddressOf, type Lockout } from '../redis/lockout.js';
 
 export const DASHBOARD_PATH = '/admin/queues';
 

@@ -1,5 +1,5 @@
 import type { RequestHandler, Response } from 'express';
-import type { RedisClient } from '../queue/redis.js';
+import type { RedisClient } from '../redis/redis.js';
 import type { Logger } from '../logger.js';
 import { ApiError } from './errors.js';
 import { authOf } from './respond.js';

@@ -1,5 +1,5 @@
 import type { ChainableCommander } from 'ioredis';
-import type { RedisClient } from '../queue/redis.js';
+import type { RedisClient } from '../redis/redis.js';
 import { ItemStatus } from '../domain/item-status.js';
 import type { Logger } from '../logger.js';
 import { SharedCounter, SharedHistogram } from './shared.metrics.js';

@@ -1,4 +1,4 @@
-import type { RedisClient } from '../queue/redis.js';
+import type { RedisClient } from '../redis/redis.js';
 import { Counter, Gauge, type Registry } from 'prom-client';
 
 // Workers and the clock serve no HTTP, so each process of the deployment writes a small snapshot of itself

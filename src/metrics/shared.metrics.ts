@@ -1,5 +1,5 @@
 import type { ChainableCommander } from 'ioredis';
-import type { RedisClient } from '../queue/redis.js';
+import type { RedisClient } from '../redis/redis.js';
 import type { Metric, Registry } from 'prom-client';
 
 // Cross-process metrics: workers and the clock run in processes that serve no HTTP, so what they count is

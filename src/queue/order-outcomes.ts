@@ -1,5 +1,5 @@
 import { QueueEvents } from 'bullmq';
-import type { RedisClient } from './redis.js';
+import type { RedisClient } from '../redis/redis.js';
 import type { Logger } from '../logger.js';
 import { ORDER_QUEUE, orderJobId } from './order.queue.js';
 

@@ -1,5 +1,5 @@
 import { Queue, type JobsOptions } from 'bullmq';
-import type { RedisClient } from './redis.js';
+import type { RedisClient } from '../redis/redis.js';
 import { z } from 'zod';
 import type { Logger } from '../logger.js';
 

@@ -8,7 +8,7 @@ import { startProcessHeartbeat } from '../metrics/process-heartbeat.js';
 import { attemptOrder, failOrder } from '../services/process-order.js';
 import { isStoreUnavailable } from '../store/store-errors.js';
 import { ORDER_QUEUE, OrderJobs, type OrderJobData } from './order.queue.js';
-import { createBlockingRedis } from './redis.js';
+import { createBlockingRedis } from '../redis/redis.js';
 import { startWebhookWorker } from './webhook.worker-runner.js';
 
 /** How long a job that found the store away waits before it tries again. */

@@ -4,8 +4,8 @@ import type { JobRecord } from '../metrics/metrics.recorder.js';
 import { CLAIM_START_WINDOW_MS, deliverFairly } from '../services/deliver-webhook.js';
 import { startRelay } from '../services/webhook-relay.js';
 import { createWebhookSender } from '../webhooks/webhook-sender.js';
-import { createEndpointGate } from './endpoint-gate.js';
-import { createBlockingRedis, createRedis } from './redis.js';
+import { createEndpointGate } from '../redis/endpoint-gate.js';
+import { createBlockingRedis, createRedis } from '../redis/redis.js';
 import { createWebhookQueue, WEBHOOK_QUEUE, WebhookJobs, type WebhookJobData } from './webhook.queue.js';
 
 /** The longest pause of an endpoint that keeps failing, as the longest wait between attempts. */

@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
-import type { AttemptResult, EndpointGate } from '../queue/endpoint-gate.js';
+import type { AttemptResult, EndpointGate } from '../redis/endpoint-gate.js';
 import type { AttemptOutcome, Store } from '../store/store.port.js';
 import type { WebhookSender } from '../webhooks/webhook-sender.js';
 import { eventBody } from './order-events.js';

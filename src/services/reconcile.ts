@@ -1,8 +1,8 @@
 import type { Config } from '../config.js';
 import { ItemStatus as S, type ItemStatusCode } from '../domain/item-status.js';
 import { orderJobId, type OrderQueue } from '../queue/order.queue.js';
-import { withLock, type LockResult } from '../queue/redis-lock.js';
-import type { RedisClient } from '../queue/redis.js';
+import { withLock, type LockResult } from '../redis/redis-lock.js';
+import type { RedisClient } from '../redis/redis.js';
 import type { StaleItemKey, StaleOrder, StaleOrderKey, Store } from '../store/store.port.js';
 import { moveItem, type ItemLifecycleDeps } from './item-lifecycle.js';
 import { syncPayment } from './payment-sync.js';

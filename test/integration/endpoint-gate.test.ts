@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { createEndpointGate, type EndpointGate, type GateEntry } from '../../src/queue/endpoint-gate.js';
+import { createEndpointGate, type EndpointGate, type GateEntry } from '../../src/redis/endpoint-gate.js';
 
 const redis = new Redis(inject('redisUrl'));
 afterAll(() => redis.disconnect());

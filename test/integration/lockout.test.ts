@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { freePort } from '../../scripts/redis.js';
 import { createSigningClient } from '../../src/client/signing-client.js';
 import { loadConfig } from '../../src/config.js';
-import { Lockout } from '../../src/http/lockout.js';
+import { Lockout } from '../../src/redis/lockout.js';
 import { createLogger } from '../../src/logger.js';
 import { createTestService, signed, type Credentials, type TestService } from '../helpers/test-service.js';
 

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startPrivateRedis, type RunningRedis } from '../../scripts/redis.js';
 import { reconcile } from '../../src/cli/commands/reconcile.commands.js';
 import { orderJobId } from '../../src/queue/order.queue.js';
-import { withLock } from '../../src/queue/redis-lock.js';
+import { withLock } from '../../src/redis/redis-lock.js';
 import { moveItem } from '../../src/services/item-lifecycle.js';
 import { processOrder, startAttempt } from '../../src/services/process-order.js';
 import { runReconcilePass, type ReconcileCounts } from '../../src/services/reconcile.js';

@@ -7,7 +7,7 @@ import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedisCluster, type RunningRedisCluster } from '../../scripts/redis.js';
 import { loadConfig, type Config } from '../../src/config.js';
-import { Lockout } from '../../src/http/lockout.js';
+import { Lockout } from '../../src/redis/lockout.js';
 import { createRateLimiter } from '../../src/http/rate-limit.js';
 import { createLogger } from '../../src/logger.js';
 import { createMetricsRecorder, sharedMetrics } from '../../src/metrics/metrics.recorder.js';
@@ -19,8 +19,8 @@ import {
   type OrderJobData,
   type OrderQueue,
 } from '../../src/queue/order.queue.js';
-import { whenReady, withLock } from '../../src/queue/redis-lock.js';
-import { createBlockingRedis, createRedis, type RedisClient } from '../../src/queue/redis.js';
+import { whenReady, withLock } from '../../src/redis/redis-lock.js';
+import { createBlockingRedis, createRedis, type RedisClient } from '../../src/redis/redis.js';
 
 const logger = createLogger({ LOG_LEVEL: 'silent', LOG_PRETTY: 'false' }, 'test');
 let cluster: RunningRedisCluster;

@@ -5,7 +5,7 @@ import { EventEmitter } from 'node:events';
 import { perClientSlots } from '../../src/http/batch-slots.js';
 import { batchCost } from '../../src/http/order-batches.routes.js';
 import { rateLimit } from '../../src/http/rate-limit.js';
-import { createRedis } from '../../src/queue/redis.js';
+import { createRedis } from '../../src/redis/redis.js';
 
 describe('rate limit when Redis cannot be reached', () => {
   it('lets the request through (fails open) and says so in the log', async () => {

@@ -1,5 +1,5 @@
 import { closeDeps, createDeps } from '../../container.js';
-import { whenReady } from '../../queue/redis-lock.js';
+import { whenReady } from '../../redis/redis-lock.js';
 import { runReconcilePass } from '../../services/reconcile.js';
 import { CliError, isoTimeOption, parseCommandArgs, type Command } from './command.js';
 import { commandLogger } from './item.commands.js';

@@ -1,6 +1,6 @@
 import type { Request } from 'express';
-import { whenReady } from '../queue/redis-lock.js';
-import type { RedisClient } from '../queue/redis.js';
+import { whenReady } from './redis-lock.js';
+import type { RedisClient } from './redis.js';
 import type { Logger } from '../logger.js';
 
 export interface LockoutPolicy {
