@@ -1,4 +1,4 @@
-import { startOrderWorker } from '../src/queue/order.worker-runner.js';
+import { startOrderWorker } from '../src/processes/order.worker-runner.js';
 import { runProcess } from '../src/process.js';
 
 runProcess('worker', startOrderWorker);

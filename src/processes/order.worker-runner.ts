@@ -7,7 +7,7 @@ import type { JobRecord } from '../metrics/metrics.recorder.js';
 import { startProcessHeartbeat } from '../metrics/process-heartbeat.js';
 import { attemptOrder, failOrder } from '../services/process-order.js';
 import { isStoreUnavailable } from '../store/store-errors.js';
-import { ORDER_QUEUE, OrderJobs, type OrderJobData } from './order.queue.js';
+import { ORDER_QUEUE, OrderJobs, type OrderJobData } from '../queue/order.queue.js';
 import { createBlockingRedis } from '../redis/redis.js';
 import { startWebhookWorker } from './webhook.worker-runner.js';
 

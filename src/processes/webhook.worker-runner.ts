@@ -6,7 +6,12 @@ import { startRelay } from '../services/webhook-relay.js';
 import { createWebhookSender } from '../webhooks/webhook-sender.js';
 import { createEndpointGate } from '../redis/endpoint-gate.js';
 import { createBlockingRedis, createRedis } from '../redis/redis.js';
-import { createWebhookQueue, WEBHOOK_QUEUE, WebhookJobs, type WebhookJobData } from './webhook.queue.js';
+import {
+  createWebhookQueue,
+  WEBHOOK_QUEUE,
+  WebhookJobs,
+  type WebhookJobData,
+} from '../queue/webhook.queue.js';
 
 /** The longest pause of an endpoint that keeps failing, as the longest wait between attempts. */
 const MAX_PAUSE_MS = 3_600_000;
