@@ -5,8 +5,6 @@ import { scheduleReconcile } from './reconcile.job.js';
 
 runProcess('clock', async (config, logger) => {
   const deps = await createDeps(config, logger, { role: 'clock' });
-  // The command connection already warns of an outage; BullMQ would print each reconnect's stack as well.
-  deps.queue.queue.on('error', () => undefined);
   const stopHeartbeat = startProcessHeartbeat(deps.redis, config.REDIS_PREFIX, 'clock');
   const reconcile = scheduleReconcile(deps, config.RECONCILE_CRON, logger);
   logger.info({ schedule: config.RECONCILE_CRON }, 'clock ready');

@@ -6,7 +6,7 @@ import type { TaxRules } from './domain/tax.js';
 import type { Lockout } from './redis/lockout.js';
 import type { PaymentGateway } from './payments/payment-gateway.js';
 import type { OrderOutcomes } from './queue/order-outcomes.js';
-import type { OrderQueue } from './queue/order.queue.js';
+import type { BullOrderQueue } from './queue/order.queue.js';
 import type { RedisClient } from './redis/redis.js';
 import type { Backpressure } from './services/backpressure.js';
 import type { OrderIntake } from './services/order-intake.js';
@@ -26,7 +26,7 @@ export interface Deps {
   authLockout: Lockout;
   cardLockout: Lockout;
   intake: OrderIntake;
-  queue: OrderQueue;
+  queue: BullOrderQueue;
   outcomes: OrderOutcomes;
   /** The figure of unsettled orders that refuses real orders past MAX_UNSETTLED_ORDERS. */
   backpressure: Backpressure;

@@ -24,7 +24,7 @@ export function createDeploymentRegistry(deps: Pick<Deps, 'redis' | 'config' | '
     registers: [registry],
     async collect() {
       this.reset();
-      const counts = await deps.queue.queue.getJobCounts(...QUEUE_STATES).catch(() => null);
+      const counts = await deps.queue.counts(QUEUE_STATES).catch(() => null);
       if (!counts) return;
       for (const state of QUEUE_STATES) this.set({ queue: ORDER_QUEUE, state }, counts[state] ?? 0);
     },

@@ -1,4 +1,4 @@
-import { Queue, type JobsOptions } from 'bullmq';
+import { Queue, type JobsOptions, type JobType } from 'bullmq';
 import type { RedisClient } from '../redis/redis.js';
 import { z } from 'zod';
 import type { Logger } from '../logger.js';
@@ -16,11 +16,29 @@ export type OrderJobData = z.infer<(typeof OrderJobs)['process-order']>;
 /** Deterministic, so a second enqueue of a waiting or active order is a no-op. */
 export const orderJobId = (orderId: number): string => `order-${orderId}`;
 
+/** An order's job as the queue holds it: its BullMQ state ('waiting', 'active', 'completed', ...). */
+export interface QueuedJob {
+  readonly state: string;
+  /** Takes it out of the queue, so that an enqueue under the same id is not ignored. */
+  remove(): Promise<void>;
+}
+
+/** The port services, jobs and the CLI use; only the composition and tests reach BullMQ's Queue. */
 export interface OrderQueue {
   enqueue(orderId: number): Promise<void>;
   /** Enqueues every order in one round trip (BullMQ addBulk); an order whose job exists already is left alone. */
   enqueueMany(orderIds: readonly number[]): Promise<void>;
+  /** The order's job, or undefined when the queue holds none. */
+  findJob(orderId: number): Promise<QueuedJob | undefined>;
+  /** How many jobs are in each of these states. */
+  counts(states: readonly JobType[]): Promise<Record<string, number>>;
   close(): Promise<void>;
+  /** Drops the connection at once: for a short process whose close() may not finish while Redis is away. */
+  disconnect(): void;
+}
+
+/** The BullMQ adapter: the port, and the Queue itself for the dashboard and tests. */
+export interface BullOrderQueue extends OrderQueue {
   readonly queue: Queue;
 }
 
@@ -30,7 +48,7 @@ export function createOrderQueue(
   prefix: string,
   attempts: number,
   logger: Logger,
-): OrderQueue {
+): BullOrderQueue {
   const queue = new Queue<OrderJobData, void, OrderJobName>(ORDER_QUEUE, { connection, prefix });
   // Without a listener an outage prints unhandled-error stacks; enqueue failures are handled by the caller.
   queue.on('error', (err) => logger.debug({ err: err.message }, 'order queue connection error'));
@@ -56,8 +74,19 @@ export function createOrderQueue(
         })),
       );
     },
+    async findJob(orderId) {
+      const job = await queue.getJob(orderJobId(orderId));
+      if (!job) return undefined;
+      return { state: await job.getState(), remove: () => job.remove() };
+    },
+    async counts(states) {
+      return queue.getJobCounts(...states);
+    },
     async close() {
       await queue.close();
+      connection.disconnect();
+    },
+    disconnect() {
       connection.disconnect();
     },
   };

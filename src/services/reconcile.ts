@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import { ItemStatus as S, type ItemStatusCode } from '../domain/item-status.js';
-import { orderJobId, type OrderQueue } from '../queue/order.queue.js';
+import type { OrderQueue } from '../queue/order.queue.js';
 import { withLock, type LockResult } from '../redis/redis-lock.js';
 import type { RedisClient } from '../redis/redis.js';
 import type { StaleItemKey, StaleOrder, StaleOrderKey, Store } from '../store/store.port.js';
@@ -180,8 +180,8 @@ async function expire(deps: ReconcileDeps, deadline: Deadline, now: number, lost
  * is enqueued again, or FAILED when its attempts are used up. One whose job will still run is left alone.
  */
 async function requeueOrFail(deps: ReconcileDeps, order: StaleOrder, now: number) {
-  const job = await deps.queue.queue.getJob(orderJobId(order.orderId));
-  const state = job ? await job.getState() : 'missing';
+  const job = await deps.queue.findJob(order.orderId);
+  const state = job ? job.state : 'missing';
   if (IN_QUEUE.has(state)) return 'in-queue';
   if (order.attempts >= deps.config.MAX_PROCESS_ATTEMPTS) {
     // A worker inside the last attempt (its job lost with Redis) holds the lease: that attempt settles it.

@@ -17,7 +17,7 @@ import {
   createOrderQueue,
   ORDER_QUEUE,
   type OrderJobData,
-  type OrderQueue,
+  type BullOrderQueue,
 } from '../../src/queue/order.queue.js';
 import { whenReady, withLock } from '../../src/redis/redis-lock.js';
 import { createBlockingRedis, createRedis, type RedisClient } from '../../src/redis/redis.js';
@@ -26,7 +26,7 @@ const logger = createLogger({ LOG_LEVEL: 'silent', LOG_PRETTY: 'false' }, 'test'
 let cluster: RunningRedisCluster;
 let config: Config;
 let redis: RedisClient;
-let queue: OrderQueue;
+let queue: BullOrderQueue;
 let outcomes: OrderOutcomes;
 let stopHeartbeat: () => Promise<void> = () => Promise.resolve();
 

@@ -18,8 +18,6 @@ export const reconcile: Command = {
     const now = values.now === undefined ? undefined : isoTimeOption(values.now, 'now');
     const logger = commandLogger(config);
     const deps = await createDeps(config, logger, { role: 'admin' });
-    // The connection's own warnings say it already; BullMQ would print each reconnect's stack as well.
-    deps.queue.queue.on('error', () => undefined);
     try {
       await whenReady(deps.redis, REDIS_WAIT_MS).catch((err: Error) => {
         throw CliError.invalid(`redis at ${config.REDIS_URL} is unavailable: ${err.message}`);
@@ -30,8 +28,7 @@ export const reconcile: Command = {
     } finally {
       await closeDeps(deps);
       // closeDeps leaves the queue's connection open (long-lived processes exit anyway); a CLI must end it.
-      const connection = deps.queue.queue.opts.connection;
-      if ('disconnect' in connection) connection.disconnect();
+      deps.queue.disconnect();
     }
   },
 };
