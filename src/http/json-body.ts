@@ -1,6 +1,5 @@
 import type { Request } from 'express';
 import { ApiError } from './errors.js';
-import { ORDER_JSON_LIMITS } from './order-intake.js';
 import { SvcStatus } from './status-codes.js';
 
 /**
@@ -92,13 +91,10 @@ function refusal(overflow: JsonOverflow, limits: JsonLimits): ApiError {
 }
 
 /**
- * The request's JSON object: 4150 for another media type, 4000 for a body over `limits` (those of an order by
- * default), 4003 for broken JSON, 4000 for a non-object root.
+ * The request's JSON object: 4150 for another media type, 4000 for a body over `limits`, 4003 for broken JSON,
+ * 4000 for a non-object root.
  */
-export function jsonObjectBody(
-  req: Request,
-  limits: JsonLimits = ORDER_JSON_LIMITS,
-): Record<string, unknown> {
+export function jsonObjectBody(req: Request, limits: JsonLimits): Record<string, unknown> {
   const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
   if (!req.is('application/json')) {
     throw new ApiError(SvcStatus.UNSUPPORTED_MEDIA_TYPE, 'Content-Type: must be application/json');

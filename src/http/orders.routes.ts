@@ -4,7 +4,7 @@ import type { OrderIntake } from '../services/order-intake.js';
 import { placeOrder, type PlaceOrderDeps } from '../services/place-order.js';
 import { ApiError } from './errors.js';
 import { jsonObjectBody } from './json-body.js';
-import { createOrderRequestCheck } from './order-intake.js';
+import { createOrderRequestCheck, ORDER_JSON_LIMITS } from './order-intake.js';
 import { authOf, bodySha256Of, sendOk } from './respond.js';
 import { SvcStatus } from './status-codes.js';
 
@@ -19,7 +19,7 @@ function prefersAsync(req: Request): boolean {
 export function postOrder(deps: PlaceOrderDeps & { intake: OrderIntake }): RequestHandler {
   const checkOrderRequest = createOrderRequestCheck(deps.intake);
   return async (req, res) => {
-    const body = jsonObjectBody(req);
+    const body = jsonObjectBody(req, ORDER_JSON_LIMITS);
     const respondAsync = prefersAsync(req);
     const { clientId, requestId } = authOf(res);
     const checked = await checkOrderRequest(clientId, body);
