@@ -13,7 +13,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.js';
 import { closeDeps, createDeps } from '../src/container.js';
-import { createOrderRequestCheck } from '../src/http/order-intake.js';
+import { createOrderRequestCheck } from '../src/http/order-request.check.js';
 import { createLogger } from '../src/logger.js';
 import { addCard, createClient } from '../src/services/client-keys.js';
 import { placeOrder } from '../src/services/place-order.js';

@@ -12,7 +12,7 @@ import {
   orderBatchRootSchema,
   type OrderBatchResult,
 } from './order-batch.schema.js';
-import { createOrderRequestCheck, listingRefsOf } from './order-intake.js';
+import { createOrderRequestCheck, listingRefsOf } from './order-request.check.js';
 import { backpressureError } from './orders.routes.js';
 import { chargeMore } from './rate-limit.js';
 import { authOf, sendOk } from './respond.js';

@@ -4,7 +4,7 @@ import type { OrderIntake } from '../services/order-intake.js';
 import { placeOrder, type PlaceOrderDeps } from '../services/place-order.js';
 import { ApiError } from './errors.js';
 import { jsonObjectBody } from './json-body.js';
-import { createOrderRequestCheck, ORDER_JSON_LIMITS } from './order-intake.js';
+import { createOrderRequestCheck, ORDER_JSON_LIMITS } from './order-request.check.js';
 import { authOf, bodySha256Of, sendOk } from './respond.js';
 import { SvcStatus } from './status-codes.js';
 

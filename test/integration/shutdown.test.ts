@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { childPids, processStats } from '../../scripts/process-stats.js';
 import { freePort } from '../../scripts/redis.js';
 import { createSigningClient, type OrderResponse } from '../../src/client/signing-client.js';
-import { createOrderRequestCheck } from '../../src/http/order-intake.js';
+import { createOrderRequestCheck } from '../../src/http/order-request.check.js';
 import { placeOrder } from '../../src/services/place-order.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
 import { createTestService, signed, stopChild, type TestService } from '../helpers/test-service.js';
