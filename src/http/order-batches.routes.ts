@@ -13,7 +13,7 @@ import {
   type OrderBatchResult,
 } from './order-batch.schema.js';
 import { createOrderRequestCheck, listingRefsOf } from './order-request.check.js';
-import { backpressureError } from './orders.routes.js';
+import { backpressureError, placedCode } from './order-answers.js';
 import { chargeMore } from './rate-limit.js';
 import { authOf, sendOk } from './respond.js';
 import { SvcStatus, type SvcStatusCode } from './status-codes.js';
@@ -165,10 +165,8 @@ function outcomeOf(requestId: string, result: PlaceOrderResult): OrderBatchResul
   switch (result.kind) {
     case 'dry-run':
       return { requestId, status: [SvcStatus.DRY_RUN_OK], order: result.order };
-    case 'placed': {
-      const code = result.duplicate && result.queued ? SvcStatus.DUPLICATE_PROCESSING : SvcStatus.CREATED;
-      return { requestId, status: [code], order: result.order };
-    }
+    case 'placed':
+      return { requestId, status: [placedCode(result)], order: result.order };
     case 'conflict':
       return { requestId, error: requestIdConflict() };
     case 'busy':

@@ -4,6 +4,7 @@ import type { OrderIntake } from '../services/order-intake.js';
 import { placeOrder, type PlaceOrderDeps } from '../services/place-order.js';
 import { ApiError } from './errors.js';
 import { jsonObjectBody } from './json-body.js';
+import { backpressureError, placedCode } from './order-answers.js';
 import { createOrderRequestCheck, ORDER_JSON_LIMITS } from './order-request.check.js';
 import { authOf, bodySha256Of, sendOk } from './respond.js';
 import { SvcStatus } from './status-codes.js';
@@ -43,25 +44,8 @@ export function postOrder(deps: PlaceOrderDeps & { intake: OrderIntake }): Reque
         throw backpressureError(result);
       case 'placed': {
         if (respondAsync) res.set('Preference-Applied', 'respond-async');
-        const code = result.duplicate && result.queued ? SvcStatus.DUPLICATE_PROCESSING : SvcStatus.CREATED;
-        return sendOk(res, code, result.order);
+        return sendOk(res, placedCode(result), result.order);
       }
     }
   };
-}
-
-/** 5030 with Retry-After: too many orders (or too many of this client's) wait for the workers; nothing stored. */
-export function backpressureError({
-  retryAfterS,
-  ofClient,
-}: {
-  retryAfterS: number;
-  ofClient: boolean;
-}): ApiError {
-  const what = ofClient
-    ? "too many of this client's orders are waiting to be processed (its share of the backlog)"
-    : 'too many orders are waiting to be processed';
-  return new ApiError(SvcStatus.UNAVAILABLE, `${what}; nothing was stored, retry after Retry-After seconds`, {
-    'Retry-After': String(retryAfterS),
-  });
 }
