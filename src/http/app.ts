@@ -3,6 +3,7 @@ import express, { type Request, type RequestHandler } from 'express';
 import type { Deps } from '../deps.js';
 import { marketplaceDomains } from '../domain/marketplace.js';
 import type { RequestObserver } from '../metrics/http.metrics.js';
+import { API_ROUTES } from './api-routes.js';
 import { authenticate } from './auth.js';
 import { perClientSlots } from './batch-slots.js';
 import { ApiError, errorHandler } from './errors.js';
@@ -110,10 +111,10 @@ export function createApp(deps: Deps, options: AppOptions = {}): App {
       decodeBody(MAX_BODY_BYTES),
     ],
     routes: [
-      { pattern: /^\/orders\/?$/, methods: { GET: [getOrders(deps)], POST: [orderIntake] } },
-      { pattern: /^\/orders\/([^/]+)\/?$/, params: ['orderId'], methods: { GET: [getOrder(deps)] } },
+      { ...API_ROUTES.orders, methods: { GET: [getOrders(deps)], POST: [orderIntake] } },
+      { ...API_ROUTES.order, methods: { GET: [getOrder(deps)] } },
       {
-        pattern: /^\/order-batches\/?$/,
+        ...API_ROUTES.orderBatches,
         methods: {
           POST: [perClientSlots(deps.config.BATCH_CONCURRENCY_PER_CLIENT, 'batches'), postOrderBatch(deps)],
         },

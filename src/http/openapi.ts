@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { API_ROUTES, openApiPath } from './api-routes.js';
 import { MAX_REQUEST_ID_LENGTH } from './auth.js';
 import { AddressSchema, RequestedListingSchema, orderRequestSchema } from './order-request.schema.js';
 import {
@@ -64,7 +65,7 @@ export function openApiDocument(domains: readonly string[]) {
     },
     servers: [{ url: '/v1' }],
     paths: {
-      '/orders': {
+      [openApiPath(API_ROUTES.orders)]: {
         post: {
           operationId: 'placeOrder',
           summary: 'Place an order, or verify it with dryrun',
@@ -95,7 +96,7 @@ export function openApiDocument(domains: readonly string[]) {
           responses: responses({ 2000: 'orders retrieved' }, 'OrderSearchResponse'),
         },
       },
-      '/order-batches': {
+      [openApiPath(API_ROUTES.orderBatches)]: {
         post: {
           operationId: 'placeOrderBatch',
           summary: 'Place or dry-run up to 500 orders at once, each with its own requestId and result',
@@ -115,7 +116,7 @@ export function openApiDocument(domains: readonly string[]) {
           }),
         },
       },
-      '/orders/{orderId}': {
+      [openApiPath(API_ROUTES.order)]: {
         get: {
           operationId: 'getOrder',
           summary: 'One order of the client',

@@ -13,7 +13,7 @@ import { SvcStatus } from './status-codes.js';
 export interface SignedRoute {
   /** The path after `/v1` (no query); capture groups become `req.params` by `params`' names. */
   pattern: RegExp;
-  params?: string[];
+  params?: readonly string[];
   /** The handlers of each method; HEAD is answered by GET's. */
   methods: Partial<Record<'GET' | 'POST', RequestHandler[]>>;
 }

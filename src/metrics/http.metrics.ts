@@ -1,13 +1,12 @@
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { API_ROUTES, fullPathPattern } from '../http/api-routes.js';
 import { SvcStatus } from '../http/status-codes.js';
 
 // Every label takes its value from a closed set, whatever clients send: a request can never add a series.
 // Route templates (a path matching none is 'unmatched'; the whole dashboard is one route), known methods, the
 // status codes the service answers (others 'other'), and the Svc-Status values of its catalogue.
 const ROUTES: [RegExp, string][] = [
-  [/^\/v1\/orders\/?$/, '/v1/orders'],
-  [/^\/v1\/orders\/[^/]+\/?$/, '/v1/orders/:orderId'],
-  [/^\/v1\/order-batches\/?$/, '/v1/order-batches'],
+  ...Object.values(API_ROUTES).map((r): [RegExp, string] => [fullPathPattern(r), `/v1${r.template}`]),
   [/^\/v1\/openapi\.json$/, '/v1/openapi.json'],
   [/^\/healthz$/, '/healthz'],
   [/^\/readyz$/, '/readyz'],
