@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { CatalogListing, CatalogVendor } from '../store/store.port.js';
+import type { CatalogListing, CatalogVendor } from './catalog.js';
 import { isCountryCode } from './countries.js';
 import { CURRENCIES, toCents } from './money.js';
 import type { ShippingMode, Zone } from './pricing.js';

@@ -1,0 +1,43 @@
+/** Part of the store port (../store.port.ts): clients and their cards. */
+import type { Sealer } from '../../domain/secrets.js';
+
+export interface Client {
+  clientId: number;
+  name: string;
+  accessKey: string;
+  secretKey: string;
+  disabled: boolean;
+}
+
+/** A stored card: the store keeps only a keyed hash of its token, so it never gives the token back. */
+export interface Card {
+  cardId: number;
+  clientId: number;
+  declines: boolean;
+  active: boolean;
+}
+
+/** A card just added, with its token in clear this once. */
+export interface NewCard extends Card {
+  token: string;
+}
+
+/**
+ * Clients and cards. Secret keys are stored sealed under SECRETS_KEY and card tokens as keyed hashes; the
+ * port takes and gives them in clear.
+ */
+export interface ClientStore {
+  findByAccessKey(accessKey: string): Promise<Client | null>;
+  /** Stores a client with the keys the caller generated. */
+  create(client: { name: string; accessKey: string; secretKey: string; now: number }): Promise<Client>;
+  /** The client after disabling it; null when no client has that key. */
+  disable(accessKey: string): Promise<Client | null>;
+  addCard(card: { clientId: number; token: string; declines: boolean; now: number }): Promise<NewCard>;
+  findCard(token: string): Promise<Card | null>;
+  findCardById(cardId: number): Promise<Card | null>;
+  /**
+   * Re-seals every secret key (and the token-hashing key) under `next` in one transaction. This store is
+   * under `next` afterwards; other processes must restart with it.
+   */
+  rotateSecrets(next: Sealer): Promise<{ clients: number; cards: number }>;
+}

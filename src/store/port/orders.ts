@@ -1,0 +1,156 @@
+/** Part of the store port (../store.port.ts): orders and their items, as acceptance stores them. */
+import type { Currency } from '../../domain/money.js';
+import type { ShippingMode } from '../../domain/pricing.js';
+
+/** queued: nothing taken; reserved: stock taken and amount fixed, payment pending; settled: final. */
+export type OrderPhase = 'queued' | 'reserved' | 'settled';
+
+export interface OrderAddress {
+  name: string;
+  address1: string;
+  address2?: string | null;
+  city: string;
+  provstate?: string | null;
+  country: string;
+  zipcode: string;
+  phone: string;
+}
+
+export interface StoredOrder {
+  orderId: number;
+  clientId: number;
+  requestId: string;
+  requestHash: string;
+  referenceId: string | null;
+  domain: string;
+  currency: Currency;
+  shippingMode: ShippingMode;
+  shipAddr: OrderAddress;
+  billAddr: OrderAddress;
+  cardId: number;
+  totalMaxPriceCents: number | null;
+  taxCents: number | null;
+  taxModel: string | null;
+  totalCents: number | null;
+  phase: OrderPhase;
+  attempts: number;
+  /** Until when the last attempt within the limit may still be working on the order (it may be paying). */
+  leaseUntil: number | null;
+  createdAt: number;
+}
+
+/** One copy of a listing in an order. The line fields are the listing as ordered, copied once. */
+export interface StoredItem {
+  orderItemId: number;
+  orderId: number;
+  clientId: number;
+  orderCreatedAt: number;
+  lineNo: number;
+  listingId: number;
+  vendorId: number;
+  title: string;
+  isbn: string;
+  lineQuantity: number;
+  maxPriceCents: number | null;
+  minDays: number | null;
+  maxDays: number | null;
+  costCents: number;
+  shipcostCents: number;
+  taxCents: number;
+  status: number;
+  updatedAt: number;
+  statusChangedAt: number;
+  shippingCompany: string | null;
+  trackingId: string | null;
+  extraShippingCents: number | null;
+}
+
+/** An order with all its items, sorted by orderItemId. */
+export interface OrderWithItems {
+  order: StoredOrder;
+  items: StoredItem[];
+}
+
+/** The fields of an order that its OrderResponse shows: all a search reads. */
+export type OrderView = Pick<
+  StoredOrder,
+  'orderId' | 'createdAt' | 'currency' | 'taxCents' | 'taxModel' | 'referenceId'
+>;
+
+/** The fields of an item that its OrderResponse shows, and orderId to group by. */
+export type ItemView = Pick<
+  StoredItem,
+  | 'orderItemId'
+  | 'orderId'
+  | 'lineNo'
+  | 'listingId'
+  | 'vendorId'
+  | 'title'
+  | 'isbn'
+  | 'lineQuantity'
+  | 'minDays'
+  | 'maxDays'
+  | 'costCents'
+  | 'shipcostCents'
+  | 'status'
+  | 'updatedAt'
+  | 'shippingCompany'
+  | 'trackingId'
+>;
+
+export interface NewOrderItem {
+  lineNo: number;
+  listingId: number;
+  vendorId: number;
+  title: string;
+  isbn: string;
+  lineQuantity: number;
+  maxPriceCents: number | null;
+  minDays: number | null;
+  maxDays: number | null;
+  costCents: number;
+}
+
+/** An order as acceptance stores it: the fields of a StoredOrder that exist before any attempt. */
+export interface NewOrder extends Pick<
+  StoredOrder,
+  | 'clientId'
+  | 'requestId'
+  | 'requestHash'
+  | 'referenceId'
+  | 'domain'
+  | 'currency'
+  | 'shippingMode'
+  | 'shipAddr'
+  | 'billAddr'
+  | 'cardId'
+  | 'totalMaxPriceCents'
+  | 'createdAt'
+> {
+  /** Every item QUEUED, in request order. */
+  items: NewOrderItem[];
+}
+
+/** created: stored now; duplicate: the same request was stored before; conflict: the request id was used for another. */
+export type AcceptResult =
+  { kind: 'created'; orderId: number } | { kind: 'duplicate'; orderId: number } | { kind: 'conflict' };
+
+export interface OrderStore {
+  /** Records an order and its QUEUED items in one transaction, unique on (client, request id). */
+  accept(order: NewOrder): Promise<AcceptResult>;
+  /**
+   * Accepts each order as `accept` would, all in one transaction (a failure stores none); one result per
+   * order, in the same order. Concurrent duplicates still create one order.
+   */
+  acceptMany(orders: readonly NewOrder[]): Promise<AcceptResult[]>;
+  get(orderId: number): Promise<OrderWithItems | null>;
+  /** The orders that exist among `orderIds`, each with its items, read in one snapshot; in no given order. */
+  getMany(orderIds: readonly number[]): Promise<OrderWithItems[]>;
+  /** How many accepted orders are not settled yet (queued or reserved): the backpressure figure. */
+  countUnsettled(): Promise<number>;
+  /** How many of the client's accepted orders are not settled yet: its share of the backlog. */
+  countUnsettledOfClient(clientId: number): Promise<number>;
+  /** The order only when it belongs to the client. */
+  getForClient(clientId: number, orderId: number): Promise<OrderWithItems | null>;
+  phaseOf(orderId: number): Promise<OrderPhase | null>;
+}
