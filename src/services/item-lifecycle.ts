@@ -64,7 +64,7 @@ export async function moveItem(deps: ItemLifecycleDeps, request: MoveItemRequest
   for (let round = 0; round < MOVE_ROUNDS; round += 1) {
     const item = await deps.store.items.getItem(request.orderItemId);
     if (!item) return { kind: 'missing', message: `no order item ${request.orderItemId}` };
-    const from = item.status as ItemStatusCode;
+    const from = item.status;
     const { expect } = request;
     if (expect && (from !== expect.from || item.statusChangedAt >= expect.changedBefore))
       return { kind: 'unexpected' };
@@ -142,7 +142,7 @@ function checkRequest(r: MoveItemRequest): string | null {
 }
 
 function refusal(item: StoredItem, to: ItemStatusCode, allowed: readonly ItemStatusCode[]): string {
-  const from = item.status as ItemStatusCode;
+  const from = item.status;
   const subject = `order item ${item.orderItemId} is ${describeStatus(from)}`;
   if (from === ItemStatus.QUEUED) {
     const worker = TRANSITIONS[from].map(describeStatus).join(', ');

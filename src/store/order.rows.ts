@@ -2,8 +2,10 @@
  * The order and item rows as both adapters' SQL names their columns, and their mapping to the port's objects.
  * Only the adapters import this: no row leaves them.
  */
+import type { ItemStatusCode } from '../domain/item-status.js';
 import type { Currency } from '../domain/money.js';
 import type {
+  ItemView,
   OrderAddress,
   SearchCursor,
   StoredItem,
@@ -51,7 +53,7 @@ export interface ItemRow {
   cost_cents: number;
   shipcost_cents: number;
   tax_cents: number;
-  status: number;
+  status: ItemStatusCode;
   updated_at: number;
   status_changed_at: number;
   shipping_company: string | null;
@@ -144,3 +146,48 @@ export const toCursor = (r: CursorRow): SearchCursor => ({
 export const listingsOf = (items: readonly Pick<StoredItem, 'listingId'>[]): number[] => [
   ...new Set(items.map((item) => item.listingId)),
 ];
+
+/** The item columns of a search page, in the order of its item tuples; both searches read items so. */
+export const ITEM_VIEW_COLUMNS = [
+  'order_item_id',
+  'order_id',
+  'line_no',
+  'listing_id',
+  'vendor_id',
+  'title',
+  'isbn',
+  'line_quantity',
+  'min_days',
+  'max_days',
+  'cost_cents',
+  'shipcost_cents',
+  'status',
+  'updated_at',
+  'shipping_company',
+  'tracking_id',
+] as const;
+
+/** An item of a search page, as ITEM_VIEW_COLUMNS lists its columns. */
+export type ItemTuple = [
+  ...[number, number, number, number, number, string, string, number],
+  ...[number | null, number | null, number, number, ItemStatusCode, number, string | null, string | null],
+];
+
+export const toItemView = (r: ItemTuple): ItemView => ({
+  orderItemId: r[0],
+  orderId: r[1],
+  lineNo: r[2],
+  listingId: r[3],
+  vendorId: r[4],
+  title: r[5],
+  isbn: r[6],
+  lineQuantity: r[7],
+  minDays: r[8],
+  maxDays: r[9],
+  costCents: r[10],
+  shipcostCents: r[11],
+  status: r[12],
+  updatedAt: r[13],
+  shippingCompany: r[14],
+  trackingId: r[15],
+});

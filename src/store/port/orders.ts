@@ -1,4 +1,5 @@
 /** Part of the store port (../store.port.ts): orders and their items, as acceptance stores them. */
+import type { ItemStatusCode } from '../../domain/item-status.js';
 import type { Currency } from '../../domain/money.js';
 import type { ShippingMode } from '../../domain/pricing.js';
 
@@ -57,7 +58,7 @@ export interface StoredItem {
   costCents: number;
   shipcostCents: number;
   taxCents: number;
-  status: number;
+  status: ItemStatusCode;
   updatedAt: number;
   statusChangedAt: number;
   shippingCompany: string | null;

@@ -1,8 +1,8 @@
 import crypto from 'node:crypto';
 import type pg from 'pg';
 import type { Currency } from '../../domain/money.js';
-import type { ItemView, OrderView, SearchStore } from '../store.port.js';
-import { toCursor, type CursorRow } from '../order.rows.js';
+import type { OrderView, SearchStore } from '../store.port.js';
+import { toCursor, toItemView, type CursorRow, type ItemTuple } from '../order.rows.js';
 import { canBeId } from './postgres.rows.js';
 import { NARROW_UPDATE_SCAN } from '../search-plan.js';
 import { planSearch, updateRangeProbe } from './postgres-search.js';
@@ -22,12 +22,6 @@ interface PageRow {
   items: ItemTuple[] | null;
 }
 
-// As ITEM_COLUMNS lists them.
-type ItemTuple = [
-  ...[number, number, number, number, number, string, string, number],
-  ...[number | null, number | null, number, number, number, number, string | null, string | null],
-];
-
 const toOrderView = (r: PageRow): OrderView => ({
   orderId: r.order_id,
   createdAt: r.created_at,
@@ -35,25 +29,6 @@ const toOrderView = (r: PageRow): OrderView => ({
   taxCents: r.tax_cents,
   taxModel: r.tax_model,
   referenceId: r.reference_id,
-});
-
-const toItemView = (r: ItemTuple): ItemView => ({
-  orderItemId: r[0],
-  orderId: r[1],
-  lineNo: r[2],
-  listingId: r[3],
-  vendorId: r[4],
-  title: r[5],
-  isbn: r[6],
-  lineQuantity: r[7],
-  minDays: r[8],
-  maxDays: r[9],
-  costCents: r[10],
-  shipcostCents: r[11],
-  status: r[12],
-  updatedAt: r[13],
-  shippingCompany: r[14],
-  trackingId: r[15],
 });
 
 /** Order history search (one statement per page, after a probe for an update range) and its paging cursors. */

@@ -1,6 +1,7 @@
 import type { SearchCriteria } from '../store.port.js';
 import { chooseDriver, searchBounds, shapeOf, type Driver, type SearchShape } from '../search-plan.js';
 import { canBeId } from './postgres.rows.js';
+import { ITEM_VIEW_COLUMNS } from '../order.rows.js';
 
 /** One statement with positional parameters, ready for `pool.query` or `EXPLAIN`. */
 export interface SearchStatement {
@@ -14,7 +15,7 @@ export interface SearchPlan extends SearchStatement {
 
 /**
  * The statement that reads one page of the client's orders, each with its matching items as a JSON array of
- * tuples (see ITEM_COLUMNS), in one snapshot. It reads `limit + 1` orders: the extra one says more follow.
+ * tuples (see ITEM_VIEW_COLUMNS), in one snapshot. It reads `limit + 1` orders: the extra one says more follow.
  * `updateRangeIsNarrow` is what the probe of `updateRangeProbe` found; it only matters for an update range.
  */
 export function planSearch(
@@ -151,30 +152,10 @@ function pageSql(s: SearchShape): string {
           JOIN orders o ON o.order_id = k.id`;
 }
 
-/** The item columns of a page, in the order of the tuples in `items`. */
-export const ITEM_COLUMNS = [
-  'order_item_id',
-  'order_id',
-  'line_no',
-  'listing_id',
-  'vendor_id',
-  'title',
-  'isbn',
-  'line_quantity',
-  'min_days',
-  'max_days',
-  'cost_cents',
-  'shipcost_cents',
-  'status',
-  'updated_at',
-  'shipping_company',
-  'tracking_id',
-] as const;
-
 function searchSql(s: SearchShape): string {
   const dir = s.desc ? 'DESC' : 'ASC';
   const items = [`i.order_id = p.order_id`, ...itemTerms('i', s)];
-  const tuple = ITEM_COLUMNS.map((c) => `i.${c}`).join(', ');
+  const tuple = ITEM_VIEW_COLUMNS.map((c) => `i.${c}`).join(', ');
   // Each order's items by order_items_order (order_id, order_item_id), in the same statement: one snapshot.
   return `SELECT p.order_id, p.created_at, p.currency, p.tax_cents, p.tax_model, p.reference_id,
                  (SELECT json_agg(json_build_array(${tuple}) ORDER BY i.order_item_id)

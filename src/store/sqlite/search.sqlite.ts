@@ -16,7 +16,7 @@ import {
   type Driver,
   type SearchShape,
 } from '../search-plan.js';
-import { toCursor, type CursorRow } from '../order.rows.js';
+import { ITEM_VIEW_COLUMNS, toCursor, toItemView, type CursorRow, type ItemTuple } from '../order.rows.js';
 import type { Db } from './sqlite.db.js';
 
 export interface SearchPlan {
@@ -142,31 +142,7 @@ const toOrderView = ([
   referenceId,
 });
 
-const ITEM_COLUMNS = `i.order_item_id, i.order_id, i.line_no, i.listing_id, i.vendor_id, i.title, i.isbn,
-  i.line_quantity, i.min_days, i.max_days, i.cost_cents, i.shipcost_cents, i.status, i.updated_at,
-  i.shipping_company, i.tracking_id`;
-type ItemTuple = [
-  ...[number, number, number, number, number, string, string, number],
-  ...[number | null, number | null, number, number, number, number, string | null, string | null],
-];
-const toItemView = (r: ItemTuple): ItemView => ({
-  orderItemId: r[0],
-  orderId: r[1],
-  lineNo: r[2],
-  listingId: r[3],
-  vendorId: r[4],
-  title: r[5],
-  isbn: r[6],
-  lineQuantity: r[7],
-  minDays: r[8],
-  maxDays: r[9],
-  costCents: r[10],
-  shipcostCents: r[11],
-  status: r[12],
-  updatedAt: r[13],
-  shippingCompany: r[14],
-  trackingId: r[15],
-});
+const ITEM_COLUMNS = ITEM_VIEW_COLUMNS.map((c) => `i.${c}`).join(', ');
 
 const PROBE_SQL = `SELECT count(*) FROM (
   SELECT 1 FROM order_items INDEXED BY order_items_search_updated
