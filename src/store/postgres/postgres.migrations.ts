@@ -1,11 +1,11 @@
 import { UNSETTLED_PER_CLIENT_MIGRATION } from '../unsettled-per-client.sql.js';
-import { DELIVERY_CLAIMS_MIGRATION } from './postgres-delivery-claims.migration.js';
-import { PAYMENT_TARGET_MIGRATION } from './postgres-payment-target.migration.js';
+import { DELIVERY_CLAIMS_MIGRATION } from './delivery-claims.migration.js';
+import { PAYMENT_TARGET_MIGRATION } from './payment-target.migration.js';
 import type pg from 'pg';
 import type { MigrationContext } from '../store-secrets.js';
-import { SECRETS_MIGRATION } from './postgres-secrets.migration.js';
-import { SETTINGS_MIGRATION } from './postgres-settings.migration.js';
-import { WEBHOOKS_MIGRATION } from './postgres-webhooks.migration.js';
+import { SECRETS_MIGRATION } from './secrets.migration.js';
+import { SETTINGS_MIGRATION } from './settings.migration.js';
+import { WEBHOOKS_MIGRATION } from './webhooks.migration.js';
 import { withTransaction } from './postgres.pool.js';
 
 /** One schema version: its SQL, then code when rows must be rewritten too (in the same transaction). */

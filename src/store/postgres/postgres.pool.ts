@@ -100,7 +100,7 @@ class PreparingClient extends pg.Client {
 /**
  * A pool of `poolSize` connections. It sends no startup option (a transaction pooler refuses them, PgBouncer
  * with "unsupported startup parameter: options"): what the service needs of the server's settings is set on its
- * role in its database by a migration (postgres-settings.migration.ts), and nothing it does depends on session
+ * role in its database by a migration (settings.migration.ts), and nothing it does depends on session
  * state between transactions.
  */
 export function createPool(

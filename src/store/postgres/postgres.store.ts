@@ -1,17 +1,17 @@
 import type { Sealer } from '../../domain/secrets.js';
 import type { StoreSecrets } from '../store-secrets.js';
 import type { Store, StoreCounts } from '../store.port.js';
-import { postgresCatalog } from './postgres-catalog.js';
-import { openPostgresSecrets, postgresClients } from './postgres-clients.js';
-import { postgresItems } from './postgres-items.js';
-import { postgresLedger } from './postgres-ledger.js';
-import { postgresOrders } from './postgres-orders.js';
-import { postgresPayments } from './postgres-payments.js';
-import { postgresProcessing } from './postgres-processing.js';
-import { postgresReconcile } from './postgres-reconcile.js';
-import { postgresSearch, type PostgresSearchOptions } from './postgres-search-store.js';
+import { postgresCatalog } from './catalog.js';
+import { openPostgresSecrets, postgresClients } from './clients.js';
+import { postgresItems } from './items.js';
+import { postgresLedger } from './ledger.js';
+import { postgresOrders } from './orders.js';
+import { postgresPayments } from './payments.js';
+import { postgresProcessing } from './processing.js';
+import { postgresReconcile } from './reconcile.js';
+import { postgresSearch, type PostgresSearchOptions } from './search.js';
 import { migratePostgres } from './postgres.migrations.js';
-import { postgresWebhooks } from './postgres-webhooks.js';
+import { postgresWebhooks } from './webhooks.js';
 import { createPool, type PoolOptions } from './postgres.pool.js';
 
 export type PostgresStoreOptions = PoolOptions &

@@ -10,11 +10,11 @@ import type {
   Settlement,
   StockChange,
 } from '../store.port.js';
-import { pricingCatalogReader } from './catalog.sqlite.js';
-import { ledgerWriter } from './ledger.sqlite.js';
-import { orderReader } from './orders.sqlite.js';
+import { pricingCatalogReader } from './catalog.js';
+import { ledgerWriter } from './ledger.js';
+import { orderReader } from './orders.js';
 import type { Db } from './sqlite.db.js';
-import { eventRecorder } from './webhooks.sqlite.js';
+import { eventRecorder } from './webhooks.js';
 
 /** Raised inside a reservation to roll it back whole when a listing no longer has the stock. */
 class ShortOfStock extends Error {}

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { AcceptResult, NewOrder, OrderPhase, OrderStore, OrderWithItems } from '../store.port.js';
-import { acceptOrderBatch } from './postgres-order-batch.js';
+import { acceptOrderBatch } from './order-batch.js';
 import type { Queryable } from './postgres.pool.js';
 import { canBeId, toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './postgres.rows.js';
 

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { ItemMoveWrite, ItemStore } from '../store.port.js';
-import { writeAdjustment } from './postgres-ledger.js';
-import { recordEvent } from './postgres-webhooks.js';
+import { writeAdjustment } from './ledger.js';
+import { recordEvent } from './webhooks.js';
 import { withTransaction } from './postgres.pool.js';
 import { canBeId, toItemWithCurrency, type ItemWithCurrencyRow } from './postgres.rows.js';
 

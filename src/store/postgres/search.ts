@@ -5,7 +5,7 @@ import type { OrderView, SearchStore } from '../store.port.js';
 import { toCursor, toItemView, type CursorRow, type ItemTuple } from '../order.rows.js';
 import { canBeId } from './postgres.rows.js';
 import { NARROW_UPDATE_SCAN } from '../search-plan.js';
-import { planSearch, updateRangeProbe } from './postgres-search.js';
+import { planSearch, updateRangeProbe } from './search.sql.js';
 
 export interface PostgresSearchOptions {
   /** Tests lower or raise it to force either path for an update range. */

@@ -1,5 +1,5 @@
 import type { AcceptResult, NewOrder, OrderStore, OrderWithItems, StoredItem } from '../store.port.js';
-import { toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './rows.sqlite.js';
+import { toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './sqlite.rows.js';
 import type { Db } from './sqlite.db.js';
 
 /** Accepting orders and reading one back. */

@@ -1,10 +1,10 @@
 import type pg from 'pg';
 import { listingsOf } from '../order.rows.js';
 import type { AttemptBegun, ProcessingStore, Reservation, Settlement, StockChange } from '../store.port.js';
-import { writeLedger } from './postgres-ledger.js';
-import { recordEvent } from './postgres-webhooks.js';
-import { readPricingCatalog } from './postgres-catalog.js';
-import { readOrder } from './postgres-orders.js';
+import { writeLedger } from './ledger.js';
+import { recordEvent } from './webhooks.js';
+import { readPricingCatalog } from './catalog.js';
+import { readOrder } from './orders.js';
 import { withTransaction } from './postgres.pool.js';
 import { toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './postgres.rows.js';
 
