@@ -1,14 +1,14 @@
-import { DelayedError, UnrecoverableError, Worker } from 'bullmq';
+import { UnrecoverableError, Worker } from 'bullmq';
 import type { Config } from '../config.js';
 import { closeDeps, createDeps } from '../container.js';
 import type { Deps } from '../deps.js';
 import type { Logger } from '../logger.js';
-import type { JobRecord } from '../metrics/metrics.recorder.js';
 import { startProcessHeartbeat } from '../metrics/process-heartbeat.js';
 import { attemptOrder, failOrder } from '../services/process-order.js';
 import { isStoreUnavailable } from '../store/store-errors.js';
 import { ORDER_QUEUE, OrderJobs, type OrderJobData } from '../queue/order.queue.js';
 import { createBlockingRedis } from '../redis/redis.js';
+import { jobProcessor } from './job-processor.js';
 import { startWebhookWorker } from './webhook.worker-runner.js';
 
 /** How long a job that found the store away waits before it tries again. */
@@ -21,36 +21,29 @@ export async function startOrderWorker(config: Config, logger: Logger) {
   const connection = createBlockingRedis(config, `${config.QUEUE_PREFIX}-worker`);
   const worker = new Worker<OrderJobData>(
     ORDER_QUEUE,
-    async (job, token) => {
-      const started = performance.now();
-      let result: JobRecord['result'] = 'failed';
-      try {
-        // A payload that can never succeed fails loudly instead of retrying.
-        const parsed = OrderJobs['process-order'].safeParse(job.data);
-        if (!parsed.success)
-          throw new UnrecoverableError(`bad payload for ${job.name}: ${parsed.error.message}`);
+    jobProcessor({
+      queue: ORDER_QUEUE,
+      schema: OrderJobs['process-order'],
+      metrics: deps.metrics,
+      async work({ orderId }, job) {
         const { outcome, itemStatuses } = await attemptOrder(
-          { ...processDeps, logger: logger.child({ jobId: job.id, orderId: parsed.data.orderId }) },
-          parsed.data.orderId,
+          { ...processDeps, logger: logger.child({ jobId: job.id, orderId }) },
+          orderId,
         );
-        if (outcome === 'missing')
-          throw new UnrecoverableError(`order ${parsed.data.orderId} does not exist`);
+        if (outcome === 'missing') throw new UnrecoverableError(`order ${orderId} does not exist`);
         if (itemStatuses) await deps.metrics.recordOrderSettled(itemStatuses);
-        else if (outcome === 'failed') await countOutcome(deps, parsed.data.orderId);
-        result = 'completed';
-        return undefined;
-      } catch (err) {
-        if (!isStoreUnavailable(err) || !token) throw err;
-        // The store is away (restarting, unreachable): the job waits for it without using up one of its
-        // attempts, so that an outage fails no order. What the attempt wrote before is guarded by the phase.
-        logger.warn({ jobId: job.id, err: (err as Error).message }, 'store unavailable; job delayed');
-        await job.moveToDelayed(Date.now() + STORE_RETRY_MS, token);
-        throw new DelayedError();
-      } finally {
-        const seconds = (performance.now() - started) / 1000;
-        await deps.metrics.recordJob({ queue: ORDER_QUEUE, name: job.name, seconds, result });
-      }
-    },
+        else if (outcome === 'failed') await countOutcome(deps, orderId);
+        return 'completed';
+      },
+      // The store is away (restarting, unreachable): the job waits for it without using up one of its
+      // attempts, so that an outage fails no order. What the attempt wrote before is guarded by the phase.
+      retryLater: {
+        when: isStoreUnavailable,
+        afterMs: STORE_RETRY_MS,
+        logger,
+        message: 'store unavailable; job delayed',
+      },
+    }),
     {
       connection,
       prefix: config.REDIS_PREFIX,

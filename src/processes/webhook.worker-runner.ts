@@ -1,11 +1,11 @@
-import { DelayedError, UnrecoverableError, Worker } from 'bullmq';
+import { Worker } from 'bullmq';
 import type { Deps } from '../deps.js';
-import type { JobRecord } from '../metrics/metrics.recorder.js';
 import { CLAIM_START_WINDOW_MS, deliverFairly } from '../services/deliver-webhook.js';
 import { startRelay } from '../services/webhook-relay.js';
 import { createWebhookSender } from '../webhooks/webhook-sender.js';
 import { createEndpointGate } from '../redis/endpoint-gate.js';
 import { createBlockingRedis, createRedis } from '../redis/redis.js';
+import { jobProcessor } from './job-processor.js';
 import {
   createWebhookQueue,
   WEBHOOK_QUEUE,
@@ -50,31 +50,21 @@ export async function startWebhookWorker(deps: Deps) {
   const connection = createBlockingRedis(config, `${config.QUEUE_PREFIX}-webhooks`);
   const worker = new Worker<WebhookJobData>(
     WEBHOOK_QUEUE,
-    async (job, token) => {
-      const started = performance.now();
-      let result: JobRecord['result'] | 'deferred' = 'failed';
-      try {
-        const parsed = WebhookJobs['deliver-webhook'].safeParse(job.data);
-        if (!parsed.success)
-          throw new UnrecoverableError(`bad payload for ${job.name}: ${parsed.error.message}`);
+    jobProcessor({
+      queue: WEBHOOK_QUEUE,
+      schema: WebhookJobs['deliver-webhook'],
+      metrics: deps.metrics,
+      async work(data, job) {
         const outcome = await deliverFairly(
           { ...deliverDeps, logger: logger.child({ jobId: job.id }) },
-          parsed.data,
+          data,
         );
-        if (typeof outcome === 'object') {
-          // Its endpoint is busy or paused: the job waits in the queue, not in a slot, and is not an attempt.
-          result = 'deferred';
-          await job.moveToDelayed(Date.now() + outcome.waitMs, token);
-          throw new DelayedError();
-        }
+        // Its endpoint is busy or paused: the job waits in the queue, not in a slot, and is not an attempt.
+        if (typeof outcome === 'object') return { waitMs: outcome.waitMs };
         await deps.metrics.recordWebhookAttempt(outcome);
-        result = 'completed';
-      } finally {
-        const seconds = (performance.now() - started) / 1000;
-        if (result !== 'deferred')
-          await deps.metrics.recordJob({ queue: WEBHOOK_QUEUE, name: job.name, seconds, result });
-      }
-    },
+        return 'completed';
+      },
+    }),
     {
       connection,
       prefix: config.REDIS_PREFIX,
