@@ -1,11 +1,11 @@
 import crypto from 'node:crypto';
-import type { OrderEvent, OrderEventWrite } from '../store/store.port.js';
+import type { OrderEvent, OrderEventType, OrderEventWrite } from '../store/store.port.js';
 import { isoMs, toOrderResponse, type OrderResponse } from './order-view.js';
 
 /** What a webhook receives (CONTRACT.md section 12). */
 export interface OrderEventBody {
   eventId: string;
-  type: 'order.updated';
+  type: OrderEventType;
   createDate: string;
   /** One more for each change of this order: a receiver drops a delivery older than one it has seen. */
   sequence: number;
@@ -13,16 +13,20 @@ export interface OrderEventBody {
   order: OrderResponse;
 }
 
-/** A new event for a change about to be written: recorded in the change's transaction, or not at all. */
-export const newOrderEvent = (): OrderEventWrite => ({
+/**
+ * A new event for a change about to be written: recorded in the change's transaction, or not at all. A new
+ * event type is a new OrderEventType and the producer that passes it here.
+ */
+export const newOrderEvent = (type: OrderEventType = 'order.updated'): OrderEventWrite => ({
   eventId: `evt_${crypto.randomBytes(12).toString('hex')}`,
+  type,
 });
 
 /** The body of an event, the same bytes on every delivery and replay of it. */
 export function eventBody(event: OrderEvent): string {
   const body: OrderEventBody = {
     eventId: event.eventId,
-    type: 'order.updated',
+    type: event.type,
     createDate: isoMs(event.createdAt),
     sequence: event.sequence,
     order: toOrderResponse(event.order, event.items),

@@ -6,7 +6,13 @@
 import crypto from 'node:crypto';
 import { readSnapshot, type EventSnapshot } from './event-snapshot.js';
 import type { StoreSecrets } from './store-secrets.js';
-import type { DeliveryState, DeliveryTarget, Webhook, WebhookWithSecret } from './store.port.js';
+import type {
+  DeliveryState,
+  DeliveryTarget,
+  OrderEventType,
+  Webhook,
+  WebhookWithSecret,
+} from './store.port.js';
 
 export type SecretDeriver = Pick<StoreSecrets, 'hashToken'>;
 
@@ -48,6 +54,7 @@ export type TargetRow = WebhookRow & {
   state: DeliveryState;
   attempts: number;
   event_id: string;
+  event_type: OrderEventType;
   order_id: number;
   sequence: number;
   event_created_at: number;
@@ -56,7 +63,7 @@ export type TargetRow = WebhookRow & {
 
 export const TARGET_SELECT = `
   SELECT d.delivery_id, d.state, d.attempts, w.webhook_id, w.client_id, w.url, w.secret_salt, w.active,
-         w.failing, e.event_id, e.order_id, e.sequence, e.created_at AS event_created_at, e.snapshot
+         w.failing, e.event_id, e.type AS event_type, e.order_id, e.sequence, e.created_at AS event_created_at, e.snapshot
     FROM webhook_deliveries d
     JOIN webhooks w ON w.webhook_id = d.webhook_id
     JOIN order_events e ON e.event_no = d.event_no`;
@@ -70,6 +77,7 @@ export function toTarget(r: TargetRow, secrets: SecretDeriver): DeliveryTarget {
     webhook: toWebhookWithSecret(r, secrets),
     event: {
       eventId: r.event_id,
+      type: r.event_type,
       orderId: r.order_id,
       clientId: r.client_id,
       sequence: r.sequence,

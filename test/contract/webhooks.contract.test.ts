@@ -95,7 +95,7 @@ const settle = (orderId: number, eventId?: string) =>
     giveBack: [],
     ledger: null,
     now: T0 + 1000,
-    ...(eventId ? { event: { eventId } } : {}),
+    ...(eventId ? { event: { eventId, type: 'order.updated' as const } } : {}),
   });
 
 const pendingOf = async (webhookId: number) =>
@@ -174,7 +174,7 @@ describe(`webhooks and order events on ${TEST_STORE}`, () => {
       trackingId: 'JD1',
       returnStockOf: null,
       ledger: null,
-      event: { eventId: 'evt_shipped' },
+      event: { eventId: 'evt_shipped', type: 'order.updated' },
     });
     expect(moved.kind).toBe('moved');
     const afterMove = (await store.orders.get(orderId))!;
@@ -187,7 +187,7 @@ describe(`webhooks and order events on ${TEST_STORE}`, () => {
       [live.webhookId, 'evt_shipped', 2],
     ]);
     const [settled, shipped] = mine.map((t) => t.event);
-    expect(settled).toMatchObject({ clientId: client.clientId, createdAt: T0 + 1000 });
+    expect(settled).toMatchObject({ type: 'order.updated', clientId: client.clientId, createdAt: T0 + 1000 });
     expect(toOrderResponse(settled!.order, settled!.items)).toEqual(
       toOrderResponse(afterSettle.order, afterSettle.items),
     );

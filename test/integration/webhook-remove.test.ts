@@ -60,7 +60,7 @@ async function openEventTransaction(orderId: number, eventId: string): Promise<(
     const client = new pg.Client({ connectionString: service.config.DATABASE_URL });
     await client.connect();
     await client.query('BEGIN');
-    await recordEvent(client, orderId, { eventId }, Date.now());
+    await recordEvent(client, orderId, { eventId, type: 'order.updated' }, Date.now());
     return async () => {
       await client.query('COMMIT');
       await client.end();
@@ -68,7 +68,7 @@ async function openEventTransaction(orderId: number, eventId: string): Promise<(
   }
   const db = openDb(service.config.DB_PATH);
   db.exec('BEGIN IMMEDIATE');
-  eventRecorder(db)(orderId, { eventId }, Date.now());
+  eventRecorder(db)(orderId, { eventId, type: 'order.updated' }, Date.now());
   return async () => {
     db.exec('COMMIT');
     db.close();

@@ -21,6 +21,7 @@ const TARGET = {
   },
   event: {
     eventId: 'evt_1',
+    type: 'order.updated',
     orderId: 1,
     clientId: 1,
     sequence: 1,

@@ -9,11 +9,16 @@ import type { ItemView, OrderView } from './orders.js';
 export interface OrderEventWrite {
   /** `evt_…`, chosen by the service. */
   eventId: string;
+  type: OrderEventType;
 }
+
+/** The types of event a webhook receives; each has its producer and body in services/order-events.ts. */
+export type OrderEventType = 'order.updated';
 
 /** A recorded event: the order as GET showed it right after the change. */
 export interface OrderEvent {
   eventId: string;
+  type: OrderEventType;
   orderId: number;
   clientId: number;
   /** 1 for the order's first event, one more for each later one. */

@@ -1,5 +1,6 @@
 import { UNSETTLED_PER_CLIENT_MIGRATION } from '../unsettled-per-client.sql.js';
 import { DELIVERY_CLAIMS_MIGRATION } from './delivery-claims.migration.js';
+import { EVENT_TYPE_MIGRATION } from './event-type.migration.js';
 import { PAYMENT_TARGET_MIGRATION } from './payment-target.migration.js';
 import type { MigrationContext } from '../store-secrets.js';
 import { LIFECYCLE_MIGRATION } from './lifecycle.migration.js';
@@ -175,4 +176,5 @@ export const MIGRATIONS: readonly SqliteMigration[] = [
   PAYMENT_TARGET_MIGRATION,
   DELIVERY_CLAIMS_MIGRATION,
   { version: 9, ...UNSETTLED_PER_CLIENT_MIGRATION },
+  EVENT_TYPE_MIGRATION,
 ];
