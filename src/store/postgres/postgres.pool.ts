@@ -58,8 +58,8 @@ const STALE_PLAN = '0A000';
 
 /**
  * A client that prepares each statement it runs with parameters once per connection (a named statement, named
- * by a hash of its text): the server parses it once, and plans it once when a generic plan serves (two A/B pairs
- * of bench-orders: 12.2-12.4 ms of CPU per order end to end against 14.4-14.5). Statements without parameters
+ * by a hash of its text): the server parses it once, and plans it once when a generic plan serves (measured in
+ * BENCHMARKS.md, "Orders end to end, compiled"). Statements without parameters
  * (BEGIN, COMMIT, migrations) and statements with a `*` run as before. Should a schema change still make a
  * prepared statement stale, the execution that finds it fails as any failed statement does, and this connection
  * prepares its statements under new names from then on.

@@ -31,9 +31,8 @@ export interface SqliteStoreOptions extends SqliteSearchOptions {
 
 /**
  * Fewer, larger checkpoints than SQLite's default of 1000 pages: a page rewritten by many orders (a listing's
- * stock, an index leaf) is copied back once per checkpoint, not once per 1000 pages of log. Measured (two A/B pairs
- * of scripts/bench-orders.ts, one worker): the backlog drained 8–42 % faster at 5–15 % less CPU per order. The
- * log file then grows to ~40 MiB and stays that size (SQLite reuses it from its start after each checkpoint).
+ * stock, an index leaf) is copied back once per checkpoint. Measured in BENCHMARKS.md, "Orders end to end,
+ * compiled"; the log file grows to ~40 MiB and stays that size (SQLite reuses it after each checkpoint).
  */
 export const WORKER_CHECKPOINT_PAGES = 10_000;
 /**
