@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { CheckedOrder, OrderIntake } from '../services/order-intake.js';
+import type { CheckedOrder, OrderDraft, OrderIntake, OrderProblem } from '../services/order-intake.js';
 import type { PricingCatalog } from '../store/store.port.js';
 import { ApiError, describeIssue } from './errors.js';
 import type { JsonLimits } from './json-body.js';
@@ -23,10 +23,10 @@ export const ORDER_JSON_LIMITS: JsonLimits = {
 };
 
 /**
- * The edge's check of a POST /v1/orders body: the card-testing lock first, then the shape (zod), the listings
- * and the card all at once, one message per problem; a request that passes is priced by the service. Too many
- * listings or items make a request hopeless: it is answered with the problems of its other fields only, before
- * any listing is validated or looked up. A batch passes the catalog it read for all its entries at once.
+ * The edge's part of a POST /v1/orders check: the shape (zod), one message per problem, then the order check
+ * (services/order-intake.ts: card-testing lock, listings, card, pricing), whose findings become codes and
+ * messages here. Too many listings or items make a request hopeless: it is answered with the problems of its
+ * other fields only, nothing looked up. A batch passes the catalog it read for all its entries at once.
  */
 export function createOrderRequestCheck(intake: OrderIntake) {
   const schema = orderRequestSchema([...intake.domains.keys()]);
@@ -37,34 +37,46 @@ export function createOrderRequestCheck(intake: OrderIntake) {
     body: Record<string, unknown>,
     catalog?: PricingCatalog,
   ): Promise<CheckedOrder> {
-    const lockedMs = await intake.lockedForMs(clientId);
-    if (lockedMs > 0) {
-      throw new ApiError(
-        SvcStatus.CARD_TESTING_LOCKED,
-        'ccToken: ordering is locked after too many invalid card tokens',
-        { 'Retry-After': String(Math.ceil(lockedMs / 1000)) },
-      );
-    }
     const hopeless = hopelessListings(body.listings);
+    let problems: [SvcStatusCode, string][];
+    let draft: OrderDraft | null = null;
     if (hopeless) {
       const { listings: _listings, ...rest } = body;
       const others = withoutListings.safeParse(rest, { error: readableError });
-      throw toError([[SvcStatus.LISTINGS_PROBLEM, hopeless], ...(others.error?.issues.map(classify) ?? [])]);
+      problems = [[SvcStatus.LISTINGS_PROBLEM, hopeless], ...(others.error?.issues.map(classify) ?? [])];
+    } else {
+      const parsed = schema.safeParse(body, { error: readableError });
+      problems = parsed.success ? [] : parsed.error.issues.map(classify);
+      draft = parsed.success ? parsed.data : null;
     }
-    const parsed = schema.safeParse(body, { error: readableError });
-    const problems: [SvcStatusCode, string][] = parsed.success ? [] : parsed.error.issues.map(classify);
     // A token longer than any card's is refused by its shape, without a lookup.
     const ccToken =
       typeof body.ccToken === 'string' && body.ccToken.length <= maxTokenLength ? body.ccToken : undefined;
-    const findings = await intake.inspect(clientId, listingRefsOf(body), ccToken, catalog);
-    for (const { index, listingId } of findings.unknownListings)
-      problems.push([SvcStatus.INVALID, `listings[${index}].listingId: listing ${listingId} does not exist`]);
-    if (ccToken !== undefined && !findings.card)
-      problems.push([SvcStatus.BAD_CARD, 'ccToken: not an active card of this client']);
-    if (problems.length > 0 || !parsed.success || !findings.card) throw toError(problems);
-    const draft = parsed.data;
-    return { draft, card: findings.card, ...intake.price(draft, findings.catalog) };
+    const listings = hopeless ? [] : listingRefsOf(body);
+    const check = await intake.check(
+      clientId,
+      { draft, listings, ccToken, hopeless: Boolean(hopeless) },
+      catalog,
+    );
+    switch (check.kind) {
+      case 'locked':
+        throw new ApiError(
+          SvcStatus.CARD_TESTING_LOCKED,
+          'ccToken: ordering is locked after too many invalid card tokens',
+          { 'Retry-After': String(Math.ceil(check.retryAfterMs / 1000)) },
+        );
+      case 'refused':
+        throw toError([...problems, ...check.problems.map(messageOf)]);
+      case 'checked':
+        return check.order;
+    }
   };
+}
+
+function messageOf(problem: OrderProblem): [SvcStatusCode, string] {
+  return problem.kind === 'unknown-listing'
+    ? [SvcStatus.INVALID, `listings[${problem.index}].listingId: listing ${problem.listingId} does not exist`]
+    : [SvcStatus.BAD_CARD, 'ccToken: not an active card of this client'];
 }
 
 /** Why the listings alone make an order impossible (CONTRACT.md section 11), looking at their count first. */

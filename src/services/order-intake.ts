@@ -53,6 +53,27 @@ export interface CheckedOrder {
 
 export type OrderIntake = ReturnType<typeof createOrderIntake>;
 
+/** A request as the edge read it: its draft when every field passed, and what the store must look up. */
+export interface OrderRequestRead {
+  /** Null when a field failed its shape; the lookups still run, so every problem is reported at once. */
+  draft: OrderDraft | null;
+  /** The well-formed listing ids with their position in the request. */
+  listings: readonly { index: number; listingId: number }[];
+  /** The token when it can be a card's; undefined when absent or malformed (no lookup, no failure counted). */
+  ccToken: string | undefined;
+  /** Too many listings or items: answered with the edge's problems alone, nothing looked up. */
+  hopeless: boolean;
+}
+
+/** What the store found wrong with a request, in the order they are reported. */
+export type OrderProblem =
+  { kind: 'unknown-listing'; index: number; listingId: number } | { kind: 'bad-card' };
+
+export type OrderCheck =
+  | { kind: 'locked'; retryAfterMs: number }
+  | { kind: 'refused'; problems: OrderProblem[] }
+  | { kind: 'checked'; order: CheckedOrder };
+
 /** The checks of an order against the store and its pricing; the edge turns findings into messages. */
 export function createOrderIntake(deps: IntakeDeps) {
   const domains = marketplaceDomains(deps.config.marketplaceNames);
@@ -89,6 +110,27 @@ export function createOrderIntake(deps: IntakeDeps) {
         await deps.cardLockout.recordFailure(String(clientId), deps.clock());
       const unknownListings = listings.filter((l) => !catalog.listings.has(l.listingId));
       return { catalog, unknownListings, card };
+    },
+    /**
+     * The order check: the card-testing lock first, then the listings and the card, then pricing when nothing is
+     * wrong. `refused` with no problems means the edge's own problems decide (a hopeless or malformed request).
+     */
+    async check(clientId: number, request: OrderRequestRead, loaded?: PricingCatalog): Promise<OrderCheck> {
+      const lockedMs = await this.lockedForMs(clientId);
+      if (lockedMs > 0) return { kind: 'locked', retryAfterMs: lockedMs };
+      if (request.hopeless) return { kind: 'refused', problems: [] };
+      const findings = await this.inspect(clientId, request.listings, request.ccToken, loaded);
+      const problems: OrderProblem[] = findings.unknownListings.map((l) => ({
+        kind: 'unknown-listing',
+        ...l,
+      }));
+      if (request.ccToken !== undefined && !findings.card) problems.push({ kind: 'bad-card' });
+      if (problems.length > 0 || !request.draft || !findings.card) return { kind: 'refused', problems };
+      const draft = request.draft;
+      return {
+        kind: 'checked',
+        order: { draft, card: findings.card, ...this.price(draft, findings.catalog) },
+      };
     },
     /** Prices a validated draft against the listings as they stand now. */
     price(draft: OrderDraft, catalog: PricingCatalog): { currency: Currency; pricing: PricingResult } {
