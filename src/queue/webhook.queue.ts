@@ -29,7 +29,6 @@ export interface WebhookQueue {
   /** Of these attempts, those whose job is not in the queue (Redis lost it, or it failed for good). */
   missing(attempts: readonly DeliveryAttempt[]): Promise<DeliveryAttempt[]>;
   close(): Promise<void>;
-  readonly queue: Queue;
 }
 
 // Retries here are for a store that did not answer; receivers' failures are attempts the store counts.
@@ -46,7 +45,6 @@ export function createWebhookQueue(connection: RedisClient, prefix: string, logg
   const queue = new Queue<WebhookJobData, void, WebhookJobName>(WEBHOOK_QUEUE, { connection, prefix });
   queue.on('error', (err) => logger.debug({ err: err.message }, 'webhook queue connection error'));
   return {
-    queue,
     async enqueue(attempts, now) {
       await queue.addBulk(
         attempts.map(({ deliveryId, webhookId, attempt, dueAt }) => ({
