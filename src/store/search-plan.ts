@@ -75,3 +75,23 @@ export function searchBounds(c: SearchCriteria) {
     limit: c.limit + 1,
   };
 }
+
+/**
+ * The created-date bounds, with the cursor replacing the one it passes: both stores seek their index from the
+ * cursor on a single lower bound.
+ */
+export function keyRange(at: string, id: string, s: SearchShape): string {
+  if (!s.after) return `${at} >= @createdFrom AND ${at} < @createdTo`;
+  return s.desc
+    ? `${at} >= @createdFrom AND (${at}, ${id}) < (@afterAt, @afterId)`
+    : `(${at}, ${id}) > (@afterAt, @afterId) AND ${at} < @createdTo`;
+}
+
+/** The item conditions of a search; `idIn` is the store's way to test a column against @orderItemIds. */
+export function itemTerms(alias: string, s: SearchShape, idIn: (column: string) => string): string[] {
+  return [
+    ...(s.itemFrom ? [`${alias}.updated_at >= @itemFrom`] : []),
+    ...(s.itemTo ? [`${alias}.updated_at < @itemTo`] : []),
+    ...(s.itemIds ? [idIn(`${alias}.order_item_id`)] : []),
+  ];
+}

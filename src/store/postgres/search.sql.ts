@@ -1,7 +1,17 @@
 import type { SearchCriteria } from '../store.port.js';
-import { chooseDriver, searchBounds, shapeOf, type Driver, type SearchShape } from '../search-plan.js';
+import {
+  chooseDriver,
+  itemTerms,
+  keyRange,
+  searchBounds,
+  shapeOf,
+  type Driver,
+  type SearchShape,
+} from '../search-plan.js';
 import { canBeId } from './postgres.rows.js';
 import { ITEM_VIEW_COLUMNS } from '../order.rows.js';
+
+const PG_ITEM_IDS = (column: string) => `${column} = ANY(@orderItemIds::bigint[])`;
 
 /** One statement with positional parameters, ready for `pool.query` or `EXPLAIN`. */
 export interface SearchStatement {
@@ -70,25 +80,9 @@ function bind(clientId: number, c: SearchCriteria): Record<string, unknown> {
   };
 }
 
-/** The created-date bounds, with the cursor replacing the one it passes: the index seeks from the cursor. */
-function keyRange(at: string, id: string, s: SearchShape): string {
-  if (!s.after) return `${at} >= @createdFrom AND ${at} < @createdTo`;
-  return s.desc
-    ? `${at} >= @createdFrom AND (${at}, ${id}) < (@afterAt, @afterId)`
-    : `(${at}, ${id}) > (@afterAt, @afterId) AND ${at} < @createdTo`;
-}
-
-function itemTerms(alias: string, s: SearchShape): string[] {
-  return [
-    ...(s.itemFrom ? [`${alias}.updated_at >= @itemFrom`] : []),
-    ...(s.itemTo ? [`${alias}.updated_at < @itemTo`] : []),
-    ...(s.itemIds ? [`${alias}.order_item_id = ANY(@orderItemIds::bigint[])`] : []),
-  ];
-}
-
 /** Conditions on the order id `oid` that the driver does not already guarantee. */
 function existsTerms(oid: string, s: SearchShape): string[] {
-  const items = itemTerms('i', s);
+  const items = itemTerms('i', s, PG_ITEM_IDS);
   const itemsGuaranteed = s.driver === 'updated-items' || s.driver === 'dated-items';
   return [
     ...(s.vendor && s.driver !== 'vendor-items'
@@ -118,7 +112,7 @@ const ITEM_TERMS: Partial<Record<Driver, (s: SearchShape) => string[]>> = {
   'vendor-items': () => ['d.vendor_id = @vendorId'],
   // order_items_search_created (client_id, order_created_at, order_id, updated_at): in result order, the update
   // times checked inside the index.
-  'dated-items': (s) => itemTerms('d', s),
+  'dated-items': (s) => itemTerms('d', s, PG_ITEM_IDS),
   // order_items_search_updated (client_id, updated_at, order_created_at, order_id): the few items updated.
   'updated-items': () => ['d.updated_at >= @scanFrom', 'd.updated_at < @scanTo'],
 };
@@ -154,7 +148,7 @@ function pageSql(s: SearchShape): string {
 
 function searchSql(s: SearchShape): string {
   const dir = s.desc ? 'DESC' : 'ASC';
-  const items = [`i.order_id = p.order_id`, ...itemTerms('i', s)];
+  const items = [`i.order_id = p.order_id`, ...itemTerms('i', s, PG_ITEM_IDS)];
   const tuple = ITEM_VIEW_COLUMNS.map((c) => `i.${c}`).join(', ');
   // Each order's items by order_items_order (order_id, order_item_id), in the same statement: one snapshot.
   return `SELECT p.order_id, p.created_at, p.currency, p.tax_cents, p.tax_model, p.reference_id,

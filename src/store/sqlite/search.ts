@@ -10,6 +10,8 @@ import type {
 } from '../store.port.js';
 import {
   chooseDriver,
+  itemTerms,
+  keyRange,
   NARROW_UPDATE_SCAN,
   searchBounds,
   shapeOf,
@@ -18,6 +20,8 @@ import {
 } from '../search-plan.js';
 import { ITEM_VIEW_COLUMNS, toCursor, toItemView, type CursorRow, type ItemTuple } from '../order.rows.js';
 import type { Db } from './sqlite.db.js';
+
+const SQLITE_ITEM_IDS = (column: string) => `${column} IN (SELECT value FROM json_each(@orderItemIds))`;
 
 export interface SearchPlan {
   driver: Driver;
@@ -159,25 +163,9 @@ function bind(clientId: number, c: SearchCriteria): Bindings {
   };
 }
 
-/** The created-date bounds, with the cursor replacing the one it passes: SQLite seeks on a single lower bound. */
-function keyRange(at: string, id: string, s: SearchShape): string {
-  if (!s.after) return `${at} >= @createdFrom AND ${at} < @createdTo`;
-  return s.desc
-    ? `${at} >= @createdFrom AND (${at}, ${id}) < (@afterAt, @afterId)`
-    : `(${at}, ${id}) > (@afterAt, @afterId) AND ${at} < @createdTo`;
-}
-
-function itemTerms(alias: string, s: SearchShape): string[] {
-  return [
-    ...(s.itemFrom ? [`${alias}.updated_at >= @itemFrom`] : []),
-    ...(s.itemTo ? [`${alias}.updated_at < @itemTo`] : []),
-    ...(s.itemIds ? [`${alias}.order_item_id IN (SELECT value FROM json_each(@orderItemIds))`] : []),
-  ];
-}
-
 /** Conditions on the order id `oid` that the driver does not already guarantee. */
 function existsTerms(oid: string, s: SearchShape): string[] {
-  const items = itemTerms('i', s);
+  const items = itemTerms('i', s, SQLITE_ITEM_IDS);
   const itemsGuaranteed = s.driver === 'updated-items' || s.driver === 'dated-items';
   return [
     ...(s.vendor && s.driver !== 'vendor-items'
@@ -201,7 +189,7 @@ const ORDER_SOURCES: Partial<Record<Driver, string>> = {
 
 const ITEM_DRIVERS: Partial<Record<Driver, { index: string; terms: (s: SearchShape) => string[] }>> = {
   'vendor-items': { index: 'order_items_client_vendor', terms: () => ['d.vendor_id = @vendorId'] },
-  'dated-items': { index: 'order_items_search_created', terms: (s) => itemTerms('d', s) },
+  'dated-items': { index: 'order_items_search_created', terms: (s) => itemTerms('d', s, SQLITE_ITEM_IDS) },
   'updated-items': {
     index: 'order_items_search_updated',
     terms: () => ['d.updated_at >= @scanFrom', 'd.updated_at < @scanTo'],
@@ -238,6 +226,9 @@ function pageSql(s: SearchShape): string {
 }
 
 function itemsSql(s: SearchShape): string {
-  const where = ['i.order_id IN (SELECT value FROM json_each(@pageIds))', ...itemTerms('i', s)];
+  const where = [
+    'i.order_id IN (SELECT value FROM json_each(@pageIds))',
+    ...itemTerms('i', s, SQLITE_ITEM_IDS),
+  ];
   return `SELECT ${ITEM_COLUMNS} FROM order_items i WHERE ${where.join(' AND ')} ORDER BY i.order_id, i.order_item_id`;
 }
