@@ -1,5 +1,6 @@
 import type { AcceptResult, NewOrder, OrderStore, OrderWithItems, StoredItem } from '../store.port.js';
 import { toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './sqlite.rows.js';
+import { orderBatchAcceptor } from './order-batch.js';
 import type { Db } from './sqlite.db.js';
 
 /** Accepting orders and reading one back. */
@@ -53,8 +54,7 @@ export function sqliteOrders(db: Db): OrderStore {
     return { kind: 'created', orderId };
   };
   const accept = db.transaction(acceptOne);
-  // One transaction for a whole batch: its prepared statements run back to back under one write lock.
-  const acceptMany = db.transaction((orders: readonly NewOrder[]) => orders.map(acceptOne));
+  const acceptMany = orderBatchAcceptor(db, acceptOne);
   // Two statements for a whole batch, the ids passed as one JSON array.
   const ordersIn = db.prepare<[string], OrderRow>(
     'SELECT * FROM orders WHERE order_id IN (SELECT value FROM json_each(?))',
@@ -84,7 +84,7 @@ export function sqliteOrders(db: Db): OrderStore {
       return accept.immediate(order);
     },
     async acceptMany(orders) {
-      return acceptMany.immediate(orders);
+      return acceptMany(orders);
     },
     async get(orderId) {
       return getWithItems(orderId, null);
