@@ -8,8 +8,9 @@ import { SvcStatus } from './status-codes.js';
 /**
  * Reads the request's body into `req.body` as one Buffer (left undefined when the request has none), at most
  * `limitBytes`, exactly as sent: a compressed body stays compressed, since the signature covers the bytes as
- * sent (CONTRACT section 2); `decodeBody` inflates it once the signature holds. A body over the limit is read
- * to its end and dropped, then refused with 4130 (the client gets its answer rather than a reset connection).
+ * sent (CONTRACT section 2); `decodeBody` inflates it once the signature holds. A body (chunked or not) is
+ * refused with 4130 as soon as it passes the limit, without reading the rest; the error handler closes the
+ * connection, since the request never completed.
  */
 export function rawBody(limitBytes: number): RequestHandler {
   return (req, _res, next) => {
@@ -29,8 +30,9 @@ export function rawBody(limitBytes: number): RequestHandler {
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size <= limitBytes) chunks.push(chunk);
+      else settle(tooLarge(limitBytes));
     };
-    const onEnd = () => settle(size > limitBytes ? tooLarge(limitBytes) : undefined);
+    const onEnd = () => settle();
     const onError = () => settle(aborted());
     const onClose = () => settle(aborted());
     req.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose);

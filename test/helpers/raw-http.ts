@@ -55,7 +55,7 @@ export function rawRequest(
   });
 }
 
-function parseAnswer(text: string): Pick<RawAnswer, 'status' | 'headers' | 'body'> {
+export function parseAnswer(text: string): Pick<RawAnswer, 'status' | 'headers' | 'body'> {
   const split = text.indexOf('\r\n\r\n');
   if (split === -1) return { status: 0, headers: {}, body: text };
   const [statusLine = '', ...lines] = text.slice(0, split).split('\r\n');

@@ -1,10 +1,11 @@
+import net from 'node:net';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../scripts/redis.js';
 import { sign } from '../../src/auth/signature.js';
 import { createSigningClient, type SigningClient } from '../../src/client/signing-client.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
-import { rawRequest, type RawAnswer } from '../helpers/raw-http.js';
+import { parseAnswer, rawRequest, type RawAnswer } from '../helpers/raw-http.js';
 import { createTestService, type Credentials, type TestService } from '../helpers/test-service.js';
 
 // The web process as deployed, with the request timeout lowered so that a slow client is cut in a second.
@@ -199,6 +200,14 @@ describe('when a client is slow or announces too much', () => {
     expectErrorResponse(answer, 413, '4130');
   });
 
+  it('then a chunked body is refused 4130 once it passes 1 MiB, before the client has sent it all', async () => {
+    const head = `POST /v1/orders HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`;
+    const answer = await chunkedUntilAnswered(head, 64 * 1024, 256);
+    expectErrorResponse(answer, 413, '4130');
+    // The client meant to send 16 MiB; it was answered (and cut) long before.
+    expect(answer.sentBytes).toBeLessThan(256 * 64 * 1024);
+  });
+
   it('then an idle keep-alive connection is kept longer than a load balancer keeps its own (60 s)', async () => {
     const res = await fetch(`http://127.0.0.1:${port}/healthz`);
     expect(res.headers.get('keep-alive')).toBe('timeout=65');
@@ -312,3 +321,45 @@ describe('when a query holds an invalid percent escape', () => {
     expect(messagesOf(res.body)).toEqual([expect.stringMatching(/^x: /)]);
   });
 });
+
+/**
+ * Sends `head`, then up to `count` chunks of `chunkBytes` in chunked encoding, one per macrotask, stopping as
+ * soon as the server answers or closes; resolves with the answer and how many body bytes were sent.
+ */
+function chunkedUntilAnswered(head: string, chunkBytes: number, count: number) {
+  return new Promise<RawAnswer & { sentBytes: number }>((resolve) => {
+    const started = Date.now();
+    const received: Buffer[] = [];
+    let sentBytes = 0;
+    let answered = false;
+    const chunk = Buffer.concat([
+      Buffer.from(`${chunkBytes.toString(16)}\r\n`),
+      Buffer.alloc(chunkBytes, 0x20),
+      Buffer.from('\r\n'),
+    ]);
+    const socket = net.connect(port, '127.0.0.1', () => {
+      socket.write(head);
+      const sendNext = () => {
+        if (answered || socket.destroyed) return;
+        if (sentBytes >= chunkBytes * count) return void socket.write('0\r\n\r\n');
+        sentBytes += chunkBytes;
+        // Wait for each chunk to be flushed before the next, so the client never runs far ahead of the server.
+        socket.write(chunk, () => setTimeout(sendNext, 5));
+      };
+      sendNext();
+    });
+    socket.on('data', (data: Buffer) => {
+      answered = true;
+      received.push(data);
+    });
+    socket.on('error', () => undefined);
+    socket.once('close', () => {
+      resolve({
+        ...parseAnswer(Buffer.concat(received).toString('latin1')),
+        ms: Date.now() - started,
+        closed: true,
+        sentBytes,
+      });
+    });
+  });
+}
