@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler } from 'express';
 import type { z } from 'zod';
 import { isStoreUnavailable } from '../store/store-errors.js';
+import { SecretsKeyMismatchError } from '../store/store-secrets.js';
 import { writeJson } from './respond.js';
 import { SvcStatus, httpStatusOf, svcStatusHeader, type SvcStatusCode } from './status-codes.js';
 
@@ -85,6 +86,11 @@ function toApiError(err: unknown): ApiError {
     return new ApiError(SvcStatus.MALFORMED, 'body: the connection ended before the whole body came');
   if (e?.type === 'encoding.unsupported')
     return new ApiError(SvcStatus.UNSUPPORTED_MEDIA_TYPE, 'Content-Encoding: not supported');
+  // A process left on a rotated-away SECRETS_KEY: unavailable (and not ready), not an internal error.
+  if (err instanceof SecretsKeyMismatchError)
+    return new ApiError(SvcStatus.UNAVAILABLE, "this process cannot open the store's secrets; retry later", {
+      'Retry-After': '1',
+    });
   // ECONNREFUSED is also Redis's (an enqueue or a rate limit that could not reach it).
   if (isStoreUnavailable(err))
     return new ApiError(

@@ -62,8 +62,13 @@ describe('when an operator rotates SECRETS_KEY', () => {
     const oldKey =
       store.env.SECRETS_KEY ?? fs.readFileSync(secretsKeyFile(store.env.DB_PATH!), 'utf8').trim();
 
+    // A process on the old key, open before the rotation: ready until then, not ready (key mismatch) after.
+    const left = await openStore(loadConfig(store.env), 'test', () => undefined);
+    await expect(left.ping()).resolves.toBeUndefined();
     const rotated = await run(['secrets:rotate', '--new-key-file', file], store.env);
     expect(rotated).toMatchObject({ code: 0 });
+    await expect(left.ping()).rejects.toThrow(/does not open this store's secrets/);
+    await left.close();
     expect(JSON.parse(rotated.stdout)).toEqual({ clients: 1, cards: 1 });
 
     let newEnv: Record<string, string>;

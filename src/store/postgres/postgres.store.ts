@@ -1,5 +1,5 @@
 import type { Sealer } from '../../domain/secrets.js';
-import type { StoreSecrets } from '../store-secrets.js';
+import { SecretsKeyMismatchError, type StoreSecrets } from '../store-secrets.js';
 import type { Store, StoreCounts } from '../store.port.js';
 import { postgresCatalog } from './catalog.js';
 import { openPostgresSecrets, postgresClients } from './clients.js';
@@ -64,8 +64,11 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     webhooks: postgresWebhooks(pool, secrets),
     counts,
     migrate,
+    // Not ready when the store's secrets are no longer under this process's key (rotated since it started).
     async ping() {
-      await pool.query('SELECT 1');
+      const { rows } = await pool.query<{ key_id: string }>('SELECT key_id FROM store_secrets WHERE id = 1');
+      if (rows[0]?.key_id !== options.sealer.keyId)
+        throw new SecretsKeyMismatchError(options.sealer.keyId, rows[0]?.key_id);
     },
     close,
   };

@@ -1,5 +1,5 @@
 import type { Sealer } from '../../domain/secrets.js';
-import type { StoreSecrets } from '../store-secrets.js';
+import { SecretsKeyMismatchError, type StoreSecrets } from '../store-secrets.js';
 import type { Store } from '../store.port.js';
 import { sqliteCatalog } from './catalog.js';
 import { openSqliteSecrets, sqliteClients } from './clients.js';
@@ -65,7 +65,7 @@ export async function openSqliteStore(dbPath: string, options: SqliteStoreOption
   const unsettledByPhase = db.prepare<[], { phase: 'queued' | 'reserved'; count: number }>(
     "SELECT phase, count(*) AS count FROM orders WHERE phase <> 'settled' GROUP BY phase",
   );
-  const ping = db.prepare('SELECT 1');
+  const ping = db.prepare<[], string>('SELECT key_id FROM store_secrets WHERE id = 1').pluck();
   return {
     kind: 'sqlite',
     clients: sqliteClients(db, secrets),
@@ -84,8 +84,10 @@ export async function openSqliteStore(dbPath: string, options: SqliteStoreOption
     async migrate() {
       return migrateAndTidy(db, dbPath, options.sealer);
     },
+    // Not ready when the store's secrets are no longer under this process's key (rotated since it started).
     async ping() {
-      ping.get();
+      const keyId = ping.get();
+      if (keyId !== options.sealer.keyId) throw new SecretsKeyMismatchError(options.sealer.keyId, keyId);
     },
     async close() {
       db.close();
