@@ -64,11 +64,19 @@ export function openApiDocument(domains: readonly string[]) {
       description: 'Signed JSON API of the book marketplace: place orders, search and read them.',
     },
     servers: [{ url: '/v1' }],
+    tags: [
+      { name: 'orders', description: 'Place, verify, search and read the orders of the signing client' },
+      { name: 'batches', description: 'Place or verify many orders in one request' },
+    ],
     paths: {
       [openApiPath(API_ROUTES.orders)]: {
         post: {
           operationId: 'placeOrder',
           summary: 'Place an order, or verify it with dryrun',
+          description:
+            'Prices, checks and reserves the listings of one order, then charges the card; with dryrun, only ' +
+            'checks it. The same Svc-RequestId and body again answer the same order (2003 while in progress).',
+          tags: ['orders'],
           ...signed,
           parameters: [
             requestIdParam,
@@ -91,6 +99,9 @@ export function openApiDocument(domains: readonly string[]) {
         get: {
           operationId: 'searchOrders',
           summary: "Search the client's orders",
+          description:
+            'Orders of the signing client matching the query, sorted as asked, a page at a time (cursor).',
+          tags: ['orders'],
           ...signed,
           parameters: [requestIdParam, ...orderSearchParameters()],
           responses: responses({ 2000: 'orders retrieved' }, 'OrderSearchResponse'),
@@ -103,6 +114,7 @@ export function openApiDocument(domains: readonly string[]) {
           description:
             'Real orders are answered at once with items QUEUED (as with Prefer: respond-async). A result ' +
             'holds the Svc-Status codes the order would get alone; the batch fails whole only when it is malformed.',
+          tags: ['batches'],
           ...signed,
           parameters: [requestIdParam],
           requestBody: { required: true, content: json('OrderBatchRequest') },
@@ -120,10 +132,18 @@ export function openApiDocument(domains: readonly string[]) {
         get: {
           operationId: 'getOrder',
           summary: 'One order of the client',
+          description: 'The order with its items and their statuses; 4041 when it is not one of the client.',
+          tags: ['orders'],
           ...signed,
           parameters: [
             requestIdParam,
-            { name: 'orderId', in: 'path', required: true, schema: { type: 'integer', minimum: 1 } },
+            {
+              name: 'orderId',
+              in: 'path',
+              required: true,
+              description: 'The orderId returned when the order was placed',
+              schema: { type: 'integer', minimum: 1 },
+            },
           ],
           responses: responses({ 2000: 'order retrieved' }, 'OrderResponse', ['NotFound']),
         },

@@ -105,6 +105,18 @@ describe('GET /v1/openapi.json, the document', () => {
     ]);
   });
 
+  it('describes and tags each operation with a tag the document declares', () => {
+    const declared = ((doc as unknown as Json).tags as { name: string; description: string }[]).map((t) => {
+      expect(t.description).toBeTruthy();
+      return t.name;
+    });
+    for (const op of Object.values(doc.paths).flatMap((item) => Object.values(item)) as unknown as Json[]) {
+      expect(op.description).toBeTruthy();
+      expect((op.tags as string[]).length).toBeGreaterThan(0);
+      for (const tag of op.tags as string[]) expect(declared).toContain(tag);
+    }
+  });
+
   it('says what the zod refinements check: money positive to the cent, country three capitals', () => {
     const money = { type: 'number', exclusiveMinimum: 0, multipleOf: 0.01 };
     expect(at('#/components/schemas/OrderRequest/properties/totalMaxPrice')).toMatchObject(money);
