@@ -13,6 +13,9 @@ const shared = {
   pool: 'forks',
   fileParallelism: true,
   maxWorkers: 2,
+  // expect.poll waits for what another process does (a log line, a scrape): a busy machine takes longer than
+  // vitest's default second, and a poll only waits as long as it must.
+  expect: { poll: { timeout: 15_000 } },
 } as const;
 
 const storeTests = ['test/integration/**/*.test.ts', 'test/contract/**/*.test.ts'];
