@@ -1,4 +1,4 @@
-import type { RequestHandler } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Gauge, Registry } from 'prom-client';
 import type { Deps } from '../deps.js';
 import { sharedMetrics } from '../metrics/metrics.recorder.js';
@@ -13,7 +13,7 @@ const QUEUE_STATES = ['waiting', 'prioritized', 'active', 'delayed', 'failed'] a
  * The deployment-wide series, the same whichever web process is scraped: what workers and the clock recorded
  * in Redis, the queue's depth from BullMQ, order counts from the store, and every process's heartbeat.
  */
-export function createDeploymentRegistry(deps: Pick<Deps, 'redis' | 'config' | 'queue' | 'store'>): Registry {
+export function createDeploymentRegistry(deps: Pick<Deps, 'redis' | 'config' | 'queue'>): Registry {
   const registry = new Registry();
   for (const metric of Object.values(sharedMetrics(deps.redis, deps.config.REDIS_PREFIX)))
     metric.registerOn(registry);
@@ -29,7 +29,7 @@ export function createDeploymentRegistry(deps: Pick<Deps, 'redis' | 'config' | '
       for (const state of QUEUE_STATES) this.set({ queue: ORDER_QUEUE, state }, counts[state] ?? 0);
     },
   });
-  registerOrderStoreGauges(deps.store, registry);
+  registerOrderStoreGauges(deps.redis, deps.config.REDIS_PREFIX, registry);
   // Beside bookorders_orders_unsettled: how close the deployment is to refusing real orders (5030).
   new Gauge({
     name: 'bookorders_orders_unsettled_limit',
@@ -41,17 +41,30 @@ export function createDeploymentRegistry(deps: Pick<Deps, 'redis' | 'config' | '
 }
 
 /**
- * GET /metrics: this process's (or this cluster's) own series followed by the deployment-wide ones. Concurrent
- * scrapes share one collection, so however many arrive at once they cost the store, Redis and the event loop
- * what one does.
+ * The metrics listener's requests (METRICS_PORT, never the API port): GET /metrics is this process's (or this
+ * cluster's) own series followed by the deployment-wide ones; anything else is 404. Concurrent scrapes share one
+ * collection, so however many arrive at once they cost Redis and the event loop what one does.
  */
-export function metricsRoute(processMetrics: () => Promise<string>, deployment: Registry): RequestHandler {
+export function metricsListener(
+  processMetrics: () => Promise<string>,
+  deployment: Registry,
+): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
   const collect = sharedInFlight(async () => {
     const [own, shared] = await Promise.all([processMetrics(), deployment.metrics()]);
     return `${own.trimEnd()}\n\n${shared}`;
   });
-  return async (_req, res) => {
-    const text = await collect();
-    res.set('Content-Type', Registry.PROMETHEUS_CONTENT_TYPE).send(text);
+  return async (req, res) => {
+    const path = (req.url ?? '').split('?')[0];
+    if (path !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
+      res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' }).end('not found: GET /metrics\n');
+      return;
+    }
+    const text = await collect().catch((err: unknown) => err as Error);
+    if (text instanceof Error) {
+      res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' }).end(`metrics: ${text.message}\n`);
+      return;
+    }
+    res.writeHead(200, { 'Content-Type': Registry.PROMETHEUS_CONTENT_TYPE });
+    res.end(req.method === 'HEAD' ? undefined : text);
   };
 }
