@@ -48,10 +48,15 @@ export function createWebApp(deps: Deps, processMetrics: ProcessMetrics = create
 
 /**
  * GET /metrics for the metrics listener (METRICS_PORT): the series of `processMetrics` (in a cluster, every
- * worker's, summed by the primary) and the deployment-wide ones.
+ * worker's, summed by the primary) and the deployment-wide ones; a text collected less than `reuseMs` ago is
+ * served again.
  */
-export function createMetricsListener(deps: Deps, processMetrics: ProcessMetrics) {
-  return metricsListener(processMetricsSource(processMetrics.registry), createDeploymentRegistry(deps));
+export function createMetricsListener(deps: Deps, processMetrics: ProcessMetrics, reuseMs = 0) {
+  return metricsListener(
+    processMetricsSource(processMetrics.registry),
+    createDeploymentRegistry(deps),
+    reuseMs,
+  );
 }
 
 /** Listens on `port` and `host`; resolves once listening (in a cluster worker, on the primary's shared socket). */
@@ -78,7 +83,9 @@ export async function startWeb(
   // Metrics first: a web process whose metrics port is taken stops before it takes API requests. In a
   // WEB_CONCURRENCY cluster every worker listens on the same METRICS_PORT, which node's cluster turns into one
   // listener, the primary's, handing each scrape to one worker; that worker answers for the whole cluster.
-  const metricsServer = http.createServer(createMetricsListener(deps, processMetrics));
+  const metricsServer = http.createServer(
+    createMetricsListener(deps, processMetrics, config.METRICS_REUSE_MS),
+  );
   const metricsPort = await listening(metricsServer, config.METRICS_PORT, config.METRICS_HOST);
   const server = createHttpServer(createWebApp(deps, processMetrics), config, logger);
   const port = await listening(server, config.PORT, config.HOST).catch((err: unknown) => {

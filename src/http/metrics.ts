@@ -43,16 +43,24 @@ export function createDeploymentRegistry(deps: Pick<Deps, 'redis' | 'config' | '
 /**
  * The metrics listener's requests (METRICS_PORT, never the API port): GET /metrics is this process's (or this
  * cluster's) own series followed by the deployment-wide ones; anything else is 404. Concurrent scrapes share one
- * collection, so however many arrive at once they cost Redis and the event loop what one does.
+ * collection, and a text collected less than `reuseMs` ago is answered again, so however many scrape, at once or
+ * in a loop, they cost Redis and the event loop one collection per `reuseMs`.
  */
 export function metricsListener(
   processMetrics: () => Promise<string>,
   deployment: Registry,
+  reuseMs = 0,
 ): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
-  const collect = sharedInFlight(async () => {
+  // A text collected less than `reuseMs` ago is served again: scrapers in a loop cost one collection per period.
+  let last: { text: string; at: number } | null = null;
+  const collectNow = sharedInFlight(async () => {
     const [own, shared] = await Promise.all([processMetrics(), deployment.metrics()]);
-    return `${own.trimEnd()}\n\n${shared}`;
+    const text = `${own.trimEnd()}\n\n${shared}`;
+    last = { text, at: Date.now() };
+    return text;
   });
+  const collect = async () =>
+    last && reuseMs > 0 && Date.now() - last.at < reuseMs ? last.text : collectNow();
   return async (req, res) => {
     const path = (req.url ?? '').split('?')[0];
     if (path !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
