@@ -10,6 +10,8 @@ export interface OrderEventWrite {
   /** `evt_…`, chosen by the service. */
   eventId: string;
   type: OrderEventType;
+  /** The trace of the change (W3C trace context, tracing on), which its deliveries continue. */
+  traceContext?: string | undefined;
 }
 
 /** The types of event a webhook receives; each has its producer and body in services/order-events.ts. */
@@ -27,6 +29,8 @@ export interface OrderEvent {
   order: OrderView;
   /** Every item of the order, sorted by orderItemId. */
   items: ItemView[];
+  /** The trace of the change that recorded it, when it was traced. */
+  traceContext?: string | undefined;
 }
 
 export interface Webhook {
