@@ -15,7 +15,8 @@ export interface OrderEventWrite {
 }
 
 /** The types of event a webhook receives; each has its producer and body in services/order-events.ts. */
-export type OrderEventType = 'order.updated';
+export const ORDER_EVENT_TYPES = ['order.updated'] as const;
+export type OrderEventType = (typeof ORDER_EVENT_TYPES)[number];
 
 /** A recorded event: the order as GET showed it right after the change. */
 export interface OrderEvent {
