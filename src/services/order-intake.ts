@@ -126,7 +126,12 @@ export function createOrderIntake(deps: IntakeDeps) {
       const real = request.draft !== null && request.draft.dryrun !== true;
       const catalog =
         loaded ??
-        (real ? await recentCatalog(request.listings.map((l) => l.listingId), deps.clock()) : undefined);
+        (real
+          ? await recentCatalog(
+              request.listings.map((l) => l.listingId),
+              deps.clock(),
+            )
+          : undefined);
       const findings = await this.inspect(clientId, request.listings, request.ccToken, catalog);
       const problems: OrderProblem[] = findings.unknownListings.map((l) => ({
         kind: 'unknown-listing',

@@ -86,9 +86,7 @@ async function answers(
   ]);
   const stored = new Map(read.map((o) => [o.order.orderId, o]));
   return accepted.map((a) =>
-    a.kind === 'conflict'
-      ? a
-      : placed(a.kind === 'created' ? a.stored : stored.get(a.orderId)!, a.kind),
+    a.kind === 'conflict' ? a : placed(a.kind === 'created' ? a.stored : stored.get(a.orderId)!, a.kind),
   );
 }
 

@@ -338,6 +338,92 @@ describe(`the store port on ${TEST_STORE}`, () => {
     expect(later).toMatchObject({ reserved: null, catalog: null, order: { attempts: 3, phase: 'reserved' } });
   });
 
+  it('lets one of two attempts at once reserve: both count, the stock is taken once', async () => {
+    const walden = await stockOf(WALDEN);
+    const orderId = await accepted([{ listingId: WALDEN, copies: 2 }]);
+    const lease = { leaseUntil: T0 + 10, maxAttempts: 5 };
+    const attempts = await Promise.all(
+      [1, 2].map(() =>
+        store.processing.beginAttempt(orderId, lease, (start) =>
+          reservationFor(orderId, start.items, [{ listingId: WALDEN, copies: 2 }]),
+        ),
+      ),
+    );
+    expect(attempts.map((a) => a!.reserved).sort()).toEqual(['applied', null]);
+    expect(attempts.find((a) => a!.reserved === null)!.order.phase).toBe('reserved');
+    expect((await store.orders.get(orderId))!.order).toMatchObject({ attempts: 2, phase: 'reserved' });
+    expect(await stockOf(WALDEN)).toBe(walden - 2);
+  });
+
+  it('lets an attempt and a give-up race: either the order is reserved with its stock, or failed without', async () => {
+    const walden = await stockOf(WALDEN);
+    const orderId = await accepted([{ listingId: WALDEN, copies: 1 }]);
+    const [attempt, failed] = await Promise.all([
+      store.processing.beginAttempt(orderId, { leaseUntil: T0 + 60_000, maxAttempts: 5 }, (start) =>
+        reservationFor(orderId, start.items, [{ listingId: WALDEN, copies: 1 }]),
+      ),
+      store.processing.settle({
+        orderId,
+        fromPhase: 'queued',
+        itemStatus: S.FAILED,
+        clearCharges: true,
+        zeroTax: true,
+        giveBack: [],
+        ledger: null,
+        now: T0,
+        leaseFreeAt: T0 + 1000,
+        releasePayment: true,
+      }),
+    ]);
+    const stored = (await store.orders.get(orderId))!;
+    if (failed) {
+      expect(attempt!.reserved).toBeNull();
+      expect(stored.order.phase).toBe('settled');
+      expect(stored.items.map((i) => i.status)).toEqual([S.FAILED]);
+      expect(await stockOf(WALDEN)).toBe(walden);
+    } else {
+      expect(attempt!.reserved).toBe('applied');
+      expect(stored.order.phase).toBe('reserved');
+      expect(await stockOf(WALDEN)).toBe(walden - 1);
+    }
+  });
+
+  it('carries an order reserved by an attempt that died on to one settlement, the stock taken once', async () => {
+    const walden = await stockOf(WALDEN);
+    const orderId = await accepted([{ listingId: WALDEN, copies: 1 }]);
+    const lease = { leaseUntil: T0 + 10, maxAttempts: 5 };
+    await store.processing.beginAttempt(orderId, lease, (start) =>
+      reservationFor(orderId, start.items, [{ listingId: WALDEN, copies: 1 }]),
+    );
+    // The attempt's process died here: the next attempt finds the order reserved and goes on to pay.
+    const next = await store.processing.beginAttempt(orderId, lease, () => {
+      throw new Error('priced a reserved order');
+    });
+    expect(next).toMatchObject({ reserved: null, catalog: null, order: { phase: 'reserved', attempts: 2 } });
+    const approve = {
+      orderId,
+      fromPhase: 'reserved' as const,
+      itemStatus: S.ORDERED,
+      clearCharges: false,
+      zeroTax: false,
+      giveBack: [],
+      ledger: {
+        entryKey: `authorize:died-${orderId}`,
+        orderId,
+        orderItemId: null,
+        kind: 'authorize' as const,
+        amountCents: 1100,
+        currency: 'USD',
+      },
+      now: T0 + 2000,
+    };
+    expect(await store.processing.settle(approve)).toBe(true);
+    expect(await store.processing.settle(approve)).toBe(false);
+    expect(await store.processing.ledgerHas(`authorize:died-${orderId}`)).toBe(true);
+    expect((await store.orders.get(orderId))!.items.map((i) => i.status)).toEqual([S.ORDERED]);
+    expect(await stockOf(WALDEN)).toBe(walden - 1);
+  });
+
   it('settles under a lease guard only once no attempt holds the lease beyond the given time', async () => {
     const orderId = await accepted([{ listingId: WALDEN, copies: 1 }]);
     await store.processing.beginAttempt(orderId, { leaseUntil: T0 + 60_000, maxAttempts: 5 });

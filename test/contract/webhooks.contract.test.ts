@@ -197,6 +197,63 @@ describe(`webhooks and order events on ${TEST_STORE}`, () => {
     expect(mine.every((t) => t.state === 'pending' && t.attempts === 0)).toBe(true);
   });
 
+  it('records the event of a reservation that rejects an item, holding the order as reserved', async () => {
+    const client = await newClient();
+    await store.webhooks.add({ clientId: client.clientId, url: 'https://reserve.example/', now: T0 });
+    const accepted = await store.orders.accept({
+      clientId: client.clientId,
+      requestId: `req-${(seq += 1)}`,
+      requestHash: `hash-${seq}`,
+      referenceId: null,
+      domain: 'bookmarket.com',
+      currency: 'USD',
+      shippingMode: 'S',
+      shipAddr: address,
+      billAddr: address,
+      cardId: client.cardId,
+      totalMaxPriceCents: null,
+      createdAt: T0,
+      items: [0, 1].map((lineNo) => ({
+        lineNo,
+        listingId: WALDEN,
+        vendorId: 601,
+        title: 'Walden',
+        isbn: '9780691096124',
+        lineQuantity: 1,
+        maxPriceCents: lineNo === 1 ? 1 : null,
+        minDays: 3,
+        maxDays: 7,
+        costCents: 1000,
+      })),
+    });
+    if (accepted.kind !== 'created') throw new Error(accepted.kind);
+    const { orderId } = accepted;
+    const [bought, tooDear] = (await store.orders.get(orderId))!.items;
+    expect(
+      await store.processing.reserve({
+        orderId,
+        items: [
+          { ...bought!, shipcostCents: 100, taxCents: 0, status: S.QUEUED },
+          { ...tooDear!, shipcostCents: 0, taxCents: 0, status: S.MAX_PRICE_EXCEEDED },
+        ],
+        take: [{ listingId: WALDEN, copies: 1 }],
+        phase: 'reserved',
+        taxCents: null,
+        taxModel: null,
+        totalCents: 1100,
+        now: T0 + 500,
+        event: { eventId: 'evt_rejected', type: 'order.updated' },
+      }),
+    ).toBe('applied');
+    const reserved = (await store.orders.get(orderId))!;
+    expect(reserved.items.map((i) => i.status)).toEqual([S.QUEUED, S.MAX_PRICE_EXCEEDED]);
+    const [target] = (await outbox()).filter((t) => t.event.orderId === orderId);
+    expect(target!.event).toMatchObject({ eventId: 'evt_rejected', sequence: 1, createdAt: T0 + 500 });
+    expect(toOrderResponse(target!.event.order, target!.event.items)).toEqual(
+      toOrderResponse(reserved.order, reserved.items),
+    );
+  });
+
   it('hands attempts over once, finds lost ones, and records each attempt once', async () => {
     const client = await newClient();
     const hook = await store.webhooks.add({ clientId: client.clientId, url: 'https://h.example/', now: T0 });

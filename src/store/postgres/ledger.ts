@@ -3,7 +3,7 @@ import type { LedgerStore, LedgerWrite, PaymentTarget } from '../store.port.js';
 import { PAYMENT_TARGET_COLUMNS } from '../payment-target.sql.js';
 import type { Queryable } from './postgres.pool.js';
 
-const INSERT_SQL = `
+export const INSERT_SQL = `
   INSERT INTO ledger_entries (entry_key, order_id, order_item_id, kind, amount_cents, currency, created_at)
   VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (entry_key) DO NOTHING RETURNING entry_id`;
 

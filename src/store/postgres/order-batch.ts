@@ -76,25 +76,25 @@ export function acceptOrderBatch(pool: pg.Pool, orders: readonly NewOrder[]): Pr
 }
 
 /** The new orders by key, their items still to come; keys already stored are absent. */
-async function insertOrders(tx: Queryable, orders: readonly NewOrder[]): Promise<Map<string, OrderWithItems>> {
+async function insertOrders(
+  tx: Queryable,
+  orders: readonly NewOrder[],
+): Promise<Map<string, OrderWithItems>> {
   const column = <T>(pick: (o: NewOrder) => T): T[] => orders.map(pick);
-  const { rows } = await tx.query<OrderRow>(
-    INSERT_ORDERS_SQL,
-    [
-      column((o) => o.clientId),
-      column((o) => o.requestId),
-      column((o) => o.requestHash),
-      column((o) => o.referenceId),
-      column((o) => o.domain),
-      column((o) => o.currency),
-      column((o) => o.shippingMode),
-      column((o) => JSON.stringify(o.shipAddr)),
-      column((o) => JSON.stringify(o.billAddr)),
-      column((o) => o.cardId),
-      column((o) => o.totalMaxPriceCents),
-      column((o) => o.createdAt),
-    ],
-  );
+  const { rows } = await tx.query<OrderRow>(INSERT_ORDERS_SQL, [
+    column((o) => o.clientId),
+    column((o) => o.requestId),
+    column((o) => o.requestHash),
+    column((o) => o.referenceId),
+    column((o) => o.domain),
+    column((o) => o.currency),
+    column((o) => o.shippingMode),
+    column((o) => JSON.stringify(o.shipAddr)),
+    column((o) => JSON.stringify(o.billAddr)),
+    column((o) => o.cardId),
+    column((o) => o.totalMaxPriceCents),
+    column((o) => o.createdAt),
+  ]);
   return new Map(
     rows.map((r) => [
       keyOf({ clientId: r.client_id, requestId: r.request_id }),
