@@ -8,7 +8,7 @@ import { loadConfig } from '../../src/config.js';
 import { ItemStatus as S } from '../../src/domain/item-status.js';
 import { addCard, createClient } from '../../src/services/client-keys.js';
 import { openStore } from '../../src/store/open-store.js';
-import type { NewOrder, Reservation, Store, StoredItem } from '../../src/store/store.port.js';
+import type { NewOrder, Reservation, Settlement, Store, StoredItem } from '../../src/store/store.port.js';
 import type { Probe } from '../../src/store/store.probe.js';
 import { LISTINGS, VENDORS } from '../helpers/fixtures.js';
 import { openProbe, TEST_STORE, testStoreEnv, type TestStoreEnv } from '../helpers/test-store.js';
@@ -120,6 +120,18 @@ const reservationFor = (
   taxModel: null,
   totalCents: 1100 * items.length,
   now: T0 + 1000,
+});
+
+/** Giving up on a queued order: its items FAILED, nothing bought. */
+const giveUp = (orderId: number): Settlement => ({
+  orderId,
+  fromPhase: 'queued',
+  itemStatus: S.FAILED,
+  clearCharges: true,
+  zeroTax: true,
+  giveBack: [],
+  ledger: null,
+  now: T0,
 });
 
 async function reserveAll(orderId: number, take: { listingId: number; copies: number }[]) {
@@ -362,18 +374,7 @@ describe(`the store port on ${TEST_STORE}`, () => {
       store.processing.beginAttempt(orderId, { leaseUntil: T0 + 60_000, maxAttempts: 5 }, (start) =>
         reservationFor(orderId, start.items, [{ listingId: WALDEN, copies: 1 }]),
       ),
-      store.processing.settle({
-        orderId,
-        fromPhase: 'queued',
-        itemStatus: S.FAILED,
-        clearCharges: true,
-        zeroTax: true,
-        giveBack: [],
-        ledger: null,
-        now: T0,
-        leaseFreeAt: T0 + 1000,
-        releasePayment: true,
-      }),
+      store.processing.settle({ ...giveUp(orderId), leaseFreeAt: T0 + 1000, releasePayment: true }),
     ]);
     const stored = (await store.orders.get(orderId))!;
     if (failed) {
@@ -427,16 +428,7 @@ describe(`the store port on ${TEST_STORE}`, () => {
   it('settles under a lease guard only once no attempt holds the lease beyond the given time', async () => {
     const orderId = await accepted([{ listingId: WALDEN, copies: 1 }]);
     await store.processing.beginAttempt(orderId, { leaseUntil: T0 + 60_000, maxAttempts: 5 });
-    const fail = {
-      orderId,
-      fromPhase: 'queued' as const,
-      itemStatus: S.FAILED,
-      clearCharges: true,
-      zeroTax: true,
-      giveBack: [],
-      ledger: null,
-      now: T0,
-    };
+    const fail = giveUp(orderId);
     expect(await store.processing.settle({ ...fail, leaseFreeAt: T0 + 59_999 })).toBe(false);
     expect(await store.orders.phaseOf(orderId)).toBe('queued');
     expect(await store.processing.settle({ ...fail, leaseFreeAt: T0 + 60_000 })).toBe(true);
@@ -636,17 +628,8 @@ describe(`the store port on ${TEST_STORE}`, () => {
   it('moves the payment version on when an order is given up on, and only then', async () => {
     const failed = await accepted([{ listingId: WALDEN, copies: 1 }]);
     const declined = await accepted([{ listingId: WALDEN, copies: 1 }]);
-    const settle = {
-      fromPhase: 'queued' as const,
-      itemStatus: S.FAILED,
-      clearCharges: true,
-      zeroTax: true,
-      giveBack: [],
-      ledger: null,
-      now: T0,
-    };
-    expect(await store.processing.settle({ ...settle, orderId: failed, releasePayment: true })).toBe(true);
-    expect(await store.processing.settle({ ...settle, orderId: declined })).toBe(true);
+    expect(await store.processing.settle({ ...giveUp(failed), releasePayment: true })).toBe(true);
+    expect(await store.processing.settle(giveUp(declined))).toBe(true);
     expect(await store.ledger.paymentTarget(failed)).toMatchObject({ amountCents: 0, version: 1 });
     expect(await store.ledger.paymentTarget(declined)).toMatchObject({ amountCents: 0, version: 0 });
     expect(await store.reconcile.pendingPayments(100)).toContain(failed);
