@@ -39,9 +39,10 @@ function orderFunction(base: string, params: string, returns: string, body: stri
   return { name, create: `CREATE FUNCTION ${name}${definition}` };
 }
 
-const event = (orderId: string, eventId: string, now: string, type: string) => `
-    UPDATE orders SET event_seq = event_seq + 1 WHERE order_id = ${orderId};
-    ${bind(EVENT_SQL, [orderId, eventId, now, type])};`;
+// The event of a change with its outbox rows, as recordEvent writes it: the sequence first, then the snapshot.
+const EVENT_STEP = `
+    UPDATE orders SET event_seq = event_seq + 1 WHERE order_id = p_order_id;
+    ${bind(EVENT_SQL, ['p_order_id', 'p_event_id', 'p_now', 'p_event_type', 'p_event_trace'])};`;
 
 const ITEMS_JSON = `coalesce((SELECT json_agg(i ORDER BY i.order_item_id) FROM order_items i
                             WHERE i.order_id = p_order_id), '[]')`;
@@ -85,7 +86,7 @@ export const RESERVE_ORDER = orderFunction(
   `p_order_id bigint, p_phase text, p_tax_cents bigint, p_tax_model text, p_total_cents bigint, p_now bigint,
    p_item_ids bigint[], p_costs bigint[], p_shipcosts bigint[], p_taxes bigint[], p_min_days int[],
    p_max_days int[], p_statuses int[], p_take_ids bigint[], p_take_copies int[], p_event_id text,
-   p_event_type text`,
+   p_event_type text, p_event_trace text`,
   'text',
   `DECLARE
   v_enough boolean;
@@ -114,7 +115,7 @@ BEGIN
     FROM unnest(p_item_ids, p_costs, p_shipcosts, p_taxes, p_min_days, p_max_days, p_statuses)
            AS u(order_item_id, cost_cents, shipcost_cents, tax_cents, min_days, max_days, status)
    WHERE i.order_id = p_order_id AND i.order_item_id = u.order_item_id;
-  IF p_event_id IS NOT NULL THEN${event('p_order_id', 'p_event_id', 'p_now', 'p_event_type')}
+  IF p_event_id IS NOT NULL THEN${EVENT_STEP}
   END IF;
   UPDATE listings l SET stock = l.stock - t.copies
     FROM unnest(p_take_ids, p_take_copies) AS t(listing_id, copies)
@@ -133,7 +134,7 @@ export const SETTLE_ORDER = orderFunction(
   `p_order_id bigint, p_from_phase text, p_zero_tax boolean, p_item_status int, p_clear_charges boolean,
    p_now bigint, p_lease_free_at bigint, p_release int, p_give_ids bigint[], p_give_copies int[],
    p_entry_key text, p_entry_item bigint, p_entry_kind text, p_entry_amount bigint, p_entry_currency text,
-   p_event_id text, p_event_type text`,
+   p_event_id text, p_event_type text, p_event_trace text`,
   'boolean',
   `DECLARE
   v_entry bigint;
@@ -165,7 +166,7 @@ BEGIN
       'p_now',
     ]).trim()} INTO v_entry;
   END IF;
-  IF p_event_id IS NOT NULL THEN${event('p_order_id', 'p_event_id', 'p_now', 'p_event_type')}
+  IF p_event_id IS NOT NULL THEN${EVENT_STEP}
   END IF;
   RETURN true;
 END;`,

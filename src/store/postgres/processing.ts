@@ -27,12 +27,12 @@ const BEGIN_ATTEMPT_SQL = `SELECT ${BEGIN_ATTEMPT.name}($1::bigint, $2::bigint, 
 const RESERVE_ORDER_SQL = `
   SELECT ${RESERVE_ORDER.name}($1::bigint, $2::text, $3::bigint, $4::text, $5::bigint, $6::bigint,
     $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::int[], $12::int[], $13::int[],
-    $14::bigint[], $15::int[], $16::text, $17::text) AS result`;
+    $14::bigint[], $15::int[], $16::text, $17::text, $18::text) AS result`;
 
 const SETTLE_ORDER_SQL = `
   SELECT ${SETTLE_ORDER.name}($1::bigint, $2::text, $3::boolean, $4::int, $5::boolean, $6::bigint, $7::bigint,
     $8::int, $9::bigint[], $10::int[], $11::text, $12::bigint, $13::text, $14::bigint, $15::text, $16::text,
-    $17::text) AS settled`;
+    $17::text, $18::text) AS settled`;
 
 interface AttemptRow {
   counted: boolean;
@@ -62,6 +62,7 @@ async function applyReservation(db: Queryable, r: Reservation): Promise<ReserveR
     take.copies,
     r.event?.eventId ?? null,
     r.event?.type ?? null,
+    r.event?.traceContext ?? null,
   ]);
   return rows[0]!.result;
 }
@@ -113,6 +114,7 @@ export function postgresProcessing(pool: pg.Pool): ProcessingStore {
         s.ledger?.currency ?? null,
         s.event?.eventId ?? null,
         s.event?.type ?? null,
+        s.event?.traceContext ?? null,
       ]);
       return rows[0]?.settled === true;
     },
