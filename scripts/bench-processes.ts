@@ -108,7 +108,8 @@ export function stopAllOnInterrupt(cleanup: () => Promise<void> = () => Promise.
 }
 
 /**
- * The web's event-loop delay p99 in ms since the previous scrape of its /metrics (prom-client resets the
+ * The web's event-loop delay p99 in ms since the previous scrape of its /metrics at `baseUrl`, its metrics
+ * listener (METRICS_PORT) (prom-client resets the
  * histogram at each scrape; it samples every 10 ms, and each sample includes those 10 ms: 10 is no delay).
  */
 export async function eventLoopP99Ms(baseUrl: string): Promise<number> {
