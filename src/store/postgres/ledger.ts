@@ -4,7 +4,7 @@ import { LEDGER_COLUMNS, ledgerParams } from '../ledger.rows.js';
 import { PAYMENT_TARGET_COLUMNS } from '../payment-target.sql.js';
 import type { Queryable } from './postgres.pool.js';
 
-const INSERT_SQL = `
+export const INSERT_SQL = `
   INSERT INTO ledger_entries (${LEDGER_COLUMNS})
   VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (entry_key) DO NOTHING RETURNING entry_id`;
 
