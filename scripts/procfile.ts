@@ -22,10 +22,22 @@ export function compiledEntry(args: string[]): string {
 
 /**
  * The same process run from source through tsx: the compiled entry becomes its TypeScript source (tsx maps
- * its own stack traces); the V8 flags stay.
+ * its own stack traces); the V8 flags stay, and a module preloaded from dist/ (`--import=./dist/….js`, the
+ * tracing) is preloaded from its source, after tsx.
  */
 export function fromSource(args: string[]): string[] {
   const source = compiledEntry(args).slice('dist/'.length).replace(/\.js$/, '.ts');
   const flags = args.slice(0, -1).filter((flag) => flag !== '--enable-source-maps');
-  return [...flags, '--import', 'tsx', source];
+  const preloads = flags.filter((flag) => flag.startsWith('--import=./dist/'));
+  const fromDist = (flag: string) => [
+    '--import',
+    `./${flag.slice('--import=./dist/'.length).replace(/\.js$/, '.ts')}`,
+  ];
+  return [
+    ...flags.filter((flag) => !preloads.includes(flag)),
+    '--import',
+    'tsx',
+    ...preloads.flatMap(fromDist),
+    source,
+  ];
 }

@@ -11,6 +11,17 @@ const postgresUrl = z
   .string()
   .regex(/^postgres(ql)?:\/\/[^/]+\/[^/?]+/, 'must be a postgres://USER[:PASSWORD]@HOST:PORT/DB URL');
 
+const secretsKey = z
+  .string()
+  .superRefine((key, ctx) => {
+    try {
+      parseSecretsKey(key);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: (err as Error).message });
+    }
+  })
+  .optional();
+
 const ConfigSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
@@ -26,16 +37,9 @@ const ConfigSchema = z.object({
   // How long the web waits for another process's SQLite write lock, blocking its event loop, before answering
   // 503 5030 with Retry-After; other processes wait up to 10 s.
   WEB_DB_BUSY_TIMEOUT_MS: nonNegativeInt.max(10_000).default(100),
-  SECRETS_KEY: z
-    .string()
-    .superRefine((key, ctx) => {
-      try {
-        parseSecretsKey(key);
-      } catch (err) {
-        ctx.addIssue({ code: 'custom', message: (err as Error).message });
-      }
-    })
-    .optional(),
+  SECRETS_KEY: secretsKey,
+  // During a rotation: the key before SECRETS_KEY, which still opens what it sealed (CONTRACT section 13).
+  SECRETS_KEY_PREVIOUS: secretsKey,
   REDIS_URL: z
     .string()
     .superRefine((url, ctx) => {

@@ -5,6 +5,7 @@ import { loadTaxRules } from './domain/tax.js';
 import { AUTH_LOCKOUT, CARD_LOCKOUT, Lockout } from './redis/lockout.js';
 import type { Logger } from './logger.js';
 import { createMetricsRecorder } from './metrics/metrics.recorder.js';
+import { paymentSpanAttributes } from './payments/payment-gateway.js';
 import { createSandboxGateway } from './payments/sandbox.gateway.js';
 import { createOrderOutcomes } from './queue/order-outcomes.js';
 import { createOrderQueue } from './queue/order.queue.js';
@@ -12,6 +13,8 @@ import { createBlockingRedis, createRedis } from './redis/redis.js';
 import { createBackpressure } from './services/backpressure.js';
 import { createOrderIntake } from './services/order-intake.js';
 import { openStore } from './store/open-store.js';
+import { tracedStore } from './store/traced-store.js';
+import { traced } from './tracing/tracing.js';
 
 export interface ContainerOptions {
   clock?: () => number;
@@ -31,7 +34,7 @@ export async function createDeps(
   options: ContainerOptions = {},
 ): Promise<Deps> {
   const clock = options.clock ?? Date.now;
-  const store = await openStore(config, options.role, (message) => logger.warn(message));
+  const store = tracedStore(await openStore(config, options.role, (message) => logger.warn(message)));
   // The rule for anything that needs a session (LISTEN): DATABASE_DIRECT_URL, or polling when only a transaction
   // pooler is given. Nothing of the service holds a session yet: said once, at start.
   if (config.DATABASE_URL && config.DATABASE_POOLING === 'transaction' && !config.DATABASE_DIRECT_URL)
@@ -50,7 +53,11 @@ export async function createDeps(
     clock,
     store,
     redis,
-    payments: createSandboxGateway(store, clock, config.SANDBOX_PAYMENT_LATENCY_MS),
+    payments: traced(
+      createSandboxGateway(store, clock, config.SANDBOX_PAYMENT_LATENCY_MS),
+      'payment',
+      (_, [request]) => paymentSpanAttributes(request),
+    ),
     usdPer,
     taxRules,
     authLockout: new Lockout(redis, config.REDIS_PREFIX, AUTH_LOCKOUT, logger),

@@ -1,5 +1,6 @@
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { createLogger, type Logger } from './logger.js';
+import { flushTracing } from './tracing/tracing.js';
 
 const SHUTDOWN_GRACE_MS = 30_000;
 
@@ -26,8 +27,9 @@ export function runProcess(
     if (!stop || !stopping) return;
     logger.info({ signal: stopping }, 'shutting down');
     setTimeout(() => process.exit(1), SHUTDOWN_GRACE_MS).unref();
+    // The spans still buffered are exported last (nothing to do when tracing is off).
     stop().then(
-      () => process.exit(0),
+      () => flushTracing().finally(() => process.exit(0)),
       (err: unknown) => {
         logger.error({ err }, 'unclean shutdown');
         process.exit(1);

@@ -65,7 +65,28 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    orderUpdated: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A change of an order's items, posted to each webhook of its client
+         * @description Sent after every change a GET of the order would show (settlement, shipping, reconciliation), at least once and in no set order; retried with backoff until a 2xx answer (CONTRACT.md section 12).
+         */
+        post: operations["orderUpdated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         Address: {
@@ -199,6 +220,24 @@ export interface components {
         OrderBatchResponse: {
             /** @description One result per order, in the order of the request */
             results: components["schemas"]["OrderBatchResult"][];
+        };
+        /** @description The order as GET /v1/orders/{orderId} showed it right after the change */
+        OrderEvent: {
+            /** @description Also sent as Svc-Event-Id */
+            eventId: string;
+            /**
+             * @description What changed
+             * @enum {string}
+             */
+            type: "order.updated";
+            /**
+             * Format: date-time
+             * @description When the change was recorded; UTC, ISO 8601 to the millisecond
+             */
+            createDate: string;
+            /** @description One more per change of this order: a receiver drops a delivery older than one it has */
+            sequence: number;
+            order: components["schemas"]["OrderResponse"];
         };
     };
     responses: {
@@ -633,6 +672,40 @@ export interface operations {
             431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    orderUpdated: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The eventId of the body: the same on every retry of this event */
+                "Svc-Event-Id": string;
+                /** @description ISO 8601 UTC time of this attempt; reject one far from your clock */
+                "Svc-Date": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrderEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx answer within 10 s delivers the event */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else, or no answer in 10 s: the event is sent again later */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
 }

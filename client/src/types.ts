@@ -28,12 +28,5 @@ export type OrderSearchParams = {
   orderItemId?: readonly (string | number)[];
 };
 
-/** A webhook delivery's body (CONTRACT.md section 12). */
-export interface WebhookEvent {
-  eventId: string;
-  type: string;
-  createDate: string;
-  /** Increases by one per change of the order: a delivery with a lower one than already seen is stale. */
-  sequence: number;
-  order: OrderResponse;
-}
+/** A webhook delivery's body (CONTRACT.md section 12); `sequence` increases by one per change of the order. */
+export type WebhookEvent = Schemas['OrderEvent'];

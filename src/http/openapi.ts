@@ -10,6 +10,7 @@ import {
   OrderSearchResponseSchema,
 } from './order-response.schema.js';
 import { failureResponses, json, responses } from './openapi-responses.js';
+import { OrderEventSchema } from './order-event.schema.js';
 import {
   OrderBatchResponseSchema,
   OrderBatchResultSchema,
@@ -36,6 +37,7 @@ function componentSchemas(domains: readonly string[]): Record<string, object> {
     ...Object.values(orderBatchRequestSchemas(domains)),
     OrderBatchResultSchema,
     OrderBatchResponseSchema,
+    OrderEventSchema,
   ]) {
     const id = schema.meta()?.id;
     if (typeof id !== 'string') throw new Error('an OpenAPI component schema needs .meta({ id })');
@@ -52,6 +54,14 @@ function componentSchemas(domains: readonly string[]): Record<string, object> {
 const signed = { security: [{ SvcAccessKey: [], SvcDate: [], SvcSignature: [] }] };
 const requestIdParam = { $ref: '#/components/parameters/SvcRequestId' };
 
+const webhookHeader = (name: string, description: string) => ({
+  name,
+  in: 'header',
+  required: true,
+  description,
+  schema: { type: 'string' },
+});
+
 const apiKey = (name: string, description: string) => ({ type: 'apiKey', in: 'header', name, description });
 
 /** The OpenAPI 3.1 document, generated from the zod schemas that validate requests. */
@@ -62,11 +72,14 @@ export function openApiDocument(domains: readonly string[]) {
       title: 'Order Purchasing Service',
       version: '1',
       description: 'Signed JSON API of the book marketplace: place orders, search and read them.',
+      license: { name: 'MIT', identifier: 'MIT' },
+      contact: { name: 'Book marketplace API operators' },
     },
     servers: [{ url: '/v1' }],
     tags: [
       { name: 'orders', description: 'Place, verify, search and read the orders of the signing client' },
       { name: 'batches', description: 'Place or verify many orders in one request' },
+      { name: 'webhooks', description: 'What the service posts to the endpoints an operator registers' },
     ],
     paths: {
       [openApiPath(API_ROUTES.orders)]: {
@@ -149,6 +162,28 @@ export function openApiDocument(domains: readonly string[]) {
         },
       },
     },
+    webhooks: {
+      orderUpdated: {
+        post: {
+          operationId: 'orderUpdated',
+          summary: "A change of an order's items, posted to each webhook of its client",
+          description:
+            'Sent after every change a GET of the order would show (settlement, shipping, reconciliation), at ' +
+            'least once and in no set order; retried with backoff until a 2xx answer (CONTRACT.md section 12).',
+          tags: ['webhooks'],
+          parameters: [
+            webhookHeader('Svc-Event-Id', 'The eventId of the body: the same on every retry of this event'),
+            webhookHeader('Svc-Date', 'ISO 8601 UTC time of this attempt; reject one far from your clock'),
+          ],
+          security: [{ SvcWebhookSignature: [] }],
+          requestBody: { required: true, content: json('OrderEvent') },
+          responses: {
+            '200': { description: 'Any 2xx answer within 10 s delivers the event' },
+            default: { description: 'Anything else, or no answer in 10 s: the event is sent again later' },
+          },
+        },
+      },
+    },
     components: {
       schemas: componentSchemas(domains),
       responses: failureResponses(),
@@ -167,6 +202,11 @@ export function openApiDocument(domains: readonly string[]) {
         SvcSignature: apiKey(
           'Svc-Signature',
           'Lowercase hex HMAC-SHA256 of the request under the secret key (CONTRACT.md section 2)',
+        ),
+        SvcWebhookSignature: apiKey(
+          'Svc-Signature',
+          'On a webhook delivery: lowercase hex HMAC-SHA256, under the webhook secret, of Svc-Date, ' +
+            'Svc-Event-Id and the hex SHA-256 of the body bytes, joined by newlines (CONTRACT.md section 12)',
         ),
       },
     },

@@ -27,3 +27,13 @@ export interface AuthorizeResult {
 export type { SettleToResult };
 
 export const paymentKey = (orderId: number): string => `order-${orderId}`;
+
+/** A payment call's span attributes: the order its key names (`order.id`, CONTRACT section 13) and the amount. */
+export function paymentSpanAttributes(request: unknown): Record<string, number> {
+  const { key, amountCents } = (request ?? {}) as { key?: unknown; amountCents?: unknown };
+  const orderId = typeof key === 'string' ? /^order-(\d+)$/.exec(key)?.[1] : undefined;
+  return {
+    ...(orderId ? { 'order.id': Number(orderId) } : {}),
+    ...(typeof amountCents === 'number' ? { 'payment.amount_cents': amountCents } : {}),
+  };
+}

@@ -1,4 +1,4 @@
-import { UnrecoverableError, Worker } from 'bullmq';
+import { UnrecoverableError, Worker, type Telemetry } from 'bullmq';
 import type { Config } from '../config.js';
 import { closeDeps, createDeps } from '../container.js';
 import type { Deps } from '../deps.js';
@@ -8,6 +8,7 @@ import { attemptOrder, failOrder } from '../services/process-order.js';
 import { isStoreUnavailable } from '../store/store-errors.js';
 import { ORDER_QUEUE, OrderJobs, type OrderJobData } from '../queue/order.queue.js';
 import { createBlockingRedis } from '../redis/redis.js';
+import { annotateOrder, queueTelemetry } from '../tracing/tracing.js';
 import { jobProcessor } from './job-processor.js';
 import { startWebhookWorker } from './webhook.worker-runner.js';
 
@@ -26,6 +27,7 @@ export async function startOrderWorker(config: Config, logger: Logger) {
       schema: OrderJobs['process-order'],
       metrics: deps.metrics,
       async work({ orderId }, job) {
+        annotateOrder(orderId);
         const { outcome, itemStatuses } = await attemptOrder(
           { ...processDeps, logger: logger.child({ jobId: job.id, orderId }) },
           orderId,
@@ -48,6 +50,7 @@ export async function startOrderWorker(config: Config, logger: Logger) {
       connection,
       prefix: config.REDIS_PREFIX,
       concurrency: config.WORKER_CONCURRENCY,
+      telemetry: queueTelemetry<Telemetry>(),
       // Jobs take milliseconds; short locks let a surviving worker take over a dead one's jobs within seconds.
       lockDuration: 10_000,
       stalledInterval: 5_000,

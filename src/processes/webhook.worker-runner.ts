@@ -1,10 +1,11 @@
-import { Worker } from 'bullmq';
+import { Worker, type Telemetry } from 'bullmq';
 import type { Deps } from '../deps.js';
 import { CLAIM_START_WINDOW_MS, deliverFairly } from '../services/deliver-webhook.js';
 import { startRelay } from '../services/webhook-relay.js';
 import { createWebhookSender } from '../webhooks/webhook-sender.js';
 import { createEndpointGate } from '../redis/endpoint-gate.js';
 import { createBlockingRedis, createRedis } from '../redis/redis.js';
+import { queueTelemetry } from '../tracing/tracing.js';
 import { jobProcessor } from './job-processor.js';
 import {
   createWebhookQueue,
@@ -69,6 +70,7 @@ export async function startWebhookWorker(deps: Deps) {
       connection,
       prefix: config.REDIS_PREFIX,
       concurrency: config.WEBHOOK_CONCURRENCY,
+      telemetry: queueTelemetry<Telemetry>(),
       // An attempt takes at most WEBHOOK_TIMEOUT_MS (10 s); a dead worker's attempt is taken over soon after.
       lockDuration: 15_000,
       stalledInterval: 5_000,

@@ -1,7 +1,8 @@
-import { Queue, type JobsOptions, type JobType } from 'bullmq';
+import { Queue, type JobsOptions, type JobType, type Telemetry } from 'bullmq';
 import type { RedisClient } from '../redis/redis.js';
 import { z } from 'zod';
 import type { Logger } from '../logger.js';
+import { queueTelemetry } from '../tracing/tracing.js';
 
 export const ORDER_QUEUE = 'orders';
 
@@ -49,7 +50,11 @@ export function createOrderQueue(
   attempts: number,
   logger: Logger,
 ): BullOrderQueue {
-  const queue = new Queue<OrderJobData, void, OrderJobName>(ORDER_QUEUE, { connection, prefix });
+  const queue = new Queue<OrderJobData, void, OrderJobName>(ORDER_QUEUE, {
+    connection,
+    prefix,
+    telemetry: queueTelemetry<Telemetry>(),
+  });
   // Without a listener an outage prints unhandled-error stacks; enqueue failures are handled by the caller.
   queue.on('error', (err) => logger.debug({ err: err.message }, 'order queue connection error'));
   const options: JobsOptions = {

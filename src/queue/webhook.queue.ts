@@ -1,6 +1,7 @@
-import { Queue, type JobsOptions } from 'bullmq';
+import { Queue, type JobsOptions, type Telemetry } from 'bullmq';
 import { z } from 'zod';
 import type { Logger } from '../logger.js';
+import { queueTelemetry } from '../tracing/tracing.js';
 import type { DeliveryAttempt } from '../store/store.port.js';
 import type { RedisClient } from '../redis/redis.js';
 
@@ -42,7 +43,11 @@ const OPTIONS: JobsOptions = {
 
 /** The producer side of the webhooks queue; it owns `connection` and closes it with the queue. */
 export function createWebhookQueue(connection: RedisClient, prefix: string, logger: Logger): WebhookQueue {
-  const queue = new Queue<WebhookJobData, void, WebhookJobName>(WEBHOOK_QUEUE, { connection, prefix });
+  const queue = new Queue<WebhookJobData, void, WebhookJobName>(WEBHOOK_QUEUE, {
+    connection,
+    prefix,
+    telemetry: queueTelemetry<Telemetry>(),
+  });
   queue.on('error', (err) => logger.debug({ err: err.message }, 'webhook queue connection error'));
   return {
     async enqueue(attempts, now) {

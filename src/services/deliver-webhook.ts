@@ -3,6 +3,7 @@ import type { Logger } from '../logger.js';
 import type { AttemptResult, EndpointGate } from '../redis/endpoint-gate.js';
 import type { AttemptOutcome, Store } from '../store/store.port.js';
 import type { WebhookSender } from '../webhooks/webhook-sender.js';
+import { inSpan } from '../tracing/tracing.js';
 import { eventBody } from './order-events.js';
 import { isoMs } from './order-view.js';
 
@@ -68,34 +69,49 @@ export async function deliverWebhook(
     deps.logger.info({ deliveryId, attempt }, 'webhook removed; delivery dropped');
   if (claim.kind !== 'claimed') return claim.kind;
   const { webhook, event } = claim.target;
-  const result = await deps.sender.post({
-    url: webhook.url,
-    secret: webhook.secret,
-    eventId: event.eventId,
-    date: isoMs(claimedAt),
-    body: eventBody(event),
-    mayStart: () => deps.clock() < until,
-  });
-  const now = deps.clock();
-  const { WEBHOOK_MAX_ATTEMPTS: max, WEBHOOK_RETRY_BASE_MS: base } = deps.config;
-  const outcome: AttemptOutcome = result.ok
-    ? { kind: 'delivered' }
-    : attempt >= max
-      ? { kind: 'gave-up', error: result.error }
-      : { kind: 'retry', retryAt: now + retryDelayMs(attempt, base), error: result.error };
-  const recorded = await deps.store.webhooks.recordAttempt(deliveryId, attempt, outcome, now);
-  const fields = { deliveryId, attempt, webhookId: webhook.webhookId, eventId: event.eventId };
-  if (outcome.kind === 'delivered') deps.logger.debug(fields, 'webhook delivered');
-  else if (outcome.kind === 'retry' && !result.ok && result.refused)
-    // The operator's to mend (the URL, or WEBHOOK_ALLOW_PRIVATE on the workers), not the receiver's.
-    deps.logger.warn(
-      { ...fields, url: webhook.url, error: outcome.error },
-      'webhook target refused; nothing sent',
-    );
-  else if (outcome.kind === 'retry')
-    deps.logger.info({ ...fields, error: outcome.error }, 'webhook attempt failed');
-  else deps.logger.warn({ ...fields, error: outcome.error }, 'webhook delivery given up; webhook failing');
-  return recorded ? outcome.kind : 'stale';
+  // The attempt continues the trace of the change that recorded the event (its own job's trace is the relay's).
+  const attributes = {
+    'order.id': event.orderId,
+    'webhook.id': webhook.webhookId,
+    'delivery.id': deliveryId,
+    attempt,
+  };
+  return inSpan(
+    'webhook.deliver',
+    attributes,
+    async () => {
+      const result = await deps.sender.post({
+        url: webhook.url,
+        secret: webhook.secret,
+        eventId: event.eventId,
+        date: isoMs(claimedAt),
+        body: eventBody(event),
+        mayStart: () => deps.clock() < until,
+      });
+      const now = deps.clock();
+      const { WEBHOOK_MAX_ATTEMPTS: max, WEBHOOK_RETRY_BASE_MS: base } = deps.config;
+      const outcome: AttemptOutcome = result.ok
+        ? { kind: 'delivered' }
+        : attempt >= max
+          ? { kind: 'gave-up', error: result.error }
+          : { kind: 'retry', retryAt: now + retryDelayMs(attempt, base), error: result.error };
+      const recorded = await deps.store.webhooks.recordAttempt(deliveryId, attempt, outcome, now);
+      const fields = { deliveryId, attempt, webhookId: webhook.webhookId, eventId: event.eventId };
+      if (outcome.kind === 'delivered') deps.logger.debug(fields, 'webhook delivered');
+      else if (outcome.kind === 'retry' && !result.ok && result.refused)
+        // The operator's to mend (the URL, or WEBHOOK_ALLOW_PRIVATE on the workers), not the receiver's.
+        deps.logger.warn(
+          { ...fields, url: webhook.url, error: outcome.error },
+          'webhook target refused; nothing sent',
+        );
+      else if (outcome.kind === 'retry')
+        deps.logger.info({ ...fields, error: outcome.error }, 'webhook attempt failed');
+      else
+        deps.logger.warn({ ...fields, error: outcome.error }, 'webhook delivery given up; webhook failing');
+      return recorded ? outcome.kind : 'stale';
+    },
+    event.traceContext,
+  );
 }
 
 /** How long an attempt waits in its slot for one of its busy, answering endpoint's to end before it is deferred. */

@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import type { OrderEvent, OrderEventType, OrderEventWrite } from '../store/store.port.js';
+import { captureTraceContext } from '../tracing/tracing.js';
 import { isoMs, toOrderResponse, type OrderResponse } from './order-view.js';
 
 /** What a webhook receives (CONTRACT.md section 12). */
@@ -20,6 +21,7 @@ export interface OrderEventBody {
 export const newOrderEvent = (type: OrderEventType = 'order.updated'): OrderEventWrite => ({
   eventId: `evt_${crypto.randomBytes(12).toString('hex')}`,
   type,
+  traceContext: captureTraceContext(),
 });
 
 /** The body of an event, the same bytes on every delivery and replay of it. */

@@ -13,7 +13,7 @@ const toStderr = (message: string): void => void process.stderr.write(`${message
  */
 export async function openStore(
   config: Pick<Config, 'DATABASE_URL' | 'DB_PATH' | 'DB_POOL_SIZE' | 'SECRETS_KEY'> &
-    Partial<Pick<Config, 'WEB_DB_BUSY_TIMEOUT_MS' | 'DATABASE_POOLING'>>,
+    Partial<Pick<Config, 'SECRETS_KEY_PREVIOUS' | 'WEB_DB_BUSY_TIMEOUT_MS' | 'DATABASE_POOLING'>>,
   role = 'service',
   note: (message: string) => void = toStderr,
 ): Promise<Store> {
@@ -26,7 +26,8 @@ async function openAdapter(
   role: string,
   note: (message: string) => void,
 ): Promise<Store> {
-  const sealer = createSealer(resolveSecretsKey(config, note).key);
+  const keys = resolveSecretsKey(config, note);
+  const sealer = createSealer(keys.key, keys.previous);
   // Each adapter is loaded only where it is used: a process keeps one database driver in memory, not two.
   if (config.DATABASE_URL) {
     const { openPostgresStore } = await import('./postgres/postgres.store.js');

@@ -6,6 +6,8 @@ import { restrictToOwner, writePrivateFile } from './private-files.js';
 
 export interface SecretsKeySource {
   key: Buffer;
+  /** SECRETS_KEY_PREVIOUS, during a rotation: opens what the key before sealed. */
+  previous?: Buffer;
   /** The data folder's key file, when SECRETS_KEY is unset on SQLite: rotation replaces it. */
   file?: string;
 }
@@ -21,6 +23,15 @@ export function secretsKeyFile(dbPath: string): string {
  * variable with DATABASE_URL, where a file per host would give each host its own key.
  */
 export function resolveSecretsKey(
+  config: Pick<Config, 'SECRETS_KEY' | 'DATABASE_URL' | 'DB_PATH'> &
+    Partial<Pick<Config, 'SECRETS_KEY_PREVIOUS'>>,
+  note: (message: string) => void,
+): SecretsKeySource {
+  const previous = config.SECRETS_KEY_PREVIOUS ? parseSecretsKey(config.SECRETS_KEY_PREVIOUS) : undefined;
+  return { ...currentKey(config, note), ...(previous && { previous }) };
+}
+
+function currentKey(
   config: Pick<Config, 'SECRETS_KEY' | 'DATABASE_URL' | 'DB_PATH'>,
   note: (message: string) => void,
 ): SecretsKeySource {

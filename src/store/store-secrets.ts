@@ -46,7 +46,7 @@ export function newSecretsRow(sealer: Sealer): SecretsRow {
 
 /** Opens the store's row with the process's key; throws a SecretsKeyMismatchError when it is another key. */
 export function openSecrets(sealer: Sealer, row: SecretsRow | undefined): StoreSecrets {
-  if (row?.keyId !== sealer.keyId) throw new SecretsKeyMismatchError(sealer.keyId, row?.keyId);
+  if (!row || !sealer.opens(row.keyId)) throw new SecretsKeyMismatchError(sealer.keyId, row?.keyId);
   const hashToken = tokenHasher(Buffer.from(sealer.unseal(row.tokenKey, TOKEN_KEY_CONTEXT), 'hex'));
   return {
     sealer,
@@ -66,18 +66,20 @@ export function openSecrets(sealer: Sealer, row: SecretsRow | undefined): StoreS
 }
 
 /**
- * Re-sealing from the store's current key to `next`: the row as read in the rotating transaction (which must
- * still be under the current key), and each client's secret key.
+ * Re-sealing under `next` (another key, or the process's own SECRETS_KEY for what SECRETS_KEY_PREVIOUS sealed):
+ * the row as read in the rotating transaction (which must still open here), and each client's secret key.
  */
 export function resealer(current: StoreSecrets, next: Sealer) {
   const { sealer } = current;
   return {
     row(row: SecretsRow | undefined): SecretsRow {
-      if (row?.keyId !== sealer.keyId) throw new SecretsKeyMismatchError(sealer.keyId, row?.keyId);
+      if (!row || !sealer.opens(row.keyId)) throw new SecretsKeyMismatchError(sealer.keyId, row?.keyId);
       const tokenKey = sealer.unseal(row.tokenKey, TOKEN_KEY_CONTEXT);
       return { keyId: next.keyId, tokenKey: next.seal(tokenKey, TOKEN_KEY_CONTEXT) };
     },
     secretKey: (sealed: string, accessKey: string): string =>
       next.seal(current.unsealSecretKey(sealed, accessKey), accessKey),
+    /** Whether `next` already seals this secret key (nothing to re-seal). */
+    isCurrent: (sealed: string, accessKey: string): boolean => next.sealedUnderCurrent(sealed, accessKey),
   };
 }

@@ -59,11 +59,13 @@ export type TargetRow = WebhookRow & {
   sequence: number;
   event_created_at: number;
   snapshot: string | EventSnapshot;
+  trace_context: string | null;
 };
 
 export const TARGET_SELECT = `
   SELECT d.delivery_id, d.state, d.attempts, w.webhook_id, w.client_id, w.url, w.secret_salt, w.active,
-         w.failing, e.event_id, e.type AS event_type, e.order_id, e.sequence, e.created_at AS event_created_at, e.snapshot
+         w.failing, e.event_id, e.type AS event_type, e.order_id, e.sequence, e.created_at AS event_created_at, e.snapshot,
+         e.trace_context
     FROM webhook_deliveries d
     JOIN webhooks w ON w.webhook_id = d.webhook_id
     JOIN order_events e ON e.event_no = d.event_no`;
@@ -84,6 +86,7 @@ export function toTarget(r: TargetRow, secrets: SecretDeriver): DeliveryTarget {
       createdAt: r.event_created_at,
       order,
       items,
+      ...(r.trace_context ? { traceContext: r.trace_context } : {}),
     },
   };
 }

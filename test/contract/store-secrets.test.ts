@@ -134,6 +134,42 @@ describe(`secrets at rest on ${TEST_STORE}`, () => {
     expect(await restarted.clients.findByAccessKey(client.accessKey)).toEqual(client);
     expect(await restarted.clients.findCard(token)).toMatchObject({ clientId: client.clientId });
   });
+
+  it('when processes hold SECRETS_KEY_PREVIOUS, then they serve a store still under it, and the re-seal moves every secret to SECRETS_KEY in batches', async () => {
+    const env = await freshEnv();
+    const store = await open(env);
+    const clients = [];
+    for (const name of ['A', 'B', 'C']) clients.push(await createClient(store.clients, name, Date.now()));
+    const { token } = await addCard(store.clients, clients[0]!.clientId, false, Date.now());
+    const oldKey = keyOf(env);
+    const newKey = crypto.randomBytes(32);
+    const rotatingEnv = {
+      ...env,
+      SECRETS_KEY: newKey.toString('hex'),
+      SECRETS_KEY_PREVIOUS: oldKey.toString('hex'),
+    };
+    const newOnly = { ...env, SECRETS_KEY: newKey.toString('hex') };
+    await expect(open(newOnly)).rejects.toThrow(/does not open this store's secrets/);
+
+    const rotating = await open(rotatingEnv);
+    expect(await rotating.clients.findByAccessKey(clients[1]!.accessKey)).toEqual(clients[1]);
+    expect(await rotating.clients.findCard(token)).toMatchObject({ clientId: clients[0]!.clientId });
+    // Sealed under the new key while the old-key process still serves the others.
+    const late = await createClient(rotating.clients, 'Late', Date.now());
+    await expect(rotating.ping()).resolves.toBeUndefined();
+    await expect(store.ping()).resolves.toBeUndefined();
+
+    expect(await rotating.clients.resealSecrets(2)).toEqual({ clients: 3, cards: 1 });
+    expect(await rotating.clients.resealSecrets(2)).toEqual({ clients: 0, cards: 1 });
+    await expect(store.ping()).rejects.toThrow(/SECRETS_KEY/);
+    await expect(open({ ...env, SECRETS_KEY: oldKey.toString('hex') })).rejects.toThrow(/does not open/);
+
+    const restarted = await open(newOnly);
+    for (const client of [...clients, late]) {
+      expect(await restarted.clients.findByAccessKey(client.accessKey)).toEqual(client);
+    }
+    expect(await restarted.clients.findCard(token)).toMatchObject({ clientId: clients[0]!.clientId });
+  });
 });
 
 // Only the embedded store has files and a generated key.

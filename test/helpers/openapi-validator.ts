@@ -34,7 +34,7 @@ export function compileDocument(doc: Document) {
   const ajv = new Ajv2020({ allErrors: true, strict: true, multipleOfPrecision: 9 });
   addFormats(ajv);
   // The document is the root schema, so its `#/components/...` references resolve as they are written.
-  ajv.addVocabulary(['openapi', 'info', 'servers', 'tags', 'paths', 'components']);
+  ajv.addVocabulary(['openapi', 'info', 'servers', 'tags', 'paths', 'webhooks', 'components']);
   ajv.addSchema(doc, 'openapi.json');
   const headerAjv = new Ajv2020({ strict: true, coerceTypes: true });
   const compiled = new Map<string, ValidateFunction>();

@@ -36,6 +36,8 @@ export interface TestServiceOptions {
 const ROOT = path.resolve(import.meta.dirname, '../..');
 // Resolved here, so a process started in another working directory still finds it.
 const TSX = import.meta.resolve('tsx');
+// As the Procfile loads it: tracing when OTEL_EXPORTER_OTLP_ENDPOINT is set, nothing else.
+const TRACING = path.join(ROOT, 'src/tracing/preload.ts');
 
 /** Environment shared by the in-process app and spawned processes of one test service. */
 function baseEnv(
@@ -146,7 +148,7 @@ export async function spawnProcess(
     readyMs = 30_000,
   }: { cwd?: string; isolated?: boolean; readyMs?: number } = {},
 ): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', TSX, path.join(ROOT, entry)], {
+  const child = spawn(process.execPath, ['--import', TSX, '--import', TRACING, path.join(ROOT, entry)], {
     cwd,
     env: {
       ...(isolated ? { PATH: process.env.PATH } : process.env),

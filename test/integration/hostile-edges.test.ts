@@ -224,7 +224,10 @@ describe('when a body comes with a Content-Encoding', () => {
     'then a corrupt %s body is refused 400/4003, never 5xx, and nothing is logged as an internal error',
     async (encoding) => {
       const whole = compress[encoding as keyof typeof compress](Buffer.from(dryRun()));
-      const corrupt = { plain: Buffer.from('not compressed at all'), cut: whole.subarray(0, whole.length - 8) };
+      const corrupt = {
+        plain: Buffer.from('not compressed at all'),
+        cut: whole.subarray(0, whole.length - 8),
+      };
       const requestIds = Object.keys(corrupt).map((name) => `corrupt-${encoding}-${name}`);
       for (const [i, bytes] of Object.values(corrupt).entries()) {
         const res = await postEncoded(bytes, encoding, requestIds[i]);
@@ -234,7 +237,9 @@ describe('when a body comes with a Content-Encoding', () => {
       }
       // Lines of this test's requests only (another test's line may still be on its way), however late.
       const ours = () => logLines.filter((line) => requestIds.some((id) => line.includes(`"${id}"`)));
-      await expect.poll(() => ours().filter((l) => l.includes('"method":"POST"')).length, { timeout: 20_000 }).toBe(2);
+      await expect
+        .poll(() => ours().filter((l) => l.includes('"method":"POST"')).length, { timeout: 20_000 })
+        .toBe(2);
       expect(ours().join('\n')).not.toContain('internal error');
       expect(logLines.join('\n')).not.toContain('internal error');
     },

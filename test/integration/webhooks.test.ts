@@ -5,6 +5,7 @@ import { reconcileOnce } from '../../src/services/reconcile.js';
 import { addWebhook } from '../../src/services/webhooks.js';
 import type { WebhookWithSecret } from '../../src/store/store.port.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
+import { compileDocument, defaultDocument } from '../helpers/openapi-validator.js';
 import { valueOf } from '../helpers/prometheus-text.js';
 import { createTestService, signed, type Credentials, type TestService } from '../helpers/test-service.js';
 import { until } from '../helpers/wait.js';
@@ -95,6 +96,9 @@ describe('when an order of a client with a webhook changes', () => {
       expect(Math.abs(Date.parse(String(post.headers['svc-date'])) - Date.now())).toBeLessThan(60_000);
       expect(Object.keys(post.event)).toEqual(['eventId', 'type', 'createDate', 'sequence', 'order']);
       expect(post.event.type).toBe('order.updated');
+      // As the OpenAPI document's `webhooks` describes it.
+      const validate = compileDocument(defaultDocument()).schema('#/components/schemas/OrderEvent');
+      expect(validate(post.event), JSON.stringify(validate.errors)).toBe(true);
     }
     expect(posts[0]!.event.order).toEqual(afterSettle);
     expect(posts[2]!.event.order).toEqual(finalOrder);

@@ -22,6 +22,9 @@ const NOT_RUN: Record<string, string> = {
   'admin -- secrets:rotate --new-key-file new.key':
     "re-seals the running service's keys under a key file made as Rotating SECRETS_KEY says; " +
     'test/integration/secrets-rotate.test.ts runs it against processes on the old and the new key',
+  'admin -- secrets:rotate [--batch-size 500]':
+    'needs processes restarted with SECRETS_KEY_PREVIOUS first, as Rotating SECRETS_KEY with no downtime says; ' +
+    'test/integration/secrets-rolling.test.ts runs those steps under signed traffic',
 };
 
 interface Step {

@@ -98,11 +98,31 @@ describe('GET /v1/openapi.json, the document', () => {
       }
     }
     const schemes = (doc.components as { securitySchemes: Record<string, Json> }).securitySchemes;
-    expect(Object.values(schemes).map((s) => [s.in, s.name])).toEqual([
-      ['header', 'Svc-Access-Key'],
-      ['header', 'Svc-Date'],
-      ['header', 'Svc-Signature'],
+    expect(Object.entries(schemes).map(([id, s]) => [id, s.in, s.name])).toEqual([
+      ['SvcAccessKey', 'header', 'Svc-Access-Key'],
+      ['SvcDate', 'header', 'Svc-Date'],
+      ['SvcSignature', 'header', 'Svc-Signature'],
+      ['SvcWebhookSignature', 'header', 'Svc-Signature'],
     ]);
+  });
+
+  it('describes the webhook delivery: its signed headers and the event body, whose order is an OrderResponse', () => {
+    const post = at('#/webhooks/orderUpdated/post') as Json;
+    expect(post.security).toEqual([{ SvcWebhookSignature: [] }]);
+    expect((post.parameters as Json[]).map((p) => p.name)).toEqual(['Svc-Event-Id', 'Svc-Date']);
+    expect(post.requestBody).toMatchObject({
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/OrderEvent' } } },
+    });
+    const validate = compileDocument(doc).schema('#/components/schemas/OrderEvent');
+    const event = {
+      eventId: 'evt_0a1b',
+      type: 'order.updated',
+      createDate: '2026-11-25T10:00:00.000Z',
+      sequence: 1,
+    };
+    const order = { orderId: 1, createDate: '2026-11-25T10:00:00.000Z', items: [] };
+    expect(validate({ ...event, order: { ...order } })).toBe(false);
+    expect(validate({ ...event, type: 'order.created' })).toBe(false);
   });
 
   it('describes and tags each operation with a tag the document declares', () => {

@@ -35,4 +35,24 @@ describe('the Procfile', () => {
       'src/server.ts',
     ]);
   });
+
+  it('when a process preloads a module from dist/ (the tracing), then from source it preloads its TypeScript after tsx', () => {
+    expect(
+      fromSource([
+        '--enable-source-maps',
+        '--import=./dist/src/tracing/preload.js',
+        '--max-semi-space-size=1',
+        'dist/jobs/clock.js',
+      ]),
+    ).toEqual([
+      '--max-semi-space-size=1',
+      '--import',
+      'tsx',
+      '--import',
+      './src/tracing/preload.ts',
+      'jobs/clock.ts',
+    ]);
+    for (const args of Object.values(procfile))
+      expect(args).toContain('--import=./dist/src/tracing/preload.js');
+  });
 });

@@ -67,6 +67,44 @@ describe('a sealed secret key', () => {
   });
 });
 
+describe('a sealer during a rotation (SECRETS_KEY_PREVIOUS)', () => {
+  const NEXT = crypto.randomBytes(32);
+  const old = createSealer(KEY);
+  const rotating = createSealer(NEXT, KEY);
+
+  it('opens what either key sealed, and seals under SECRETS_KEY only', () => {
+    const before = old.seal('sk_before', 'AK1');
+    const after = rotating.seal('sk_after', 'AK1');
+    expect(rotating.unseal(before, 'AK1')).toBe('sk_before');
+    expect(rotating.unseal(after, 'AK1')).toBe('sk_after');
+    expect(() => old.unseal(after, 'AK1')).toThrow(SealedValueError);
+    expect(createSealer(NEXT).unseal(after, 'AK1')).toBe('sk_after');
+    expect(() => rotating.unseal(before, 'AK2')).toThrow(SealedValueError);
+  });
+
+  it('tells what SECRETS_KEY itself seals from what only the previous key opens', () => {
+    expect(rotating.sealedUnderCurrent(rotating.seal('sk', 'AK1'), 'AK1')).toBe(true);
+    expect(rotating.sealedUnderCurrent(old.seal('sk', 'AK1'), 'AK1')).toBe(false);
+  });
+
+  it('is named by SECRETS_KEY and opens a store sealed under either key', () => {
+    expect(rotating.keyId).toBe(createSealer(NEXT).keyId);
+    expect(rotating.opens(old.keyId)).toBe(true);
+    expect(rotating.opens(rotating.keyId)).toBe(true);
+    expect(rotating.opens(createSealer(crypto.randomBytes(32)).keyId)).toBe(false);
+    expect(rotating.opens(undefined)).toBe(false);
+    expect(old.opens(rotating.keyId)).toBe(false);
+  });
+
+  it('is read from SECRETS_KEY_PREVIOUS, which must be a key too', () => {
+    const env = { SECRETS_KEY: NEXT.toString('hex'), SECRETS_KEY_PREVIOUS: 'short' };
+    expect(() => loadConfig(env)).toThrow(/SECRETS_KEY_PREVIOUS: must be 32 bytes/);
+    expect(loadConfig({ ...env, SECRETS_KEY_PREVIOUS: KEY.toString('hex') }).SECRETS_KEY_PREVIOUS).toBe(
+      KEY.toString('hex'),
+    );
+  });
+});
+
 describe('a card token hash', () => {
   it('is a keyed HMAC: the same under one key, another under another key', () => {
     const [k1, k2] = [crypto.randomBytes(32), crypto.randomBytes(32)];

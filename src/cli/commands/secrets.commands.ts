@@ -1,38 +1,74 @@
 import { createSealer } from '../../domain/secrets.js';
 import { readKeyFile, resolveSecretsKey, writeKeyFile } from '../../store/secrets-key.js';
 import { SecretsKeyMismatchError } from '../../store/store-secrets.js';
-import { CliError, parseCommandArgs, requiredOption, type Command } from './command.js';
+import type { Store } from '../../store/store.port.js';
+import {
+  CliError,
+  parseCommandArgs,
+  positiveIntOption,
+  requiredOption,
+  type Command,
+  type CommandContext,
+} from './command.js';
 
 export const secretsRotate: Command = {
-  usage: '--new-key-file FILE',
+  usage: '--new-key-file FILE | [--batch-size N]',
   summary:
-    're-seal every secret key under the SECRETS_KEY in FILE (64 hex characters or base64), in one ' +
-    'transaction; then restart every process with it (see README, Rotating SECRETS_KEY)',
+    'with --new-key-file, re-seal every secret key under the SECRETS_KEY in FILE in one transaction, then ' +
+    'restart every process with it; without, re-seal what SECRETS_KEY_PREVIOUS still seals under SECRETS_KEY, ' +
+    'N clients (default 500) a transaction, while processes on either key serve (see README, Rotating SECRETS_KEY)',
   async run(args, ctx) {
-    const { values } = parseCommandArgs(args, { 'new-key-file': { type: 'string' } });
-    const file = requiredOption(values['new-key-file'], 'new-key-file');
-    // A file, not an argument: a key on the command line lands in shell history and in `ps`.
-    let next: Buffer;
-    try {
-      next = readKeyFile(file);
-    } catch (error) {
-      throw CliError.invalid((error as Error).message);
-    }
-    const current = resolveSecretsKey(ctx.config, ctx.out.note);
-    if (current.key.equals(next)) throw CliError.invalid(`${file} holds the current SECRETS_KEY`);
-    const store = await ctx.store().catch((error: unknown) => {
-      throw error instanceof SecretsKeyMismatchError ? CliError.invalid(error.message) : error;
+    const { values } = parseCommandArgs(args, {
+      'new-key-file': { type: 'string' },
+      'batch-size': { type: 'string' },
     });
-    const counts = await store.clients.rotateSecrets(createSealer(next));
-    if (current.file) {
-      // After the commit: a failure here leaves the store under the key of FILE, which the operator still has.
-      writeKeyFile(current.file, next, { replace: true });
-      ctx.out.note(`${current.file} now holds the new key: restart web, worker and clock`);
-    } else {
-      ctx.out.note(
-        'restart every process (web, worker, clock, on every host) with SECRETS_KEY set to the new key',
-      );
+    const file = values['new-key-file'];
+    if (file === undefined) {
+      const batchSize = positiveIntOption(values['batch-size'] ?? '500', 'batch-size');
+      return resealUnderCurrent(ctx, batchSize);
     }
-    return counts;
+    if (values['batch-size'] !== undefined) throw CliError.usage('--batch-size: only without --new-key-file');
+    return rotateTo(ctx, requiredOption(file, 'new-key-file'));
   },
 };
+
+async function openStore(ctx: CommandContext): Promise<Store> {
+  return ctx.store().catch((error: unknown) => {
+    throw error instanceof SecretsKeyMismatchError ? CliError.invalid(error.message) : error;
+  });
+}
+
+/** The rolling rotation's second step: every process already holds SECRETS_KEY and SECRETS_KEY_PREVIOUS. */
+async function resealUnderCurrent(ctx: CommandContext, batchSize: number) {
+  if (!ctx.config.SECRETS_KEY_PREVIOUS) {
+    throw CliError.usage('give --new-key-file FILE, or set SECRETS_KEY_PREVIOUS to re-seal what it sealed');
+  }
+  const counts = await (await openStore(ctx)).clients.resealSecrets(batchSize);
+  ctx.out.note(
+    'every secret is now under SECRETS_KEY: restart every process without SECRETS_KEY_PREVIOUS, then retire it',
+  );
+  return counts;
+}
+
+async function rotateTo(ctx: CommandContext, file: string) {
+  // A file, not an argument: a key on the command line lands in shell history and in `ps`.
+  let next: Buffer;
+  try {
+    next = readKeyFile(file);
+  } catch (error) {
+    throw CliError.invalid((error as Error).message);
+  }
+  const current = resolveSecretsKey(ctx.config, ctx.out.note);
+  if (current.key.equals(next)) throw CliError.invalid(`${file} holds the current SECRETS_KEY`);
+  const counts = await (await openStore(ctx)).clients.rotateSecrets(createSealer(next));
+  if (current.file) {
+    // After the commit: a failure here leaves the store under the key of FILE, which the operator still has.
+    writeKeyFile(current.file, next, { replace: true });
+    ctx.out.note(`${current.file} now holds the new key: restart web, worker and clock`);
+  } else {
+    ctx.out.note(
+      'restart every process (web, worker, clock, on every host) with SECRETS_KEY set to the new key',
+    );
+  }
+  return counts;
+}

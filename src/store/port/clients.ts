@@ -40,4 +40,10 @@ export interface ClientStore {
    * under `next` afterwards; other processes must restart with it.
    */
   rotateSecrets(next: Sealer): Promise<{ clients: number; cards: number }>;
+  /**
+   * Re-seals under this process's SECRETS_KEY what SECRETS_KEY_PREVIOUS still seals: secret keys in
+   * transactions of at most `batchSize` clients (processes on either key keep serving), the token-hashing key
+   * last. `clients` counts the secret keys re-sealed; run again, it re-seals nothing.
+   */
+  resealSecrets(batchSize: number): Promise<{ clients: number; cards: number }>;
 }

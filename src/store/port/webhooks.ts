@@ -10,10 +10,13 @@ export interface OrderEventWrite {
   /** `evt_…`, chosen by the service. */
   eventId: string;
   type: OrderEventType;
+  /** The trace of the change (W3C trace context, tracing on), which its deliveries continue. */
+  traceContext?: string | undefined;
 }
 
 /** The types of event a webhook receives; each has its producer and body in services/order-events.ts. */
-export type OrderEventType = 'order.updated';
+export const ORDER_EVENT_TYPES = ['order.updated'] as const;
+export type OrderEventType = (typeof ORDER_EVENT_TYPES)[number];
 
 /** A recorded event: the order as GET showed it right after the change. */
 export interface OrderEvent {
@@ -27,6 +30,8 @@ export interface OrderEvent {
   order: OrderView;
   /** Every item of the order, sorted by orderItemId. */
   items: ItemView[];
+  /** The trace of the change that recorded it, when it was traced. */
+  traceContext?: string | undefined;
 }
 
 export interface Webhook {

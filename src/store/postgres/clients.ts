@@ -73,7 +73,7 @@ export function postgresClients(pool: pg.Pool, opened: StoreSecrets): ClientStor
       return withTransaction(pool, async (tx) => {
         // FOR SHARE waits for a rotation in progress: a process left on the old key must not seal a new row.
         const keyId = (await readSecretsRow(tx, 'FOR SHARE'))?.keyId;
-        if (keyId !== sealer.keyId) throw new SecretsKeyMismatchError(sealer.keyId, keyId);
+        if (!sealer.opens(keyId)) throw new SecretsKeyMismatchError(sealer.keyId, keyId);
         const sql = `INSERT INTO clients (name, access_key, secret_key, created_at) VALUES ($1, $2, $3, $4)
                      RETURNING client_id`;
         const sealed = sealer.seal(secretKey, accessKey);
@@ -109,7 +109,51 @@ export function postgresClients(pool: pg.Pool, opened: StoreSecrets): ClientStor
       secrets = await openPostgresSecrets(pool, next);
       return counts;
     },
+    async resealSecrets(batchSize) {
+      const reseal = resealer(secrets, secrets.sealer);
+      let clients = 0;
+      for (let after = 0; ;) {
+        const batch = await resealBatch(pool, reseal, after, batchSize);
+        clients += batch.resealed;
+        if (batch.last === undefined) break;
+        after = batch.last;
+      }
+      await withTransaction(pool, async (tx) => {
+        const row = await readSecretsRow(tx, 'FOR UPDATE');
+        if (row?.keyId === secrets.sealer.keyId) return;
+        const resealed = reseal.row(row);
+        await tx.query(UPDATE_SECRETS_ROW, [resealed.keyId, resealed.tokenKey]);
+      });
+      secrets = await openPostgresSecrets(pool, secrets.sealer);
+      return { clients, cards: await countCards(pool) };
+    },
   };
+}
+
+type Resealer = ReturnType<typeof resealer>;
+
+/** The secret keys after client `after` (at most `size`) re-sealed where the previous key still seals them. */
+function resealBatch(pool: pg.Pool, reseal: Resealer, after: number, size: number) {
+  return withTransaction(pool, async (tx) => {
+    const { rows } = await tx.query<Pick<ClientRow, 'client_id' | 'access_key' | 'secret_key'>>(
+      `SELECT client_id, access_key, secret_key FROM clients WHERE client_id > $1
+       ORDER BY client_id LIMIT $2 FOR UPDATE`,
+      [after, size],
+    );
+    const stale = rows.filter((c) => !reseal.isCurrent(c.secret_key, c.access_key));
+    const resealed = stale.map((c): [number, string] => [
+      c.client_id,
+      reseal.secretKey(c.secret_key, c.access_key),
+    ]);
+    await updateColumn(tx, 'clients', 'client_id', 'secret_key', resealed);
+    return { resealed: stale.length, last: rows.at(-1)?.client_id };
+  });
+}
+
+const UPDATE_SECRETS_ROW = 'UPDATE store_secrets SET key_id = $1, token_key = $2 WHERE id = 1';
+
+async function countCards(db: Queryable): Promise<number> {
+  return (await db.query<{ count: number }>('SELECT count(*)::int AS count FROM cards')).rows[0]?.count ?? 0;
 }
 
 /** Re-seals every secret key and the token-hashing key under `next`, in one transaction. */
@@ -130,11 +174,7 @@ function rotate(
       reseal.secretKey(c.secret_key, c.access_key),
     ]);
     await updateColumn(tx, 'clients', 'client_id', 'secret_key', resealed);
-    await tx.query('UPDATE store_secrets SET key_id = $1, token_key = $2 WHERE id = 1', [
-      row.keyId,
-      row.tokenKey,
-    ]);
-    const cards = await tx.query<{ count: number }>('SELECT count(*)::int AS count FROM cards');
-    return { clients: clients.rowCount ?? 0, cards: cards.rows[0]?.count ?? 0 };
+    await tx.query(UPDATE_SECRETS_ROW, [row.keyId, row.tokenKey]);
+    return { clients: clients.rowCount ?? 0, cards: await countCards(tx) };
   });
 }

@@ -67,7 +67,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     // Not ready when the store's secrets are no longer under this process's key (rotated since it started).
     async ping() {
       const { rows } = await pool.query<{ key_id: string }>('SELECT key_id FROM store_secrets WHERE id = 1');
-      if (rows[0]?.key_id !== options.sealer.keyId)
+      if (!options.sealer.opens(rows[0]?.key_id))
         throw new SecretsKeyMismatchError(options.sealer.keyId, rows[0]?.key_id);
     },
     close,

@@ -18,8 +18,8 @@ import { canBeId } from './postgres.rows.js';
 // transaction, and one pending delivery per active webhook of its client.
 const EVENT_SQL = `
   WITH event AS (
-    INSERT INTO order_events (event_id, type, client_id, order_id, sequence, created_at, snapshot)
-    SELECT $2, $4, o.client_id, o.order_id, o.event_seq, $3, jsonb_build_object(
+    INSERT INTO order_events (event_id, type, client_id, order_id, sequence, created_at, trace_context, snapshot)
+    SELECT $2, $4, o.client_id, o.order_id, o.event_seq, $3, $5::text, jsonb_build_object(
              'order', jsonb_build_object('orderId', o.order_id, 'createdAt', o.created_at,
                'currency', o.currency, 'taxCents', o.tax_cents, 'taxModel', o.tax_model,
                'referenceId', o.reference_id),
@@ -47,7 +47,7 @@ export async function recordEvent(
   now: number,
 ): Promise<void> {
   await tx.query('UPDATE orders SET event_seq = event_seq + 1 WHERE order_id = $1', [orderId]);
-  await tx.query(EVENT_SQL, [orderId, event.eventId, now, event.type]);
+  await tx.query(EVENT_SQL, [orderId, event.eventId, now, event.type, event.traceContext ?? null]);
 }
 
 const ATTEMPT_COLUMNS =

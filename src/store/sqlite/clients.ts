@@ -1,3 +1,4 @@
+import { setImmediate } from 'node:timers/promises';
 import type { Sealer } from '../../domain/secrets.js';
 import {
   openSecrets,
@@ -33,6 +34,8 @@ const toCard = (r: CardRow): Card => ({
 });
 
 const CARD_COLUMNS = 'card_id, client_id, declines, active';
+const UPDATE_SECRETS_ROW = 'UPDATE store_secrets SET key_id = ?, token_key = ? WHERE id = 1';
+const COUNT_CARDS = 'SELECT count(*) FROM cards';
 
 /** The store's secrets row, opened with the process's key (a mismatch stops the open, naming SECRETS_KEY). */
 export function openSqliteSecrets(db: Db, sealer: Sealer): StoreSecrets {
@@ -68,10 +71,12 @@ export function sqliteClients(db: Db, opened: StoreSecrets): ClientStore {
   );
   const cardByToken = db.prepare<[string], CardRow>(`SELECT ${CARD_COLUMNS} FROM cards WHERE token = ?`);
   const cardById = db.prepare<[number], CardRow>(`SELECT ${CARD_COLUMNS} FROM cards WHERE card_id = ?`);
+  const updateSecretsRow = db.prepare<[string, string]>(UPDATE_SECRETS_ROW);
+  const countCards = db.prepare<[], number>(COUNT_CARDS).pluck();
   // Checked in the writing transaction: a process left on a rotated-away key must not seal a new row with it.
   const create = db.transaction((name: string, accessKey: string, secretKey: string, now: number) => {
     const keyId = storeKeyId.get();
-    if (keyId !== secrets.sealer.keyId) throw new SecretsKeyMismatchError(secrets.sealer.keyId, keyId);
+    if (!secrets.sealer.opens(keyId)) throw new SecretsKeyMismatchError(secrets.sealer.keyId, keyId);
     return insertClient.get(name, accessKey, secrets.sealer.seal(secretKey, accessKey), now)!.client_id;
   });
 
@@ -105,7 +110,45 @@ export function sqliteClients(db: Db, opened: StoreSecrets): ClientStore {
       truncateWal(db);
       return counts;
     },
+    async resealSecrets(batchSize) {
+      const reseal = resealer(secrets, secrets.sealer);
+      let clients = 0;
+      for (let after = 0; ; await setImmediate()) {
+        const batch = resealBatch(db, reseal, after, batchSize);
+        clients += batch.resealed;
+        if (batch.last === undefined) break;
+        after = batch.last;
+      }
+      db.transaction(() => {
+        const row = readSecretsRow(db);
+        if (row?.keyId === secrets.sealer.keyId) return;
+        const resealed = reseal.row(row);
+        updateSecretsRow.run(resealed.keyId, resealed.tokenKey);
+      }).immediate();
+      secrets = openSecrets(secrets.sealer, readSecretsRow(db));
+      truncateWal(db);
+      return { clients, cards: countCards.get() ?? 0 };
+    },
   };
+}
+
+type Resealer = ReturnType<typeof resealer>;
+
+/** The secret keys after client `after` (at most `size`) re-sealed where the previous key still seals them. */
+function resealBatch(db: Db, reseal: Resealer, after: number, size: number) {
+  return db
+    .transaction(() => {
+      const rows = db
+        .prepare<[number, number], Pick<ClientRow, 'client_id' | 'access_key' | 'secret_key'>>(
+          'SELECT client_id, access_key, secret_key FROM clients WHERE client_id > ? ORDER BY client_id LIMIT ?',
+        )
+        .all(after, size);
+      const stale = rows.filter((c) => !reseal.isCurrent(c.secret_key, c.access_key));
+      const update = db.prepare('UPDATE clients SET secret_key = ? WHERE client_id = ?');
+      for (const c of stale) update.run(reseal.secretKey(c.secret_key, c.access_key), c.client_id);
+      return { resealed: stale.length, last: rows.at(-1)?.client_id };
+    })
+    .immediate();
 }
 
 /** Re-seals every secret key and the token-hashing key under `next`, in one `BEGIN IMMEDIATE` transaction. */
@@ -114,10 +157,7 @@ function rotate(db: Db, current: StoreSecrets, next: Sealer): { clients: number;
   return db
     .transaction(() => {
       const row = reseal.row(readSecretsRow(db));
-      db.prepare('UPDATE store_secrets SET key_id = ?, token_key = ? WHERE id = 1').run(
-        row.keyId,
-        row.tokenKey,
-      );
+      db.prepare(UPDATE_SECRETS_ROW).run(row.keyId, row.tokenKey);
       const clients = db
         .prepare<[], Pick<ClientRow, 'client_id' | 'access_key' | 'secret_key'>>(
           'SELECT client_id, access_key, secret_key FROM clients',
@@ -125,7 +165,7 @@ function rotate(db: Db, current: StoreSecrets, next: Sealer): { clients: number;
         .all();
       const update = db.prepare('UPDATE clients SET secret_key = ? WHERE client_id = ?');
       for (const c of clients) update.run(reseal.secretKey(c.secret_key, c.access_key), c.client_id);
-      const cards = db.prepare<[], number>('SELECT count(*) FROM cards').pluck().get() ?? 0;
+      const cards = db.prepare<[], number>(COUNT_CARDS).pluck().get() ?? 0;
       return { clients: clients.length, cards };
     })
     .immediate();

@@ -5,6 +5,7 @@ import { PAYMENT_TARGET_MIGRATION } from './payment-target.migration.js';
 import type { MigrationContext } from '../store-secrets.js';
 import { LIFECYCLE_MIGRATION } from './lifecycle.migration.js';
 import { SEARCH_MIGRATION } from './search.migration.js';
+import { TRACE_CONTEXT_MIGRATION } from './trace-context.migration.js';
 import { SECRETS_MIGRATION } from './secrets.migration.js';
 import { WEBHOOKS_MIGRATION } from './webhooks.migration.js';
 import type { Db } from './sqlite.db.js';
@@ -177,4 +178,5 @@ export const MIGRATIONS: readonly SqliteMigration[] = [
   DELIVERY_CLAIMS_MIGRATION,
   { version: 9, ...UNSETTLED_PER_CLIENT_MIGRATION },
   EVENT_TYPE_MIGRATION,
+  TRACE_CONTEXT_MIGRATION,
 ];

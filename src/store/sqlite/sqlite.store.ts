@@ -87,7 +87,7 @@ export async function openSqliteStore(dbPath: string, options: SqliteStoreOption
     // Not ready when the store's secrets are no longer under this process's key (rotated since it started).
     async ping() {
       const keyId = ping.get();
-      if (keyId !== options.sealer.keyId) throw new SecretsKeyMismatchError(options.sealer.keyId, keyId);
+      if (!options.sealer.opens(keyId)) throw new SecretsKeyMismatchError(options.sealer.keyId, keyId);
     },
     async close() {
       db.close();

@@ -33,9 +33,9 @@ export function eventRecorder(db: Db): (orderId: number, event: OrderEventWrite,
     )
     .pluck();
   const insertEvent = db
-    .prepare<[string, string, number, number, number, number, string], number>(
-      `INSERT INTO order_events (event_id, type, client_id, order_id, sequence, created_at, snapshot)
-       VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING event_no`,
+    .prepare<[string, string, number, number, number, number, string, string | null], number>(
+      `INSERT INTO order_events (event_id, type, client_id, order_id, sequence, created_at, snapshot, trace_context)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING event_no`,
     )
     .pluck();
   const insertDeliveries = db.prepare<[number, number, number]>(
@@ -47,7 +47,16 @@ export function eventRecorder(db: Db): (orderId: number, event: OrderEventWrite,
     const stored = read(orderId)!;
     const snapshot = JSON.stringify(snapshotOf(stored));
     const clientId = stored.order.clientId;
-    const eventNo = insertEvent.get(event.eventId, event.type, clientId, orderId, sequence, now, snapshot)!;
+    const eventNo = insertEvent.get(
+      event.eventId,
+      event.type,
+      clientId,
+      orderId,
+      sequence,
+      now,
+      snapshot,
+      event.traceContext ?? null,
+    )!;
     insertDeliveries.run(eventNo, now, clientId);
   };
 }

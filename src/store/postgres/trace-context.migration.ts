@@ -1,0 +1,8 @@
+import type { Migration } from './postgres.migrations.js';
+
+/** The trace of the change that recorded an event (tracing on), so that its deliveries continue that trace. */
+export const TRACE_CONTEXT_MIGRATION: Migration = {
+  version: 10,
+  name: 'order events keep the trace of their change',
+  sql: `ALTER TABLE order_events ADD COLUMN trace_context TEXT;`,
+};
