@@ -2,6 +2,7 @@ import cron from 'node-cron';
 import type { Logger } from '../src/logger.js';
 import { runReconcilePass, type ReconcileDeps } from '../src/services/reconcile.js';
 import { isStoreUnavailable } from '../src/store/store-errors.js';
+import { inSpan } from '../src/tracing/tracing.js';
 
 export interface ScheduledReconcile {
   /** Stops the schedule and waits for a running pass to reach its next safe point. */
@@ -19,7 +20,9 @@ export function scheduleReconcile(
   const task = cron.createTask(
     expression,
     () => {
-      running = runReconcilePass(deps, { signal: stopping.signal }).catch((err: unknown) => {
+      // Tracing on, each pass is a trace of its own: its store operations and the orders it enqueues are in it.
+      const pass = inSpan('reconcile.pass', {}, () => runReconcilePass(deps, { signal: stopping.signal }));
+      running = pass.catch((err: unknown) => {
         // The store away (restarting, unreachable) is an outage, not a defect: this tick's pass is skipped.
         if (isStoreUnavailable(err))
           logger.warn({ err: (err as Error).message }, 'reconcile pass skipped: store unavailable');

@@ -147,8 +147,10 @@ async function benchOnce(kind: StoreKind, setup: Setup, durationS: number): Prom
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bookorders-load-'));
   const store = await freshStore(kind, 'bench_load');
   const port = await freePort();
+  const metricsPort = await freePort();
   const logFile = path.join(dir, 'service.log');
   const env = serviceEnv(store, {
+    METRICS_PORT: String(metricsPort),
     REDIS_URL: redisUrl,
     QUEUE_PREFIX: `load${crypto.randomBytes(4).toString('hex')}`,
     PORT: String(port),
@@ -171,7 +173,8 @@ async function benchOnce(kind: StoreKind, setup: Setup, durationS: number): Prom
       await waitForWorkers(logFile, workers);
     });
     say(`drained at ${drain.perSecond} orders/s; now ${durationS} s of mixed load`);
-    await eventLoopP99Ms(url); // a scrape resets the histogram: what the next one reads is the load's
+    const metricsUrl = `http://127.0.0.1:${metricsPort}`;
+    await eventLoopP99Ms(metricsUrl); // a scrape resets the histogram: what the next one reads is the load's
     const report = await runLoad({
       url,
       store,
@@ -184,7 +187,7 @@ async function benchOnce(kind: StoreKind, setup: Setup, durationS: number): Prom
         { name: 'redis-server', pid: redisPid },
       ],
     });
-    const eventLoop = await eventLoopP99Ms(url);
+    const eventLoop = await eventLoopP99Ms(metricsUrl);
     const exitCodes: Record<string, number | null> = {};
     for (const [name, child] of Object.entries(children)) exitCodes[name] = await stopProcess(child);
     return { ...setup, drain, report, eventLoopP99Ms: eventLoop, exitCodes };

@@ -129,7 +129,8 @@ export async function freshStore(kind: StoreKind, name: string): Promise<BenchSt
  * (a DATABASE_URL left in it would win over DB_PATH), and `extra` on top.
  */
 export function serviceEnv(store: BenchStore, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, ...store.env, ...extra };
+  // A web's metrics listener on a free port unless the bench chooses one (it scrapes that one).
+  const env: NodeJS.ProcessEnv = { ...process.env, METRICS_PORT: '0', ...store.env, ...extra };
   if (!('DATABASE_URL' in store.env)) delete env.DATABASE_URL;
   return env;
 }

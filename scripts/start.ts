@@ -52,7 +52,7 @@ function fail(message: string): Promise<void> {
 }
 
 /** Refuses a port another process listens on, before anything starts (its /healthz would look like ours). */
-function assertPortFree(port: number, host: string): Promise<void> {
+function assertPortFree(port: number, host: string, variable = 'PORT'): Promise<void> {
   if (port === 0) return Promise.resolve();
   return new Promise((resolve, reject) => {
     const probe = net.createServer();
@@ -60,7 +60,7 @@ function assertPortFree(port: number, host: string): Promise<void> {
       reject(
         new Error(
           err.code === 'EADDRINUSE'
-            ? `port ${port} on ${host} is in use: stop what listens there, or set PORT`
+            ? `port ${port} on ${host} is in use: stop what listens there, or set ${variable}`
             : `cannot listen on ${host}:${port}: ${err.message}`,
         ),
       ),
@@ -78,7 +78,9 @@ async function main(): Promise<void> {
   // Every setting is checked, and the port tried, before anything starts.
   const given: Record<string, string> = { ...(process.env as Record<string, string>) };
   given.HOST ||= '127.0.0.1';
-  await assertPortFree(loadConfig(given).PORT, given.HOST);
+  const settings = loadConfig(given);
+  await assertPortFree(settings.PORT, given.HOST);
+  await assertPortFree(settings.METRICS_PORT, settings.METRICS_HOST, 'METRICS_PORT');
   redis = ensureRedis();
   const { url: redisUrl } = await redis;
   const env: Record<string, string> = { ...given, REDIS_URL: redisUrl };
@@ -89,7 +91,13 @@ async function main(): Promise<void> {
     `redis ${redisUrl}${redisNote}; database ${config.DATABASE_URL ? 'PostgreSQL (DATABASE_URL)' : config.DB_PATH}`,
   );
 
-  const baseUrl = `http://${given.HOST.includes(':') ? `[${given.HOST}]` : given.HOST}:${config.PORT}`;
+  const urlHost = (host: string) => (host.includes(':') ? `[${host}]` : host);
+  const baseUrl = `http://${urlHost(given.HOST)}:${config.PORT}`;
+  // METRICS_PORT=0 lets web pick a free port: its log line 'web listening' names it.
+  const metricsUrl =
+    config.METRICS_PORT === 0
+      ? 'the metricsPort of the log line "web listening" (METRICS_PORT=0)'
+      : `http://${urlHost(config.METRICS_HOST)}:${config.METRICS_PORT}/metrics`;
   const store = await openStore(config, 'demo');
   // One profile per store: starting on PostgreSQL keeps the SQLite demo client's profile, and the reverse.
   const dataDir = path.dirname(config.DB_PATH);
@@ -138,7 +146,7 @@ async function main(): Promise<void> {
     [
       '',
       `Service ready at ${baseUrl}/v1 (OpenAPI: ${baseUrl}/v1/openapi.json)`,
-      `Metrics: ${baseUrl}/metrics; readiness: ${baseUrl}/readyz` +
+      `Metrics (Prometheus, not on the API port): ${metricsUrl}; readiness: ${baseUrl}/readyz` +
         (config.ADMIN_USER ? `; queue dashboard: ${baseUrl}/admin/queues (ADMIN_USER)` : ''),
       `Demo client (saved in ${relative(profile)}):`,
       `  access key: ${demo.accessKey}`,

@@ -27,6 +27,13 @@ const ConfigSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   // The address the web listens on; unset, every interface (`npm start` sets 127.0.0.1).
   HOST: z.string().min(1).optional(),
+  // GET /metrics is served on its own listener, never on PORT (CONTRACT.md section 1); 0 picks a free port.
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
+  METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+  // A /metrics text collected less than this ago is served again: scrapers in a loop cost one collection each.
+  METRICS_REUSE_MS: nonNegativeInt.max(60_000).default(1000),
+  // How often the clock counts items by status and orders by phase for /metrics (one count per deployment).
+  STORE_COUNTS_EVERY_S: positiveInt.max(3600).default(5),
   DB_PATH: z.string().min(1).default('./data/orders.db'),
   DATABASE_URL: postgresUrl.optional(),
   // What DATABASE_URL reaches: the server (direct), or a pooler in session or transaction mode (README, PostgreSQL).

@@ -12,7 +12,8 @@ const RESTART_DELAY_MS = 1000;
 
 /**
  * WEB_CONCURRENCY > 1: this primary forks that many web processes sharing the port (node:cluster), starts
- * another when one dies, serves their summed metrics over IPC, and on stop hands SIGTERM to each and waits.
+ * another when one dies, sums their metrics over IPC for the one METRICS_PORT listener they share, and on stop
+ * hands SIGTERM to each and waits.
  */
 export async function startWebCluster(
   config: Config,
@@ -34,12 +35,17 @@ export async function startWebCluster(
     first.map(
       (worker) =>
         new Promise<void>((resolve, reject) => {
-          worker.once('listening', () => resolve());
+          // Two listeners each: METRICS_PORT first, then PORT (src/web.ts).
+          let listeners = 0;
+          worker.on('listening', () => ++listeners === 2 && resolve());
           worker.once('exit', (code) => reject(new Error(`web worker exited with ${code} before listening`)));
         }),
     ),
   );
-  logger.info({ workers: config.WEB_CONCURRENCY, port: config.PORT }, 'web cluster listening');
+  logger.info(
+    { workers: config.WEB_CONCURRENCY, port: config.PORT, metricsPort: config.METRICS_PORT },
+    'web cluster listening',
+  );
   return {
     async stop() {
       stopping = true;

@@ -1,13 +1,13 @@
 // One web process: the HTTP app and its start and stop. Imported by src/server.ts only where it serves (a single
 // web process, or a worker of the cluster): a cluster's primary never loads the app it does not run.
-import type { Server } from 'node:http';
+import http, { type Server } from 'node:http';
 import type { Config } from './config.js';
 import { closeDeps, createDeps } from './container.js';
 import { whenReady } from './redis/redis-lock.js';
 import type { Deps } from './deps.js';
 import { createApp } from './http/app.js';
 import { createHttpServer } from './http/http-server.js';
-import { createDeploymentRegistry, metricsRoute } from './http/metrics.js';
+import { createDeploymentRegistry, metricsListener } from './http/metrics.js';
 import { DASHBOARD_LOCKOUT, Lockout } from './redis/lockout.js';
 import { mountQueueDashboard } from './http/queue-dashboard.js';
 import { rateLimit } from './http/rate-limit.js';
@@ -17,8 +17,9 @@ import { createProcessMetrics, type ProcessMetrics } from './metrics/http.metric
 import { startProcessHeartbeat } from './metrics/process-heartbeat.js';
 
 /**
- * The web process's HTTP front: the API of createApp with the per-key rate limit after authentication,
- * GET /metrics and the operators' queue dashboard; the request metrics see every request first.
+ * The web process's HTTP front: the API of createApp with the per-key rate limit after authentication and the
+ * operators' queue dashboard; the request metrics see every request first. /metrics is not here (404): it is
+ * served by createMetricsListener on METRICS_PORT.
  */
 export function createWebApp(deps: Deps, processMetrics: ProcessMetrics = createProcessMetrics()) {
   const { config } = deps;
@@ -34,17 +35,36 @@ export function createWebApp(deps: Deps, processMetrics: ProcessMetrics = create
           }),
         ]
       : [];
-  const metrics = metricsRoute(processMetricsSource(processMetrics.registry), createDeploymentRegistry(deps));
   return createApp(deps, {
     observe: processMetrics.observe,
     afterAuth,
     extend(app) {
-      app.get('/metrics', metrics);
       const { ADMIN_USER: user, ADMIN_PASSWORD: password } = config;
       const lockout = new Lockout(deps.redis, config.REDIS_PREFIX, DASHBOARD_LOCKOUT, deps.logger);
       mountQueueDashboard(app, { queues: [deps.queue.queue], user, password, lockout, clock: deps.clock });
     },
   });
+}
+
+/**
+ * GET /metrics for the metrics listener (METRICS_PORT): the series of `processMetrics` (in a cluster, every
+ * worker's, summed by the primary) and the deployment-wide ones; a text collected less than `reuseMs` ago is
+ * served again.
+ */
+export function createMetricsListener(deps: Deps, processMetrics: ProcessMetrics, reuseMs = 0) {
+  return metricsListener(
+    processMetricsSource(processMetrics.registry),
+    createDeploymentRegistry(deps),
+    reuseMs,
+  );
+}
+
+/** Listens on `port` and `host`; resolves once listening (in a cluster worker, on the primary's shared socket). */
+async function listening(server: Server, port: number, host: string | undefined): Promise<number> {
+  server.listen(port, host);
+  await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
+  const address = server.address();
+  return typeof address === 'object' && address ? address.port : port;
 }
 
 const REDIS_READY_WAIT_MS = 10_000;
@@ -59,11 +79,24 @@ export async function startWeb(
   await whenReady(deps.redis, REDIS_READY_WAIT_MS).catch((err: Error) =>
     logger.warn({ err: err.message }, 'web listening before redis is ready; lockout checks fail open'),
   );
-  const server = createHttpServer(createWebApp(deps), config, logger).listen(config.PORT, config.HOST);
-  await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
-  const address = server.address();
+  const processMetrics = createProcessMetrics();
+  // Metrics first: a web process whose metrics port is taken stops before it takes API requests. In a
+  // WEB_CONCURRENCY cluster every worker listens on the same METRICS_PORT, which node's cluster turns into one
+  // listener, the primary's, handing each scrape to one worker; that worker answers for the whole cluster.
+  const metricsServer = http.createServer(
+    createMetricsListener(deps, processMetrics, config.METRICS_REUSE_MS),
+  );
+  const metricsPort = await listening(metricsServer, config.METRICS_PORT, config.METRICS_HOST);
+  const server = createHttpServer(createWebApp(deps, processMetrics), config, logger);
+  const port = await listening(server, config.PORT, config.HOST).catch((err: unknown) => {
+    metricsServer.close();
+    throw err;
+  });
   const stopHeartbeat = startProcessHeartbeat(deps.redis, config.REDIS_PREFIX, 'web');
-  logger.info({ port: typeof address === 'object' ? address?.port : config.PORT }, 'web listening');
+  logger.info(
+    { port, metricsPort, metrics: `http://${hostForUrl(config.METRICS_HOST)}:${metricsPort}/metrics` },
+    'web listening',
+  );
   return {
     server,
     async stop() {
@@ -72,8 +105,12 @@ export async function startWeb(
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       const idle = setInterval(() => server.closeIdleConnections(), 100);
       await closed.finally(() => clearInterval(idle));
+      metricsServer.closeAllConnections();
+      await new Promise<void>((resolve) => metricsServer.close(() => resolve()));
       await stopHeartbeat();
       await closeDeps(deps);
     },
   };
 }
+
+const hostForUrl = (host: string) => (host.includes(':') ? `[${host}]` : host);

@@ -2,10 +2,7 @@ import type { Request } from 'express';
 import { ApiError } from './errors.js';
 import { SvcStatus } from './status-codes.js';
 
-/**
- * What a JSON body may hold before it is parsed: JSON.parse of 1 MiB of `[{},{},…]` or of deep nesting takes
- * ~100 ms, a few KB of an order a few microseconds.
- */
+/** What a JSON body may hold before it is parsed: 1 MiB of `[{},{},…]` or of nesting costs far more than an order. */
 export interface JsonLimits {
   /** Deepest nesting of arrays and objects. */
   maxDepth: number;

@@ -1,4 +1,4 @@
-import type { RequestHandler } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Gauge, Registry } from 'prom-client';
 import type { Deps } from '../deps.js';
 import { sharedMetrics } from '../metrics/metrics.recorder.js';
@@ -13,7 +13,7 @@ const QUEUE_STATES = ['waiting', 'prioritized', 'active', 'delayed', 'failed'] a
  * The deployment-wide series, the same whichever web process is scraped: what workers and the clock recorded
  * in Redis, the queue's depth from BullMQ, order counts from the store, and every process's heartbeat.
  */
-export function createDeploymentRegistry(deps: Pick<Deps, 'redis' | 'config' | 'queue' | 'store'>): Registry {
+export function createDeploymentRegistry(deps: Pick<Deps, 'redis' | 'config' | 'queue'>): Registry {
   const registry = new Registry();
   for (const metric of Object.values(sharedMetrics(deps.redis, deps.config.REDIS_PREFIX)))
     metric.registerOn(registry);
@@ -29,7 +29,7 @@ export function createDeploymentRegistry(deps: Pick<Deps, 'redis' | 'config' | '
       for (const state of QUEUE_STATES) this.set({ queue: ORDER_QUEUE, state }, counts[state] ?? 0);
     },
   });
-  registerOrderStoreGauges(deps.store, registry);
+  registerOrderStoreGauges(deps.redis, deps.config.REDIS_PREFIX, registry);
   // Beside bookorders_orders_unsettled: how close the deployment is to refusing real orders (5030).
   new Gauge({
     name: 'bookorders_orders_unsettled_limit',
@@ -41,17 +41,38 @@ export function createDeploymentRegistry(deps: Pick<Deps, 'redis' | 'config' | '
 }
 
 /**
- * GET /metrics: this process's (or this cluster's) own series followed by the deployment-wide ones. Concurrent
- * scrapes share one collection, so however many arrive at once they cost the store, Redis and the event loop
- * what one does.
+ * The metrics listener's requests (METRICS_PORT, never the API port): GET /metrics is this process's (or this
+ * cluster's) own series followed by the deployment-wide ones; anything else is 404. Concurrent scrapes share one
+ * collection, and a text collected less than `reuseMs` ago is answered again, so however many scrape, at once or
+ * in a loop, they cost Redis and the event loop one collection per `reuseMs`.
  */
-export function metricsRoute(processMetrics: () => Promise<string>, deployment: Registry): RequestHandler {
-  const collect = sharedInFlight(async () => {
+export function metricsListener(
+  processMetrics: () => Promise<string>,
+  deployment: Registry,
+  reuseMs = 0,
+): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+  // A text collected less than `reuseMs` ago is served again: scrapers in a loop cost one collection per period.
+  let last: { text: string; at: number } | null = null;
+  const collectNow = sharedInFlight(async () => {
     const [own, shared] = await Promise.all([processMetrics(), deployment.metrics()]);
-    return `${own.trimEnd()}\n\n${shared}`;
+    const text = `${own.trimEnd()}\n\n${shared}`;
+    last = { text, at: Date.now() };
+    return text;
   });
-  return async (_req, res) => {
-    const text = await collect();
-    res.set('Content-Type', Registry.PROMETHEUS_CONTENT_TYPE).send(text);
+  const collect = async () =>
+    last && reuseMs > 0 && Date.now() - last.at < reuseMs ? last.text : collectNow();
+  return async (req, res) => {
+    const path = (req.url ?? '').split('?')[0];
+    if (path !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
+      res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' }).end('not found: GET /metrics\n');
+      return;
+    }
+    const text = await collect().catch((err: unknown) => err as Error);
+    if (text instanceof Error) {
+      res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' }).end(`metrics: ${text.message}\n`);
+      return;
+    }
+    res.writeHead(200, { 'Content-Type': Registry.PROMETHEUS_CONTENT_TYPE });
+    res.end(req.method === 'HEAD' ? undefined : text);
   };
 }

@@ -4,11 +4,8 @@ import { ApiError } from './errors.js';
 import { SvcStatus } from './status-codes.js';
 
 /**
- * The signed API's few paths, answered without Express's router: each path is matched once, by one regular
- * expression, and its handlers (Express-style middleware, unchanged) run as one fixed chain. Express's router
- * would try a dozen layers for every request, parse its URL again at each mount and wrap each handler's promise;
- * at thousands of requests a second that was the largest share of the web's CPU after Node's own HTTP work.
- * The request and response still get Express's prototypes, so handlers keep `req.get`, `res.set` and the rest.
+ * The signed API's few paths, matched by one regular expression each and run as one fixed chain of Express-style
+ * handlers: Express's router cost more CPU than anything but Node's HTTP (BENCHMARKS.md, dry run).
  */
 export interface SignedRoute {
   /** The path after `/v1` (no query); capture groups become `req.params` by `params`' names. */

@@ -1,42 +1,119 @@
 import { Gauge, type Registry } from 'prom-client';
 import { ItemStatus } from '../domain/item-status.js';
+import type { Logger } from '../logger.js';
+import type { RedisClient } from '../redis/redis.js';
 import type { Store, StoreCounts } from '../store/store.port.js';
 
 const STATUS_NAMES = new Map<number, string>(Object.entries(ItemStatus).map(([name, code]) => [code, name]));
 
+// Items by status and unsettled orders by phase are counts over the whole store: a scan that grows with it.
+// So no scrape counts them: the clock counts them at most once every STORE_COUNTS_EVERY_S across the whole
+// deployment (whichever clock takes the turn in Redis) and publishes them in Redis, where every web process's
+// scrape reads them with one GET, at the same cost at any store size.
+
+interface PublishedCounts extends StoreCounts {
+  /** When the counts were taken (ms since the epoch). */
+  at: number;
+}
+
+const countsKey = (prefix: string) => `${prefix}:metrics:store-counts`;
+const turnKey = (prefix: string) => `${prefix}:metrics:store-counts:turn`;
+
+/** Counts the store now and publishes the counts for every web process's scrape. */
+export async function publishStoreCounts(
+  store: Pick<Store, 'counts'>,
+  redis: RedisClient,
+  prefix: string,
+): Promise<void> {
+  const counts = await store.counts();
+  const published: PublishedCounts = { ...counts, at: Date.now() };
+  await redis.set(countsKey(prefix), JSON.stringify(published));
+}
+
 /**
- * Gauges read from the store at scrape time, so they hold whichever process changed the rows: items by
- * status and orders not yet settled by phase.
+ * In the clock: every `everyMs`, takes the deployment's turn to count (`SET NX PX`, so however many clocks run,
+ * the store is counted at most once per period) and publishes the counts. Stops with `stop()`.
  */
-export function registerOrderStoreGauges(store: Pick<Store, 'counts'>, registry: Registry): void {
+export function scheduleStoreCounts(
+  deps: { store: Pick<Store, 'counts'>; redis: RedisClient; prefix: string; logger: Logger },
+  everyMs: number,
+): { stop(): Promise<void> } {
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> = Promise.resolve();
+  let stopped = false;
+  const tick = async () => {
+    try {
+      // The turn lasts a little less than the period, so this clock's next tick finds it free again.
+      const turn = await deps.redis.set(turnKey(deps.prefix), '1', 'PX', Math.max(1, everyMs - 250), 'NX');
+      if (turn === 'OK') await publishStoreCounts(deps.store, deps.redis, deps.prefix);
+    } catch (err) {
+      deps.logger.warn({ err: (err as Error).message }, 'store counts not published; the next tick tries again');
+    }
+  };
+  const loop = () => {
+    if (stopped) return;
+    running = tick().finally(() => {
+      if (!stopped) timer = setTimeout(loop, everyMs);
+    });
+  };
+  loop();
+  return {
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}
+
+/**
+ * Gauges of what the clock published last: items by status, unsettled orders by phase, and the counts' age. No
+ * series before a clock has published (no clock has run yet on this Redis).
+ */
+export function registerOrderStoreGauges(redis: RedisClient, prefix: string, registry: Registry): void {
   // A scrape collects every gauge in one tick: they share the read in flight, and the next scrape reads again.
-  let pending: Promise<StoreCounts> | null = null;
+  let pending: Promise<PublishedCounts | null> | null = null;
   const counts = () =>
-    (pending ??= store.counts().finally(() => {
-      pending = null;
-    }));
+    (pending ??= redis
+      .get(countsKey(prefix))
+      .then((text) => (text ? (JSON.parse(text) as PublishedCounts) : null))
+      .catch(() => null)
+      .finally(() => {
+        pending = null;
+      }));
   new Gauge({
     name: 'bookorders_order_items',
-    help: 'Order items in the store, by current status code and name',
+    help: 'Order items in the store, by current status code and name (counted by the clock every STORE_COUNTS_EVERY_S)',
     labelNames: ['status', 'name'] as const,
     registers: [registry],
     async collect() {
-      const { itemsByStatus } = await counts();
+      const published = await counts();
       this.reset();
-      for (const { status, count } of itemsByStatus)
-        this.set({ status: String(status), name: STATUS_NAMES.get(status) ?? 'UNKNOWN' }, count);
+      for (const { status, count } of published?.itemsByStatus ?? [])
+        this.set({ status: String(status), name: STATUS_NAMES.get(status) ?? 'UNKNOWN' }, Number(count));
     },
   });
   new Gauge({
     name: 'bookorders_orders_unsettled',
-    help: 'Accepted orders a worker has not settled yet, by phase (queued: nothing taken; reserved: paying)',
+    help: 'Accepted orders a worker has not settled yet, by phase (queued: nothing taken; reserved: paying; counted by the clock)',
     labelNames: ['phase'] as const,
     registers: [registry],
     async collect() {
-      const { unsettledByPhase } = await counts();
+      const published = await counts();
       this.reset();
+      if (!published) return;
       for (const phase of ['queued', 'reserved']) this.set({ phase }, 0);
-      for (const { phase, count } of unsettledByPhase) this.set({ phase }, count);
+      for (const { phase, count } of published.unsettledByPhase) this.set({ phase }, Number(count));
+    },
+  });
+  new Gauge({
+    name: 'bookorders_store_counts_age_seconds',
+    help: 'Age of the counts behind bookorders_order_items and bookorders_orders_unsettled (the clock refreshes them)',
+    registers: [registry],
+    async collect() {
+      const published = await counts();
+      this.reset();
+      if (published) this.set(Math.max(0, (Date.now() - published.at) / 1000));
     },
   });
 }

@@ -4,7 +4,7 @@ import { priceOrder, type PricingResult } from '../domain/pricing.js';
 import type { TaxRules } from '../domain/tax.js';
 import type { Config } from '../config.js';
 import type { Card, OrderAddress, PricingCatalog, Store } from '../store/store.port.js';
-import { cachedFor } from './read-cache.js';
+import { cachedFor, recentListings } from './read-cache.js';
 
 /** An order request that passed the edge's validation: what the service needs of it. */
 export interface OrderDraft {
@@ -79,6 +79,7 @@ export function createOrderIntake(deps: IntakeDeps) {
   const domains = marketplaceDomains(deps.config.marketplaceNames);
   // Cards change rarely; a second of memory spares a query per order.
   const findCard = cachedFor(1000, (token: string) => deps.store.clients.findCard(token));
+  const recentCatalog = recentListings(RECENT_CATALOG_MS, (ids) => deps.store.catalog.loadForPricing(ids));
 
   return {
     /** The seven domains and their currencies. */
@@ -119,7 +120,19 @@ export function createOrderIntake(deps: IntakeDeps) {
       const lockedMs = await this.lockedForMs(clientId);
       if (lockedMs > 0) return { kind: 'locked', retryAfterMs: lockedMs };
       if (request.hopeless) return { kind: 'refused', problems: [] };
-      const findings = await this.inspect(clientId, request.listings, request.ccToken, loaded);
+      // A dry run shows what an order would get now: it reads the catalog. A real order is priced again by
+      // its attempt against the catalog and stock as they then stand, so it takes listings read up to a
+      // second ago (a listing not known then is read now).
+      const real = request.draft !== null && request.draft.dryrun !== true;
+      const catalog =
+        loaded ??
+        (real
+          ? await recentCatalog(
+              request.listings.map((l) => l.listingId),
+              deps.clock(),
+            )
+          : undefined);
+      const findings = await this.inspect(clientId, request.listings, request.ccToken, catalog);
       const problems: OrderProblem[] = findings.unknownListings.map((l) => ({
         kind: 'unknown-listing',
         ...l,
@@ -154,6 +167,9 @@ export function createOrderIntake(deps: IntakeDeps) {
     },
   };
 }
+
+/** How long a real order may be priced against a listing (with its vendor) read before. */
+const RECENT_CATALOG_MS = 1000;
 
 /** An optional amount of a validated request, in cents. */
 export const centsOrNull = (amount: number | undefined): number | null =>

@@ -68,17 +68,26 @@ async function acceptAll(
   }
 }
 
-/** Enqueues the accepted orders (duplicates again, in case their first enqueue was lost) and reads them back. */
+/**
+ * Enqueues the accepted orders (duplicates again, in case their first enqueue was lost); new orders are answered
+ * as their acceptance stored them, duplicates read back as they now stand.
+ */
 async function answers(
   deps: PlaceOrderBatchDeps,
   accepted: readonly AcceptResult[],
   log: Logger,
 ): Promise<PlaceOrderResult[]> {
   const ids = accepted.flatMap((a) => (a.kind === 'conflict' ? [] : [a.orderId]));
-  // The orders are stored: Redis takes the jobs while the store reads the answers.
-  const [, read] = await Promise.all([enqueueAll(deps.queue, ids, log), deps.store.orders.getMany(ids)]);
+  const duplicates = accepted.flatMap((a) => (a.kind === 'duplicate' ? [a.orderId] : []));
+  // The orders are stored: Redis takes the jobs while the store reads the duplicates.
+  const [, read] = await Promise.all([
+    enqueueAll(deps.queue, ids, log),
+    duplicates.length > 0 ? deps.store.orders.getMany(duplicates) : [],
+  ]);
   const stored = new Map(read.map((o) => [o.order.orderId, o]));
-  return accepted.map((a) => (a.kind === 'conflict' ? a : placed(stored.get(a.orderId)!, a.kind)));
+  return accepted.map((a) =>
+    a.kind === 'conflict' ? a : placed(a.kind === 'created' ? a.stored : stored.get(a.orderId)!, a.kind),
+  );
 }
 
 function placed({ order, items }: OrderWithItems, kind: 'created' | 'duplicate'): PlaceOrderResult {

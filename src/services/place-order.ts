@@ -55,14 +55,17 @@ export async function placeOrder(deps: PlaceOrderDeps, input: PlaceOrderInput): 
   const enqueued = await inSpan('order.enqueue', { 'order.id': orderId }, () =>
     enqueue(deps.queue, orderId, log),
   );
-  if (accepted.kind === 'created' && enqueued && !input.respondAsync && deps.orderWaitMs > 0) {
+  const waits = accepted.kind === 'created' && enqueued && !input.respondAsync && deps.orderWaitMs > 0;
+  if (waits) {
     await deps.outcomes.wait(
       orderId,
       deps.orderWaitMs,
       async () => (await deps.store.orders.phaseOf(orderId)) === 'settled',
     );
   }
-  const stored = (await deps.store.orders.get(orderId))!;
+  // A new order not waited for is answered as its acceptance stored it (items QUEUED): no read back.
+  const stored =
+    accepted.kind === 'created' && !waits ? accepted.stored : (await deps.store.orders.get(orderId))!;
   const queued = stored.items.some((item) => item.status === ItemStatus.QUEUED);
   const duplicate = accepted.kind === 'duplicate';
   log.info({ duplicate, queued }, 'order answered');

@@ -95,3 +95,17 @@ export function itemTerms(alias: string, s: SearchShape, idIn: (column: string) 
     ...(s.itemIds ? [idIn(`${alias}.order_item_id`)] : []),
   ];
 }
+
+/** Conditions on the order id `oid` that the driver does not already guarantee. */
+export function existsTerms(oid: string, s: SearchShape, idIn: (column: string) => string): string[] {
+  const items = itemTerms('i', s, idIn);
+  const itemsGuaranteed = s.driver === 'updated-items' || s.driver === 'dated-items';
+  return [
+    ...(s.vendor && s.driver !== 'vendor-items'
+      ? [`EXISTS (SELECT 1 FROM order_items v WHERE v.order_id = ${oid} AND v.vendor_id = @vendorId)`]
+      : []),
+    ...(items.length > 0 && !itemsGuaranteed
+      ? [`EXISTS (SELECT 1 FROM order_items i WHERE i.order_id = ${oid} AND ${items.join(' AND ')})`]
+      : []),
+  ];
+}

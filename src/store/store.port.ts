@@ -43,7 +43,7 @@ export interface Store {
   readonly reconcile: ReconcileStore;
   readonly search: SearchStore;
   readonly webhooks: WebhookStore;
-  /** Figures for /metrics, read at scrape time. */
+  /** Items by status and unsettled orders by phase: a scan of the store, made by the clock (never per scrape). */
   counts(): Promise<StoreCounts>;
   /** Applies the migrations not applied yet; safe when several processes start at once. Returns their versions. */
   migrate(): Promise<number[]>;

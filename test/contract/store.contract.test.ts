@@ -8,7 +8,7 @@ import { loadConfig } from '../../src/config.js';
 import { ItemStatus as S } from '../../src/domain/item-status.js';
 import { addCard, createClient } from '../../src/services/client-keys.js';
 import { openStore } from '../../src/store/open-store.js';
-import type { NewOrder, Reservation, Store, StoredItem } from '../../src/store/store.port.js';
+import type { NewOrder, Reservation, Settlement, Store, StoredItem } from '../../src/store/store.port.js';
 import type { Probe } from '../../src/store/store.probe.js';
 import { LISTINGS, VENDORS } from '../helpers/fixtures.js';
 import { openProbe, TEST_STORE, testStoreEnv, type TestStoreEnv } from '../helpers/test-store.js';
@@ -122,6 +122,18 @@ const reservationFor = (
   now: T0 + 1000,
 });
 
+/** Giving up on a queued order: its items FAILED, nothing bought. */
+const giveUp = (orderId: number): Settlement => ({
+  orderId,
+  fromPhase: 'queued',
+  itemStatus: S.FAILED,
+  clearCharges: true,
+  zeroTax: true,
+  giveBack: [],
+  ledger: null,
+  now: T0,
+});
+
 async function reserveAll(orderId: number, take: { listingId: number; copies: number }[]) {
   const { items } = (await store.orders.get(orderId))!;
   return store.processing.reserve(reservationFor(orderId, items, take));
@@ -166,6 +178,8 @@ describe(`the store port on ${TEST_STORE}`, () => {
     const first = await store.orders.accept(order);
     expect(first.kind).toBe('created');
     const orderId = (first as { orderId: number }).orderId;
+    // A new order comes back as it was stored: what a read just after the acceptance finds.
+    expect((first as { stored: unknown }).stored).toEqual(await store.orders.get(orderId));
     expect(await store.orders.accept(order)).toEqual({ kind: 'duplicate', orderId });
     expect(await store.orders.accept({ ...order, requestHash: 'other' })).toEqual({ kind: 'conflict' });
     const stored = (await store.orders.getForClient(clientId, orderId))!;
@@ -218,10 +232,13 @@ describe(`the store port on ${TEST_STORE}`, () => {
       'created',
       'duplicate',
     ]);
-    expect(results[1]).toEqual({ ...first, kind: 'duplicate' });
-    expect(results[5]).toEqual({ ...results[4], kind: 'duplicate' });
+    expect(results[1]).toEqual({ kind: 'duplicate', orderId: (first as { orderId: number }).orderId });
+    expect(results[5]).toEqual({ kind: 'duplicate', orderId: (results[4] as { orderId: number }).orderId });
     const ids = results.flatMap((r) => (r.kind === 'created' ? [r.orderId] : []));
     const stored = await store.orders.getMany([...ids, ...ids, 999_999_999]);
+    // Each new order comes back as the batch stored it: what a read after the commit finds.
+    for (const r of results)
+      if (r.kind === 'created') expect(r.stored).toEqual(stored.find((o) => o.order.orderId === r.orderId));
     expect(stored.map((o) => o.order.orderId).sort((a, b) => a - b)).toEqual([...ids].sort((a, b) => a - b));
     const byId = new Map(stored.map((o) => [o.order.orderId, o]));
     // Read by item id, the items follow the order's listings, as a single acceptance stores them.
@@ -333,19 +350,85 @@ describe(`the store port on ${TEST_STORE}`, () => {
     expect(later).toMatchObject({ reserved: null, catalog: null, order: { attempts: 3, phase: 'reserved' } });
   });
 
+  it('lets one of two attempts at once reserve: both count, the stock is taken once', async () => {
+    const walden = await stockOf(WALDEN);
+    const orderId = await accepted([{ listingId: WALDEN, copies: 2 }]);
+    const lease = { leaseUntil: T0 + 10, maxAttempts: 5 };
+    const attempts = await Promise.all(
+      [1, 2].map(() =>
+        store.processing.beginAttempt(orderId, lease, (start) =>
+          reservationFor(orderId, start.items, [{ listingId: WALDEN, copies: 2 }]),
+        ),
+      ),
+    );
+    expect(attempts.map((a) => a!.reserved).sort()).toEqual(['applied', null]);
+    expect(attempts.find((a) => a!.reserved === null)!.order.phase).toBe('reserved');
+    expect((await store.orders.get(orderId))!.order).toMatchObject({ attempts: 2, phase: 'reserved' });
+    expect(await stockOf(WALDEN)).toBe(walden - 2);
+  });
+
+  it('lets an attempt and a give-up race: either the order is reserved with its stock, or failed without', async () => {
+    const walden = await stockOf(WALDEN);
+    const orderId = await accepted([{ listingId: WALDEN, copies: 1 }]);
+    const [attempt, failed] = await Promise.all([
+      store.processing.beginAttempt(orderId, { leaseUntil: T0 + 60_000, maxAttempts: 5 }, (start) =>
+        reservationFor(orderId, start.items, [{ listingId: WALDEN, copies: 1 }]),
+      ),
+      store.processing.settle({ ...giveUp(orderId), leaseFreeAt: T0 + 1000, releasePayment: true }),
+    ]);
+    const stored = (await store.orders.get(orderId))!;
+    if (failed) {
+      expect(attempt!.reserved).toBeNull();
+      expect(stored.order.phase).toBe('settled');
+      expect(stored.items.map((i) => i.status)).toEqual([S.FAILED]);
+      expect(await stockOf(WALDEN)).toBe(walden);
+    } else {
+      expect(attempt!.reserved).toBe('applied');
+      expect(stored.order.phase).toBe('reserved');
+      expect(await stockOf(WALDEN)).toBe(walden - 1);
+    }
+  });
+
+  it('carries an order reserved by an attempt that died on to one settlement, the stock taken once', async () => {
+    const walden = await stockOf(WALDEN);
+    const orderId = await accepted([{ listingId: WALDEN, copies: 1 }]);
+    const lease = { leaseUntil: T0 + 10, maxAttempts: 5 };
+    await store.processing.beginAttempt(orderId, lease, (start) =>
+      reservationFor(orderId, start.items, [{ listingId: WALDEN, copies: 1 }]),
+    );
+    // The attempt's process died here: the next attempt finds the order reserved and goes on to pay.
+    const next = await store.processing.beginAttempt(orderId, lease, () => {
+      throw new Error('priced a reserved order');
+    });
+    expect(next).toMatchObject({ reserved: null, catalog: null, order: { phase: 'reserved', attempts: 2 } });
+    const approve = {
+      orderId,
+      fromPhase: 'reserved' as const,
+      itemStatus: S.ORDERED,
+      clearCharges: false,
+      zeroTax: false,
+      giveBack: [],
+      ledger: {
+        entryKey: `authorize:died-${orderId}`,
+        orderId,
+        orderItemId: null,
+        kind: 'authorize' as const,
+        amountCents: 1100,
+        currency: 'USD',
+      },
+      now: T0 + 2000,
+    };
+    expect(await store.processing.settle(approve)).toBe(true);
+    expect(await store.processing.settle(approve)).toBe(false);
+    expect(await store.processing.ledgerHas(`authorize:died-${orderId}`)).toBe(true);
+    expect((await store.orders.get(orderId))!.items.map((i) => i.status)).toEqual([S.ORDERED]);
+    expect(await stockOf(WALDEN)).toBe(walden - 1);
+  });
+
   it('settles under a lease guard only once no attempt holds the lease beyond the given time', async () => {
     const orderId = await accepted([{ listingId: WALDEN, copies: 1 }]);
     await store.processing.beginAttempt(orderId, { leaseUntil: T0 + 60_000, maxAttempts: 5 });
-    const fail = {
-      orderId,
-      fromPhase: 'queued' as const,
-      itemStatus: S.FAILED,
-      clearCharges: true,
-      zeroTax: true,
-      giveBack: [],
-      ledger: null,
-      now: T0,
-    };
+    const fail = giveUp(orderId);
     expect(await store.processing.settle({ ...fail, leaseFreeAt: T0 + 59_999 })).toBe(false);
     expect(await store.orders.phaseOf(orderId)).toBe('queued');
     expect(await store.processing.settle({ ...fail, leaseFreeAt: T0 + 60_000 })).toBe(true);
@@ -545,17 +628,8 @@ describe(`the store port on ${TEST_STORE}`, () => {
   it('moves the payment version on when an order is given up on, and only then', async () => {
     const failed = await accepted([{ listingId: WALDEN, copies: 1 }]);
     const declined = await accepted([{ listingId: WALDEN, copies: 1 }]);
-    const settle = {
-      fromPhase: 'queued' as const,
-      itemStatus: S.FAILED,
-      clearCharges: true,
-      zeroTax: true,
-      giveBack: [],
-      ledger: null,
-      now: T0,
-    };
-    expect(await store.processing.settle({ ...settle, orderId: failed, releasePayment: true })).toBe(true);
-    expect(await store.processing.settle({ ...settle, orderId: declined })).toBe(true);
+    expect(await store.processing.settle({ ...giveUp(failed), releasePayment: true })).toBe(true);
+    expect(await store.processing.settle(giveUp(declined))).toBe(true);
     expect(await store.ledger.paymentTarget(failed)).toMatchObject({ amountCents: 0, version: 1 });
     expect(await store.ledger.paymentTarget(declined)).toMatchObject({ amountCents: 0, version: 0 });
     expect(await store.reconcile.pendingPayments(100)).toContain(failed);

@@ -40,8 +40,11 @@ async function newClient(): Promise<{ clientId: number; cardId: number }> {
 
 const address = { name: 'Ada', address1: '1 Main St', city: 'X', country: 'USA', zipcode: '1', phone: '5' };
 
-/** An accepted order of one copy of Walden, reserved: the worker's next step is a settlement. */
-async function reservedOrder(client: { clientId: number; cardId: number }): Promise<number> {
+/** An accepted order of copies of Walden, one line per entry of `lines` (its quantity and maxPrice). */
+async function acceptedOrder(
+  client: { clientId: number; cardId: number },
+  lines: { quantity: number; maxPriceCents: number | null }[],
+) {
   seq += 1;
   const result = await store.orders.accept({
     clientId: client.clientId,
@@ -56,20 +59,28 @@ async function reservedOrder(client: { clientId: number; cardId: number }): Prom
     cardId: client.cardId,
     totalMaxPriceCents: null,
     createdAt: T0 + seq,
-    items: [WALDEN, WALDEN].map(() => ({
-      lineNo: 0,
-      listingId: WALDEN,
-      vendorId: 601,
-      title: 'Walden',
-      isbn: '9780691096124',
-      lineQuantity: 2,
-      maxPriceCents: null,
-      minDays: 3,
-      maxDays: 7,
-      costCents: 1000,
-    })),
+    items: lines.flatMap(({ quantity, maxPriceCents }, lineNo) =>
+      Array.from({ length: quantity }, () => ({
+        lineNo,
+        listingId: WALDEN,
+        vendorId: 601,
+        title: 'Walden',
+        isbn: '9780691096124',
+        lineQuantity: quantity,
+        maxPriceCents,
+        minDays: 3,
+        maxDays: 7,
+        costCents: 1000,
+      })),
+    ),
   });
   if (result.kind !== 'created') throw new Error(result.kind);
+  return result;
+}
+
+/** An accepted order of two copies of Walden, reserved: the worker's next step is a settlement. */
+async function reservedOrder(client: { clientId: number; cardId: number }): Promise<number> {
+  const result = await acceptedOrder(client, [{ quantity: 2, maxPriceCents: null }]);
   const { items } = (await store.orders.get(result.orderId))!;
   const priced = items.map((i) => ({ ...i, shipcostCents: 100, taxCents: 0, status: S.QUEUED }));
   await store.processing.reserve({
@@ -195,6 +206,39 @@ describe(`webhooks and order events on ${TEST_STORE}`, () => {
       toOrderResponse(afterMove.order, afterMove.items),
     );
     expect(mine.every((t) => t.state === 'pending' && t.attempts === 0)).toBe(true);
+  });
+
+  it('records the event of a reservation that rejects an item, holding the order as reserved', async () => {
+    const client = await newClient();
+    await store.webhooks.add({ clientId: client.clientId, url: 'https://reserve.example/', now: T0 });
+    const { orderId } = await acceptedOrder(client, [
+      { quantity: 1, maxPriceCents: null },
+      { quantity: 1, maxPriceCents: 1 },
+    ]);
+    const [bought, tooDear] = (await store.orders.get(orderId))!.items;
+    expect(
+      await store.processing.reserve({
+        orderId,
+        items: [
+          { ...bought!, shipcostCents: 100, taxCents: 0, status: S.QUEUED },
+          { ...tooDear!, shipcostCents: 0, taxCents: 0, status: S.MAX_PRICE_EXCEEDED },
+        ],
+        take: [{ listingId: WALDEN, copies: 1 }],
+        phase: 'reserved',
+        taxCents: null,
+        taxModel: null,
+        totalCents: 1100,
+        now: T0 + 500,
+        event: { eventId: 'evt_rejected', type: 'order.updated' },
+      }),
+    ).toBe('applied');
+    const reserved = (await store.orders.get(orderId))!;
+    expect(reserved.items.map((i) => i.status)).toEqual([S.QUEUED, S.MAX_PRICE_EXCEEDED]);
+    const [target] = (await outbox()).filter((t) => t.event.orderId === orderId);
+    expect(target!.event).toMatchObject({ eventId: 'evt_rejected', sequence: 1, createdAt: T0 + 500 });
+    expect(toOrderResponse(target!.event.order, target!.event.items)).toEqual(
+      toOrderResponse(reserved.order, reserved.items),
+    );
   });
 
   it('hands attempts over once, finds lost ones, and records each attempt once', async () => {

@@ -54,6 +54,8 @@ function baseEnv(
     LOG_PRETTY: 'false',
     ORDER_WAIT_MS: '10000',
     RATE_LIMIT_PER_S: '0',
+    // A spawned web process's metrics listener on a free port of its own (tests that scrape one choose it).
+    METRICS_PORT: '0',
     ...extra,
   };
 }
@@ -152,6 +154,8 @@ export async function spawnProcess(
     cwd,
     env: {
       ...(isolated ? { PATH: process.env.PATH } : process.env),
+      // Web processes side by side: each metrics listener on a free port unless the test chooses one.
+      METRICS_PORT: '0',
       ...env,
       LOG_LEVEL: readyLine ? 'info' : env.LOG_LEVEL,
     },

@@ -1,9 +1,10 @@
-import type { App } from '../../src/http/app.js';
 import supertest from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../scripts/redis.js';
 import { createSigningClient } from '../../src/client/signing-client.js';
-import { createWebApp } from '../../src/web.js';
+import { createProcessMetrics } from '../../src/metrics/http.metrics.js';
+import { publishStoreCounts } from '../../src/metrics/order-store.metrics.js';
+import { createMetricsListener } from '../../src/web.js';
 import { entry, postBatch, resultsOf, statusesOf } from '../helpers/batches.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
 import { valueOf } from '../helpers/prometheus-text.js';
@@ -15,7 +16,7 @@ const ASYNC = { headers: { Prefer: 'respond-async' } };
 
 let service: TestService;
 let buyer: Credentials;
-let web: App;
+let metrics: ReturnType<typeof createMetricsListener>;
 
 const ordersStored = () => service.probe.scalar<number>('SELECT count(*) FROM orders');
 
@@ -26,7 +27,7 @@ beforeAll(async () => {
   service = await createTestService({ env });
   await service.importCatalog(VENDORS, LISTINGS);
   buyer = await service.client('eager buyer');
-  web = createWebApp(service.deps);
+  metrics = createMetricsListener(service.deps, createProcessMetrics());
 });
 afterAll(() => service.close());
 
@@ -79,7 +80,9 @@ describe(`when more than MAX_UNSETTLED_ORDERS (${LIMIT}) orders are unsettled`, 
   });
 
   it('then /metrics shows the unsettled orders and the limit', async () => {
-    const text = (await supertest(web).get('/metrics').expect(200)).text;
+    // What the clock publishes every STORE_COUNTS_EVERY_S.
+    await publishStoreCounts(service.deps.store, service.deps.redis, service.config.REDIS_PREFIX);
+    const text = (await supertest(metrics).get('/metrics').expect(200)).text;
     expect(valueOf(text, 'bookorders_orders_unsettled', { phase: 'queued' })).toBe(3);
     expect(valueOf(text, 'bookorders_orders_unsettled_limit')).toBe(LIMIT);
   });

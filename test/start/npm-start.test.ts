@@ -57,6 +57,7 @@ async function startEnv(
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     PORT: String(port),
+    METRICS_PORT: String(await freePort()),
     DB_PATH: path.join(dir, 'orders.db'),
     LOG_LEVEL: 'warn',
     // Where its private Redis keeps its folder: the test sees what is left behind.
@@ -107,6 +108,7 @@ describe('the compiled build', () => {
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       PORT: String(port),
+      METRICS_PORT: String(await freePort()),
       DB_PATH: path.join(dir, 'orders.db'),
       REDIS_URL: inject('redisUrl'),
       QUEUE_PREFIX: `dist${process.pid}`,

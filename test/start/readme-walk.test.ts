@@ -99,6 +99,7 @@ beforeAll(async () => {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     PORT: String(await freePort()),
+    METRICS_PORT: String(await freePort()),
     DB_PATH: path.join(dir, 'orders.db'),
     LOG_LEVEL: 'warn',
     TMPDIR: tmp,

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { Request, Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Registry } from 'prom-client';
 import { boundMessages } from '../../src/http/errors.js';
-import { metricsRoute } from '../../src/http/metrics.js';
+import { metricsListener } from '../../src/http/metrics.js';
 import { sharedInFlight } from '../../src/services/read-cache.js';
 import { jsonOverflow } from '../../src/http/json-body.js';
 import { readableError } from '../../src/http/zod-messages.js';
@@ -113,13 +113,14 @@ describe('a computation shared by concurrent callers', () => {
   it('serves a thousand concurrent scrapes of /metrics with one collection', async () => {
     let collections = 0;
     let finish!: (text: string) => void;
-    const route = metricsRoute(() => {
+    const route = metricsListener(() => {
       collections++;
       return new Promise<string>((resolve) => (finish = resolve));
     }, new Registry());
     const sent: string[] = [];
-    const res = { set: () => res, send: (text: string) => sent.push(text) } as unknown as Response;
-    const scrapes = Array.from({ length: 1000 }, () => route({} as Request, res, () => undefined));
+    const res = { writeHead: () => res, end: (text: string) => sent.push(text) } as unknown as ServerResponse;
+    const req = { url: '/metrics', method: 'GET' } as IncomingMessage;
+    const scrapes = Array.from({ length: 1000 }, () => route(req, res));
     finish('own_series 1\n');
     await Promise.all(scrapes);
     expect(collections).toBe(1);

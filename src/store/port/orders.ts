@@ -132,9 +132,14 @@ export interface NewOrder extends Pick<
   items: NewOrderItem[];
 }
 
-/** created: stored now; duplicate: the same request was stored before; conflict: the request id was used for another. */
+/**
+ * created: stored now, with the order and its items as the acceptance stored them (what `get` would read just
+ * after its commit); duplicate: the same request was stored before; conflict: the request id was used for another.
+ */
 export type AcceptResult =
-  { kind: 'created'; orderId: number } | { kind: 'duplicate'; orderId: number } | { kind: 'conflict' };
+  | { kind: 'created'; orderId: number; stored: OrderWithItems }
+  | { kind: 'duplicate'; orderId: number }
+  | { kind: 'conflict' };
 
 export interface OrderStore {
   /** Records an order and its QUEUED items in one transaction, unique on (client, request id). */

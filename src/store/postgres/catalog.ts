@@ -5,7 +5,7 @@ import type { CatalogListing, CatalogStore, CatalogVendor, PricingCatalog } from
 import { withTransaction } from './postgres.pool.js';
 import { canBeId } from './postgres.rows.js';
 
-interface ListingWithVendorRow {
+export interface ListingWithVendorRow {
   listing_id: number;
   vendor_id: number;
   title: string;
@@ -28,7 +28,7 @@ interface RateRow {
 }
 
 // One statement: each listing with its vendor and the vendor's rates, all from one snapshot.
-const PRICING_SQL = `
+export const PRICING_SQL = `
   SELECT l.listing_id, l.vendor_id, l.title, l.isbn, l.price_cents, l.stock, v.country, v.currency, v.active,
          (SELECT json_agg(r) FROM shipping_rates r WHERE r.vendor_id = v.vendor_id) AS rates
     FROM listings l JOIN vendors v ON v.vendor_id = l.vendor_id
@@ -121,6 +121,14 @@ export async function readPricingCatalog(
 ): Promise<PricingCatalog> {
   const ids = [...new Set(listingIds.filter(canBeId))];
   const { rows } = await db.query<ListingWithVendorRow>(PRICING_SQL, [ids]);
+  return toPricingCatalog(rows, listingIds);
+}
+
+/** PRICING_SQL's rows as pricing reads them, keyed in the order of `listingIds`. */
+export function toPricingCatalog(
+  rows: readonly ListingWithVendorRow[],
+  listingIds: readonly number[],
+): PricingCatalog {
   const byId = new Map(rows.map((r) => [r.listing_id, r]));
   const listings = new Map<number, PricingListing>();
   const vendors = new Map<number, PricingVendor>();

@@ -1,10 +1,11 @@
 import type pg from 'pg';
 import type { LedgerStore, LedgerWrite, PaymentTarget } from '../store.port.js';
+import { LEDGER_COLUMNS, ledgerParams } from '../ledger.rows.js';
 import { PAYMENT_TARGET_COLUMNS } from '../payment-target.sql.js';
 import type { Queryable } from './postgres.pool.js';
 
-const INSERT_SQL = `
-  INSERT INTO ledger_entries (entry_key, order_id, order_item_id, kind, amount_cents, currency, created_at)
+export const INSERT_SQL = `
+  INSERT INTO ledger_entries (${LEDGER_COLUMNS})
   VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (entry_key) DO NOTHING RETURNING entry_id`;
 
 // A new adjustment entry moves its order's payment version on under the order's row lock, so versions commit
@@ -15,19 +16,9 @@ const INSERT_ADJUSTMENT_SQL = `
     UPDATE orders o SET payment_version = o.payment_version + 1 FROM entry e WHERE o.order_id = e.order_id)
   SELECT entry_id FROM entry`;
 
-const params = (entry: LedgerWrite, now: number): unknown[] => [
-  entry.entryKey,
-  entry.orderId,
-  entry.orderItemId,
-  entry.kind,
-  entry.amountCents,
-  entry.currency,
-  now,
-];
-
 /** Writes a ledger entry once per entry key; the new entry's id, or null when the key was written before. */
 export async function writeLedger(db: Queryable, entry: LedgerWrite, now: number): Promise<number | null> {
-  const { rows } = await db.query<{ entry_id: number }>(INSERT_SQL, params(entry, now));
+  const { rows } = await db.query<{ entry_id: number }>(INSERT_SQL, ledgerParams(entry, now));
   return rows[0]?.entry_id ?? null;
 }
 
@@ -37,7 +28,7 @@ export async function writeAdjustment(
   entry: LedgerWrite,
   now: number,
 ): Promise<number | null> {
-  const { rows } = await db.query<{ entry_id: number }>(INSERT_ADJUSTMENT_SQL, params(entry, now));
+  const { rows } = await db.query<{ entry_id: number }>(INSERT_ADJUSTMENT_SQL, ledgerParams(entry, now));
   return rows[0]?.entry_id ?? null;
 }
 

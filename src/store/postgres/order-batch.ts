@@ -1,6 +1,7 @@
 import type pg from 'pg';
-import type { AcceptResult, NewOrder } from '../store.port.js';
+import type { AcceptResult, NewOrder, OrderWithItems } from '../store.port.js';
 import { withTransaction, type Queryable } from './postgres.pool.js';
+import { toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './postgres.rows.js';
 
 // Every order of a batch in one statement, in (client, request id) order: two batches that share keys take
 // their locks in the same order and wait for each other instead of deadlocking. A key stored before, or by a
@@ -16,9 +17,10 @@ const INSERT_ORDERS_SQL = `
               bill_addr, card_id, total_max_price_cents, created_at, n)
    ORDER BY t.n
   ON CONFLICT (client_id, request_id) DO NOTHING
-  RETURNING order_id, client_id, request_id`;
+  RETURNING *`;
 
-// Items in request order, so that each order's item ids follow its listings as the single accept gives them.
+// Items in request order, so that each order's item ids follow its listings as the single accept gives them;
+// returned, so that a new order is answered without reading it back.
 const INSERT_ITEMS_SQL = `
   INSERT INTO order_items (order_id, client_id, order_created_at, line_no, listing_id, vendor_id, title, isbn,
     line_quantity, max_price_cents, min_days, max_days, cost_cents, updated_at, status_changed_at)
@@ -28,7 +30,8 @@ const INSERT_ITEMS_SQL = `
                 $8::text[], $9::int[], $10::bigint[], $11::int[], $12::int[], $13::bigint[]) WITH ORDINALITY
          AS t(order_id, client_id, created_at, line_no, listing_id, vendor_id, title, isbn, line_quantity,
               max_price_cents, min_days, max_days, cost_cents, n)
-   ORDER BY t.n`;
+   ORDER BY t.n
+  RETURNING *`;
 
 // A new statement under READ COMMITTED: it sees the rows whose commit the insert waited for.
 const EXISTING_SQL = `
@@ -54,8 +57,8 @@ export function acceptOrderBatch(pool: pg.Pool, orders: readonly NewOrder[]): Pr
       tx,
       unique.filter((o) => !created.has(keyOf(o))),
     );
-    for (const [key, orderId] of created)
-      stored.set(key, { orderId, requestHash: firsts.get(key)!.requestHash });
+    for (const [key, { order }] of created)
+      stored.set(key, { orderId: order.orderId, requestHash: firsts.get(key)!.requestHash });
     const answered = new Set<string>();
     return orders.map((order): AcceptResult => {
       const key = keyOf(order);
@@ -63,7 +66,8 @@ export function acceptOrderBatch(pool: pg.Pool, orders: readonly NewOrder[]): Pr
       answered.add(key);
       const row = stored.get(key);
       if (!row) throw new Error(`order of request ${order.requestId} conflicted but cannot be found`);
-      if (first && created.has(key)) return { kind: 'created', orderId: row.orderId };
+      const mine = first && created.get(key);
+      if (mine) return { kind: 'created', orderId: row.orderId, stored: mine };
       return row.requestHash === order.requestHash
         ? { kind: 'duplicate', orderId: row.orderId }
         : { kind: 'conflict' };
@@ -71,42 +75,47 @@ export function acceptOrderBatch(pool: pg.Pool, orders: readonly NewOrder[]): Pr
   });
 }
 
-/** The new orders' ids by key; keys already stored are absent. */
-async function insertOrders(tx: Queryable, orders: readonly NewOrder[]): Promise<Map<string, number>> {
+/** The new orders by key, their items still to come; keys already stored are absent. */
+async function insertOrders(
+  tx: Queryable,
+  orders: readonly NewOrder[],
+): Promise<Map<string, OrderWithItems>> {
   const column = <T>(pick: (o: NewOrder) => T): T[] => orders.map(pick);
-  const { rows } = await tx.query<{ order_id: number; client_id: number; request_id: string }>(
-    INSERT_ORDERS_SQL,
-    [
-      column((o) => o.clientId),
-      column((o) => o.requestId),
-      column((o) => o.requestHash),
-      column((o) => o.referenceId),
-      column((o) => o.domain),
-      column((o) => o.currency),
-      column((o) => o.shippingMode),
-      column((o) => JSON.stringify(o.shipAddr)),
-      column((o) => JSON.stringify(o.billAddr)),
-      column((o) => o.cardId),
-      column((o) => o.totalMaxPriceCents),
-      column((o) => o.createdAt),
-    ],
+  const { rows } = await tx.query<OrderRow>(INSERT_ORDERS_SQL, [
+    column((o) => o.clientId),
+    column((o) => o.requestId),
+    column((o) => o.requestHash),
+    column((o) => o.referenceId),
+    column((o) => o.domain),
+    column((o) => o.currency),
+    column((o) => o.shippingMode),
+    column((o) => JSON.stringify(o.shipAddr)),
+    column((o) => JSON.stringify(o.billAddr)),
+    column((o) => o.cardId),
+    column((o) => o.totalMaxPriceCents),
+    column((o) => o.createdAt),
+  ]);
+  return new Map(
+    rows.map((r) => [
+      keyOf({ clientId: r.client_id, requestId: r.request_id }),
+      { order: toStoredOrder(r), items: [] },
+    ]),
   );
-  return new Map(rows.map((r) => [keyOf({ clientId: r.client_id, requestId: r.request_id }), r.order_id]));
 }
 
-/** The items of the orders just created, every one QUEUED. */
+/** The items of the orders just created, every one QUEUED, added to their orders as stored. */
 async function insertItems(
   tx: Queryable,
   orders: readonly NewOrder[],
-  created: Map<string, number>,
+  created: Map<string, OrderWithItems>,
 ): Promise<void> {
   const items = orders.flatMap((order) => {
-    const orderId = created.get(keyOf(order));
+    const orderId = created.get(keyOf(order))?.order.orderId;
     return orderId === undefined ? [] : order.items.map((item) => ({ ...item, order, orderId }));
   });
   if (items.length === 0) return;
   const column = <T>(pick: (i: (typeof items)[number]) => T): T[] => items.map(pick);
-  await tx.query(INSERT_ITEMS_SQL, [
+  const { rows } = await tx.query<ItemRow>(INSERT_ITEMS_SQL, [
     column((i) => i.orderId),
     column((i) => i.order.clientId),
     column((i) => i.order.createdAt),
@@ -121,6 +130,9 @@ async function insertItems(
     column((i) => i.maxDays),
     column((i) => i.costCents),
   ]);
+  const byOrder = new Map([...created.values()].map((o) => [o.order.orderId, o.items]));
+  for (const row of rows) byOrder.get(row.order_id)!.push(toStoredItem(row));
+  for (const items of byOrder.values()) items.sort((a, b) => a.orderItemId - b.orderItemId);
 }
 
 /** The stored order and request hash of each key that was not created now. */

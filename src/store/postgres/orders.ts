@@ -4,7 +4,8 @@ import { acceptOrderBatch } from './order-batch.js';
 import type { Queryable } from './postgres.pool.js';
 import { canBeId, toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './postgres.rows.js';
 
-// One statement, so one atomic write: the order, then its items from parallel arrays in request order.
+// One statement, so one atomic write: the order, then its items from parallel arrays in request order,
+// returned as `readOrder` reads them.
 // On a duplicate key the order insert returns nothing and so inserts no items; a concurrent insert of the same
 // key waits for the first to commit and then returns nothing too.
 const ACCEPT_SQL = `
@@ -13,7 +14,7 @@ const ACCEPT_SQL = `
       ship_addr, bill_addr, card_id, total_max_price_cents, created_at)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12)
     ON CONFLICT (client_id, request_id) DO NOTHING
-    RETURNING order_id, client_id, created_at),
+    RETURNING *),
   items AS (
     INSERT INTO order_items (order_id, client_id, order_created_at, line_no, listing_id, vendor_id, title, isbn,
       line_quantity, max_price_cents, min_days, max_days, cost_cents, updated_at, status_changed_at)
@@ -24,8 +25,10 @@ const ACCEPT_SQL = `
                        $19::bigint[], $20::int[], $21::int[], $22::bigint[]) WITH ORDINALITY
            AS t(line_no, listing_id, vendor_id, title, isbn, line_quantity, max_price_cents, min_days, max_days,
                 cost_cents, n)
-     ORDER BY t.n)
-  SELECT order_id FROM accepted`;
+     ORDER BY t.n
+    RETURNING *)
+  SELECT a.*, coalesce((SELECT json_agg(i ORDER BY i.order_item_id) FROM items i), '[]') AS items
+    FROM accepted a`;
 
 // The order and its items in one statement, hence one snapshot.
 const ORDER_WITH_ITEMS_SQL = `
@@ -38,7 +41,7 @@ const ORDERS_WITH_ITEMS_SQL = `
                          WHERE i.order_id = o.order_id), '[]') AS items
     FROM orders o WHERE o.order_id = ANY($1::bigint[])`;
 
-type OrderWithItemsRow = OrderRow & { items: ItemRow[] };
+export type OrderWithItemsRow = OrderRow & { items: ItemRow[] };
 
 /** The order with its items (sorted by order_item_id), read in one snapshot; only the client's when given. */
 export async function readOrder(
@@ -52,8 +55,14 @@ export async function readOrder(
     clientId === null ? [orderId] : [orderId, clientId],
   );
   const row = rows[0];
-  return row ? { order: toStoredOrder(row), items: row.items.map(toStoredItem) } : null;
+  return row ? toOrderWithItems(row) : null;
 }
+
+/** A row of an order with its items as one JSON array (sorted by order_item_id). */
+export const toOrderWithItems = (row: OrderWithItemsRow): OrderWithItems => ({
+  order: toStoredOrder(row),
+  items: row.items.map(toStoredItem),
+});
 
 function acceptParams(order: NewOrder): unknown[] {
   const items = order.items;
@@ -85,9 +94,9 @@ function acceptParams(order: NewOrder): unknown[] {
 
 /** One acceptance on `db` (the pool, or a transaction's client): the insert, then the key's owner on a conflict. */
 async function acceptOne(db: Queryable, order: NewOrder): Promise<AcceptResult> {
-  const inserted = await db.query<{ order_id: number }>(ACCEPT_SQL, acceptParams(order));
+  const inserted = await db.query<OrderWithItemsRow>(ACCEPT_SQL, acceptParams(order));
   const created = inserted.rows[0];
-  if (created) return { kind: 'created', orderId: created.order_id };
+  if (created) return { kind: 'created', orderId: created.order_id, stored: toOrderWithItems(created) };
   // A new statement under READ COMMITTED: it sees the row whose commit the insert waited for.
   const existing = await db.query<{ order_id: number; request_hash: string }>(
     'SELECT order_id, request_hash FROM orders WHERE client_id = $1 AND request_id = $2',
@@ -116,7 +125,7 @@ export function postgresOrders(pool: pg.Pool): OrderStore {
       const ids = [...new Set(orderIds)].filter(canBeId);
       if (ids.length === 0) return [];
       const { rows } = await pool.query<OrderWithItemsRow>(ORDERS_WITH_ITEMS_SQL, [ids]);
-      return rows.map((row) => ({ order: toStoredOrder(row), items: row.items.map(toStoredItem) }));
+      return rows.map(toOrderWithItems);
     },
     async countUnsettled() {
       const { rows } = await pool.query<{ n: number }>(

@@ -8,6 +8,7 @@ import type { MigrationContext } from '../store-secrets.js';
 import { SECRETS_MIGRATION } from './secrets.migration.js';
 import { SETTINGS_MIGRATION } from './settings.migration.js';
 import { WEBHOOKS_MIGRATION } from './webhooks.migration.js';
+import { installOrderFunctions } from './order-functions.js';
 import { withTransaction } from './postgres.pool.js';
 
 /** One schema version: its SQL, then code when rows must be rewritten too (in the same transaction). */
@@ -209,7 +210,8 @@ const MIGRATION_LOCK = 7_301_202_611;
 
 /**
  * Applies the migrations not applied yet, all in one transaction under a transaction-scoped advisory lock:
- * processes starting at once queue on the lock and find the work done. Returns the versions it applied.
+ * processes starting at once queue on the lock and find the work done. Returns the versions it applied. The
+ * worker's functions of this code (order-functions.ts) are created in the same transaction when missing.
  */
 export async function migratePostgres(
   pool: pg.Pool,
@@ -236,6 +238,7 @@ export async function migratePostgres(
       ]);
       applied.push(migration.version);
     }
+    await installOrderFunctions(tx);
     return applied;
   });
 }

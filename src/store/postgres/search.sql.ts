@@ -5,6 +5,7 @@ import {
   keyRange,
   searchBounds,
   shapeOf,
+  existsTerms,
   type Driver,
   type SearchShape,
 } from '../search-plan.js';
@@ -80,20 +81,6 @@ function bind(clientId: number, c: SearchCriteria): Record<string, unknown> {
   };
 }
 
-/** Conditions on the order id `oid` that the driver does not already guarantee. */
-function existsTerms(oid: string, s: SearchShape): string[] {
-  const items = itemTerms('i', s, PG_ITEM_IDS);
-  const itemsGuaranteed = s.driver === 'updated-items' || s.driver === 'dated-items';
-  return [
-    ...(s.vendor && s.driver !== 'vendor-items'
-      ? [`EXISTS (SELECT 1 FROM order_items v WHERE v.order_id = ${oid} AND v.vendor_id = @vendorId)`]
-      : []),
-    ...(items.length > 0 && !itemsGuaranteed
-      ? [`EXISTS (SELECT 1 FROM order_items i WHERE i.order_id = ${oid} AND ${items.join(' AND ')})`]
-      : []),
-  ];
-}
-
 // Drivers that read orders: by (client_id, created_at, order_id), by reference, or by the ids given; the
 // reference's own term is added for every driver that reads orders.
 const ORDER_TERMS: Partial<Record<Driver, string[]>> = {
@@ -126,7 +113,7 @@ function pageSql(s: SearchShape): string {
       keyRange('o.created_at', 'o.order_id', s),
       ...orderTerms,
       ...(s.reference ? ['o.reference_id = @referenceId'] : []),
-      ...existsTerms('o.order_id', s),
+      ...existsTerms('o.order_id', s, PG_ITEM_IDS),
     ];
     return `SELECT o.* FROM orders o WHERE ${where.join(' AND ')}
              ORDER BY o.created_at ${dir}, o.order_id ${dir} LIMIT @limit`;
@@ -136,7 +123,7 @@ function pageSql(s: SearchShape): string {
     'd.client_id = @clientId',
     ...terms,
     keyRange('d.order_created_at', 'd.order_id', s),
-    ...existsTerms('d.order_id', s),
+    ...existsTerms('d.order_id', s, PG_ITEM_IDS),
   ];
   // Keys first, from the index alone; the orders table is read for the page only.
   return `SELECT o.* FROM (

@@ -1,13 +1,9 @@
 import type { Migration } from './postgres.migrations.js';
 
 /**
- * The server settings the service wants, as defaults of its role in its database: every connection gets them when
- * it starts, whoever opens it (the service, or a pooler in front of the server), at no cost per transaction. Until
- * now they were a startup option, which a transaction pooler refuses. On the role in this database rather than on
- * the database (ALTER DATABASE): any role may set its own defaults, while only the database's owner may set the
- * database's; and a person's psql under another role, or another database on the server, is left as it is.
- * Every query of the service reads few rows by an index: starting parallel workers costs more (5–7 ms on a
- * search's p95) than it could save.
+ * The server settings the service wants, as defaults of its role in this database: every connection gets them,
+ * through a pooler too (which refuses startup options), and only this role and database are changed. No parallel
+ * workers: every query reads few rows by an index, and starting them costs more than they save (BENCHMARKS.md).
  */
 export const SETTINGS_MIGRATION: Migration = {
   version: 8,

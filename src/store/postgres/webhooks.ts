@@ -16,7 +16,7 @@ import { canBeId } from './postgres.rows.js';
 
 // The shape of event-snapshot.ts's EventSnapshot, built where the rows are: the order as it stands in this
 // transaction, and one pending delivery per active webhook of its client.
-const EVENT_SQL = `
+export const EVENT_SQL = `
   WITH event AS (
     INSERT INTO order_events (event_id, type, client_id, order_id, sequence, created_at, trace_context, snapshot)
     SELECT $2, $4, o.client_id, o.order_id, o.event_seq, $3, $5::text, jsonb_build_object(

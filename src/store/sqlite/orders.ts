@@ -10,7 +10,8 @@ export function sqliteOrders(db: Db): OrderStore {
        ship_addr, bill_addr, card_id, total_max_price_cents, created_at)
      VALUES (@clientId, @requestId, @requestHash, @referenceId, @domain, @currency, @shippingMode,
        @shipAddr, @billAddr, @cardId, @totalMaxPriceCents, @createdAt)
-     ON CONFLICT (client_id, request_id) DO NOTHING`,
+     ON CONFLICT (client_id, request_id) DO NOTHING
+     RETURNING *`,
   );
   const byRequest = db.prepare<[number, string], Pick<OrderRow, 'order_id' | 'request_hash'>>(
     'SELECT order_id, request_hash FROM orders WHERE client_id = ? AND request_id = ?',
@@ -20,7 +21,8 @@ export function sqliteOrders(db: Db): OrderStore {
        line_quantity, max_price_cents, min_days, max_days, cost_cents, shipcost_cents, status, updated_at,
        status_changed_at)
      VALUES (@orderId, @clientId, @createdAt, @lineNo, @listingId, @vendorId, @title, @isbn, @lineQuantity,
-       @maxPriceCents, @minDays, @maxDays, @costCents, 0, 1, @createdAt, @createdAt)`,
+       @maxPriceCents, @minDays, @maxDays, @costCents, 0, 1, @createdAt, @createdAt)
+     RETURNING *`,
   );
   const phaseOf = db.prepare<[number], { phase: OrderRow['phase'] }>(
     'SELECT phase FROM orders WHERE order_id = ?',
@@ -33,25 +35,27 @@ export function sqliteOrders(db: Db): OrderStore {
     .pluck();
   const read = orderReader(db);
 
-  // The body of one acceptance, run inside the caller's transaction.
+  // The body of one acceptance, run inside the caller's transaction; a new order is answered from its inserts.
   const acceptOne = (order: NewOrder): AcceptResult => {
     const { items, ...head } = order;
-    const inserted = insertOrder.run({
+    const inserted = insertOrder.get({
       ...head,
       shipAddr: JSON.stringify(order.shipAddr),
       billAddr: JSON.stringify(order.billAddr),
-    });
-    if (inserted.changes === 0) {
+    }) as OrderRow | undefined;
+    if (!inserted) {
       const existing = byRequest.get(order.clientId, order.requestId)!;
       return existing.request_hash === order.requestHash
         ? { kind: 'duplicate', orderId: existing.order_id }
         : { kind: 'conflict' };
     }
-    const orderId = Number(inserted.lastInsertRowid);
-    for (const item of items) {
-      insertItem.run({ ...item, orderId, clientId: order.clientId, createdAt: order.createdAt });
-    }
-    return { kind: 'created', orderId };
+    const orderId = inserted.order_id;
+    const stored = items.map((item) =>
+      toStoredItem(
+        insertItem.get({ ...item, orderId, clientId: order.clientId, createdAt: order.createdAt }) as ItemRow,
+      ),
+    );
+    return { kind: 'created', orderId, stored: { order: toStoredOrder(inserted), items: stored } };
   };
   const accept = db.transaction(acceptOne);
   const acceptMany = orderBatchAcceptor(db, acceptOne);

@@ -15,6 +15,7 @@ import {
   NARROW_UPDATE_SCAN,
   searchBounds,
   shapeOf,
+  existsTerms,
   type Driver,
   type SearchShape,
 } from '../search-plan.js';
@@ -163,20 +164,6 @@ function bind(clientId: number, c: SearchCriteria): Bindings {
   };
 }
 
-/** Conditions on the order id `oid` that the driver does not already guarantee. */
-function existsTerms(oid: string, s: SearchShape): string[] {
-  const items = itemTerms('i', s, SQLITE_ITEM_IDS);
-  const itemsGuaranteed = s.driver === 'updated-items' || s.driver === 'dated-items';
-  return [
-    ...(s.vendor && s.driver !== 'vendor-items'
-      ? [`EXISTS (SELECT 1 FROM order_items v WHERE v.order_id = ${oid} AND v.vendor_id = @vendorId)`]
-      : []),
-    ...(items.length > 0 && !itemsGuaranteed
-      ? [`EXISTS (SELECT 1 FROM order_items i WHERE i.order_id = ${oid} AND ${items.join(' AND ')})`]
-      : []),
-  ];
-}
-
 const ORDER_SOURCES: Partial<Record<Driver, string>> = {
   orders: 'orders o',
   reference: 'orders o INDEXED BY orders_client_reference',
@@ -204,7 +191,7 @@ function pageSql(s: SearchShape): string {
       'o.client_id = @clientId',
       keyRange('o.created_at', 'o.order_id', s),
       ...(s.reference ? ['o.reference_id = @referenceId'] : []),
-      ...existsTerms('o.order_id', s),
+      ...existsTerms('o.order_id', s, SQLITE_ITEM_IDS),
     ];
     return `SELECT ${ORDER_COLUMNS} FROM ${source} WHERE ${where.join(' AND ')}
             ORDER BY o.created_at ${dir}, o.order_id ${dir} LIMIT @limit`;
@@ -214,7 +201,7 @@ function pageSql(s: SearchShape): string {
     'd.client_id = @clientId',
     ...terms(s),
     keyRange('d.order_created_at', 'd.order_id', s),
-    ...existsTerms('d.order_id', s),
+    ...existsTerms('d.order_id', s, SQLITE_ITEM_IDS),
   ];
   // Keys first, from the index alone; the orders table is read for the page only.
   return `SELECT ${ORDER_COLUMNS} FROM (

@@ -1,0 +1,185 @@
+import crypto from 'node:crypto';
+import type pg from 'pg';
+import { PRICING_SQL } from './catalog.js';
+import { INSERT_SQL as LEDGER_SQL } from './ledger.js';
+import { EVENT_SQL } from './webhooks.js';
+
+/**
+ * The worker's steps on PostgreSQL as functions of the database (PL/pgSQL), each called in one round trip
+ * (issue 17): a step of several statements that depend on each other (a phase guard, then what it allows, then
+ * an event whose snapshot must see them) would otherwise cost a round trip per statement, with the order's and
+ * the listings' row locks held across them. A function runs them one after the other on the server, each with
+ * a snapshot of its own as under READ COMMITTED, so every step keeps the semantics it had as separate
+ * statements. The statements shared with other writers (the event and its outbox rows, the ledger entry, the
+ * pricing read) are this adapter's constants, bound to the function's parameters by name.
+ *
+ * A function's name carries a hash of its definition, and `installOrderFunctions` creates the ones missing
+ * under the migration lock: a process calls the functions of its own code, so processes of an older and a
+ * newer version run side by side, and a changed statement is never left behind in an old definition.
+ */
+
+/** Replaces a statement's $1…$n with the function's parameter names, in order. */
+function bind(sql: string, names: readonly string[]): string {
+  return sql.replace(/\$(\d+)/g, (_, n: string) => {
+    const name = names[Number(n) - 1];
+    if (!name) throw new Error(`no parameter for $${n}`);
+    return name;
+  });
+}
+
+interface OrderFunction {
+  name: string;
+  create: string;
+}
+
+function orderFunction(base: string, params: string, returns: string, body: string): OrderFunction {
+  const definition = `(${params}) RETURNS ${returns} LANGUAGE plpgsql AS $fn$\n${body}\n$fn$`;
+  const hash = crypto.createHash('sha1').update(definition).digest('hex').slice(0, 12);
+  const name = `${base}_${hash}`;
+  return { name, create: `CREATE FUNCTION ${name}${definition}` };
+}
+
+// The event of a change with its outbox rows, as recordEvent writes it: the sequence first, then the snapshot.
+const EVENT_STEP = `
+    UPDATE orders SET event_seq = event_seq + 1 WHERE order_id = p_order_id;
+    ${bind(EVENT_SQL, ['p_order_id', 'p_event_id', 'p_now', 'p_event_type', 'p_event_trace'])};`;
+
+const ITEMS_JSON = `coalesce((SELECT json_agg(i ORDER BY i.order_item_id) FROM order_items i
+                            WHERE i.order_id = p_order_id), '[]')`;
+
+/**
+ * Counts an attempt (the order's row lock), then reads the order, its items and, when the attempt is to reserve
+ * it, the pricing catalog of its listings, in a statement after the count: no reservation or settlement comes
+ * between. A settled order is read as it is, uncounted; null when there is no such order.
+ */
+export const BEGIN_ATTEMPT = orderFunction(
+  'bo_begin_attempt',
+  'p_order_id bigint, p_lease_until bigint, p_max_attempts int',
+  'json',
+  `DECLARE
+  v_order record;
+BEGIN
+  UPDATE orders SET attempts = attempts + 1,
+         lease_until = CASE WHEN attempts + 1 <= p_max_attempts THEN p_lease_until ELSE lease_until END
+   WHERE order_id = p_order_id AND phase <> 'settled'
+  RETURNING * INTO v_order;
+  IF NOT FOUND THEN
+    SELECT * INTO v_order FROM orders WHERE order_id = p_order_id;
+    IF NOT FOUND THEN RETURN NULL; END IF;
+    RETURN json_build_object('counted', false, 'order', row_to_json(v_order), 'items', ${ITEMS_JSON});
+  END IF;
+  RETURN json_build_object('counted', true, 'order', row_to_json(v_order), 'items', ${ITEMS_JSON},
+    'catalog', CASE WHEN v_order.phase = 'queued' AND v_order.attempts <= p_max_attempts THEN
+      coalesce((SELECT json_agg(c) FROM (${bind(PRICING_SQL, [
+        '(SELECT array_agg(DISTINCT listing_id) FROM order_items WHERE order_id = p_order_id)',
+      ])}) c), '[]') END);
+END;`,
+);
+
+/**
+ * Applies a priced reservation while the order is still queued: 'not-queued' when it no longer is, 'short' when
+ * a listing lacks the stock (nothing written), else 'applied'. The listings are locked in id order, as every
+ * writer locks them, and checked before anything is written, so the take cannot fall short afterwards.
+ */
+export const RESERVE_ORDER = orderFunction(
+  'bo_reserve_order',
+  `p_order_id bigint, p_phase text, p_tax_cents bigint, p_tax_model text, p_total_cents bigint, p_now bigint,
+   p_item_ids bigint[], p_costs bigint[], p_shipcosts bigint[], p_taxes bigint[], p_min_days int[],
+   p_max_days int[], p_statuses int[], p_take_ids bigint[], p_take_copies int[], p_event_id text,
+   p_event_type text, p_event_trace text`,
+  'text',
+  `DECLARE
+  v_enough boolean;
+  v_found int := 0;
+BEGIN
+  PERFORM 1 FROM orders WHERE order_id = p_order_id AND phase = 'queued' FOR UPDATE;
+  IF NOT FOUND THEN RETURN 'not-queued'; END IF;
+  FOR v_enough IN
+    SELECT l.stock >= t.copies FROM listings l
+      JOIN unnest(p_take_ids, p_take_copies) AS t(listing_id, copies) ON t.listing_id = l.listing_id
+     ORDER BY l.listing_id FOR UPDATE OF l
+  LOOP
+    IF NOT v_enough THEN RETURN 'short'; END IF;
+    v_found := v_found + 1;
+  END LOOP;
+  IF v_found <> cardinality(p_take_ids) THEN RETURN 'short'; END IF;
+  UPDATE orders SET phase = p_phase, tax_cents = p_tax_cents, tax_model = p_tax_model, total_cents = p_total_cents
+   WHERE order_id = p_order_id;
+  -- An item rejected now (no longer QUEUED) is a change the event reports.
+  UPDATE order_items i
+     SET cost_cents = u.cost_cents, shipcost_cents = u.shipcost_cents, tax_cents = u.tax_cents,
+         min_days = u.min_days, max_days = u.max_days,
+         status = CASE WHEN i.status = 1 AND u.status <> 1 THEN u.status ELSE i.status END,
+         updated_at = CASE WHEN i.status = 1 AND u.status <> 1 THEN p_now ELSE i.updated_at END,
+         status_changed_at = CASE WHEN i.status = 1 AND u.status <> 1 THEN p_now ELSE i.status_changed_at END
+    FROM unnest(p_item_ids, p_costs, p_shipcosts, p_taxes, p_min_days, p_max_days, p_statuses)
+           AS u(order_item_id, cost_cents, shipcost_cents, tax_cents, min_days, max_days, status)
+   WHERE i.order_id = p_order_id AND i.order_item_id = u.order_item_id;
+  IF p_event_id IS NOT NULL THEN${EVENT_STEP}
+  END IF;
+  UPDATE listings l SET stock = l.stock - t.copies
+    FROM unnest(p_take_ids, p_take_copies) AS t(listing_id, copies)
+   WHERE l.listing_id = t.listing_id;
+  RETURN 'applied';
+END;`,
+);
+
+/**
+ * Settles the order while it is in p_from_phase (and its lease allows): its QUEUED items move, the stock given
+ * back (listings locked in id order), the ledger entry and the event with its outbox rows written. False, with
+ * nothing written, when the order is no longer in that phase.
+ */
+export const SETTLE_ORDER = orderFunction(
+  'bo_settle_order',
+  `p_order_id bigint, p_from_phase text, p_zero_tax boolean, p_item_status int, p_clear_charges boolean,
+   p_now bigint, p_lease_free_at bigint, p_release int, p_give_ids bigint[], p_give_copies int[],
+   p_entry_key text, p_entry_item bigint, p_entry_kind text, p_entry_amount bigint, p_entry_currency text,
+   p_event_id text, p_event_type text, p_event_trace text`,
+  'boolean',
+  `DECLARE
+  v_entry bigint;
+BEGIN
+  UPDATE orders SET phase = 'settled', payment_version = payment_version + p_release,
+         tax_cents = CASE WHEN p_zero_tax AND tax_cents IS NOT NULL THEN 0 ELSE tax_cents END
+   WHERE order_id = p_order_id AND phase = p_from_phase
+     AND (p_lease_free_at IS NULL OR lease_until IS NULL OR lease_until <= p_lease_free_at);
+  IF NOT FOUND THEN RETURN false; END IF;
+  UPDATE order_items i
+     SET status = p_item_status, updated_at = p_now, status_changed_at = p_now,
+         shipcost_cents = CASE WHEN p_clear_charges THEN 0 ELSE i.shipcost_cents END,
+         tax_cents = CASE WHEN p_clear_charges THEN 0 ELSE i.tax_cents END
+   WHERE i.order_id = p_order_id AND i.status = 1;
+  IF cardinality(p_give_ids) > 0 THEN
+    PERFORM 1 FROM listings WHERE listing_id = ANY(p_give_ids) ORDER BY listing_id FOR UPDATE;
+    UPDATE listings l SET stock = l.stock + t.copies
+      FROM unnest(p_give_ids, p_give_copies) AS t(listing_id, copies)
+     WHERE l.listing_id = t.listing_id;
+  END IF;
+  IF p_entry_key IS NOT NULL THEN
+    ${bind(LEDGER_SQL, [
+      'p_entry_key',
+      'p_order_id',
+      'p_entry_item',
+      'p_entry_kind',
+      'p_entry_amount',
+      'p_entry_currency',
+      'p_now',
+    ]).trim()} INTO v_entry;
+  END IF;
+  IF p_event_id IS NOT NULL THEN${EVENT_STEP}
+  END IF;
+  RETURN true;
+END;`,
+);
+
+export const ORDER_FUNCTIONS: readonly OrderFunction[] = [BEGIN_ATTEMPT, RESERVE_ORDER, SETTLE_ORDER];
+
+/** Creates the functions of this code that the database lacks; run under the migration lock. */
+export async function installOrderFunctions(tx: pg.ClientBase): Promise<void> {
+  const { rows } = await tx.query<{ proname: string }>(
+    'SELECT proname FROM pg_proc WHERE proname = ANY($1::text[])',
+    [ORDER_FUNCTIONS.map((f) => f.name)],
+  );
+  const present = new Set(rows.map((r) => r.proname));
+  for (const f of ORDER_FUNCTIONS) if (!present.has(f.name)) await tx.query(f.create);
+}
