@@ -20,10 +20,14 @@ let built = false;
 export function entryArgs(entry: string): string[] {
   const command = PROCFILE.find((args) => compiledEntry(args) === `dist/${entry.replace(/\.ts$/, '.js')}`);
   if (!command) return ['--import', 'tsx', entry];
-  if (RUNTIME === 'tsx') return fromSource(command);
+  // BENCH_NO_PRELOAD=1: the command without the module it preloads (the tracing), to measure what that costs.
+  const args = process.env.BENCH_NO_PRELOAD
+    ? command.filter((arg) => !arg.startsWith('--import=./dist/'))
+    : command;
+  if (RUNTIME === 'tsx') return fromSource(args);
   if (!built) execFileSync('bash', [path.join(ROOT, 'scripts/build.sh'), '--if-stale'], { stdio: 'inherit' });
   built = true;
-  return command;
+  return args;
 }
 
 /** Everything started here and not exited yet, so that Ctrl-C can stop it too. */

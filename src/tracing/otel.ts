@@ -64,6 +64,7 @@ export function startOtel(role: string): void {
         }
       });
     },
+    active: () => trace.getActiveSpan() !== undefined,
     annotate(attributes) {
       trace.getActiveSpan()?.setAttributes(attributes);
     },

@@ -9,6 +9,8 @@ export type SpanAttributes = Record<string, string | number | boolean>;
 export interface TracingImpl {
   /** Runs `fn` in a new span, child of the active one (or of `parent`, a context taken by `capture`). */
   span<T>(name: string, attributes: SpanAttributes, fn: () => Promise<T>, parent?: string): Promise<T>;
+  /** Whether a span is active: work outside any (a timer, a poll) is not traced on its own. */
+  active(): boolean;
   /** Adds attributes to the active span. */
   annotate(attributes: SpanAttributes): void;
   /** The active context as a string to store (W3C trace context), or undefined when no span is active. */
@@ -59,8 +61,9 @@ export function queueTelemetry<T>(): T | undefined {
 }
 
 /**
- * `target` with every method that returns a promise run in a span `${prefix}.${method}`; `target` itself when
- * tracing is off. For ports whose calls are not traced below them (the SQLite store, the payment gateway).
+ * `target` with each method call a span `${prefix}.${method}`, child of the active span (a call outside any, such
+ * as a poll's, is not traced: it would start a trace of its own each time); `target` itself when tracing is off.
+ * For ports whose calls are not traced below them (the SQLite store, the payment gateway).
  */
 export function traced<T extends object>(
   target: T,
@@ -75,6 +78,7 @@ export function traced<T extends object>(
     wrapped[key] =
       typeof value === 'function'
         ? (...args: unknown[]) => {
+            if (!tracing.active()) return (value as (...a: unknown[]) => unknown).apply(target, args);
             let result: unknown;
             let thrown: { error: unknown } | undefined;
             const span = tracing.span(`${prefix}.${key}`, attributes(key, args), () => {

@@ -122,6 +122,22 @@ describe('when tracing is on and a client places an order', () => {
   });
 });
 
+describe('when the clock runs with tracing on', () => {
+  it('then each reconciliation pass is a trace of the clock, with its store operations below it', async () => {
+    await service.spawn('jobs/clock.ts', tracing({ RECONCILE_CRON: '* * * * * *' }), 'clock ready');
+    // A pass that finds Redis not ready yet is skipped at once: some later pass reads the store.
+    const passWithStore = () =>
+      otlp.spans.find(
+        (pass) =>
+          pass.service === 'clock' &&
+          pass.name === 'reconcile.pass' &&
+          inTrace(pass.traceId).some((s) => s.name.startsWith('store.') && s.parentSpanId === pass.spanId),
+      );
+    await expect.poll(passWithStore).toBeTruthy();
+    expect(passWithStore()!.parentSpanId).toBeUndefined();
+  });
+});
+
 describe('when a process exports with OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf', () => {
   it('then its spans are posted to /v1/traces as protobuf', async () => {
     const port = await freePort();

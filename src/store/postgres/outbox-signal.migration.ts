@@ -11,7 +11,7 @@ export const OUTBOX_CHANNEL = 'bo_outbox';
  * over signals nothing.
  */
 export const OUTBOX_SIGNAL_MIGRATION: Migration = {
-  version: 11,
+  version: 12,
   name: 'attempts waiting for the relay signal it',
   sql: `
     CREATE FUNCTION outbox_signal() RETURNS trigger LANGUAGE plpgsql AS $fn$

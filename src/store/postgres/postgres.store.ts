@@ -13,6 +13,7 @@ import { postgresSearch, type PostgresSearchOptions } from './search.js';
 import { migratePostgres } from './postgres.migrations.js';
 import { watchOutbox } from './outbox-watch.js';
 import { postgresWebhooks } from './webhooks.js';
+import { postgresRetention } from './retention.js';
 import { createPool, type PoolOptions } from './postgres.pool.js';
 
 export type PostgresStoreOptions = PoolOptions &
@@ -74,6 +75,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
           }
         : {}),
     },
+    retention: postgresRetention(pool),
     counts,
     migrate,
     // Not ready when the store's secrets are no longer under this process's key (rotated since it started).
