@@ -293,6 +293,8 @@ async function main() {
         workers: WORKERS,
         rounds: ROUNDS,
         concurrency: CONCURRENCY,
+        durable: values.durable,
+        latencyMs: Number(LATENCY_MS),
         inFlight: IN_FLIGHT,
         listings: LOAD_LISTINGS.length,
         noop,
