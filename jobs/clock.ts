@@ -2,7 +2,9 @@ import { closeDeps, createDeps } from '../src/container.js';
 import { runProcess } from '../src/process.js';
 import { scheduleStoreCounts } from '../src/metrics/order-store.metrics.js';
 import { startProcessHeartbeat } from '../src/metrics/process-heartbeat.js';
+import { runRetentionPass } from '../src/services/retention.js';
 import { scheduleReconcile } from './reconcile.job.js';
+import { schedulePass } from './scheduled-pass.js';
 
 runProcess('clock', async (config, logger) => {
   const deps = await createDeps(config, logger, { role: 'clock' });
@@ -13,10 +15,22 @@ runProcess('clock', async (config, logger) => {
     { store: deps.store, redis: deps.redis, prefix: config.REDIS_PREFIX, logger },
     config.STORE_COUNTS_EVERY_S * 1000,
   );
-  logger.info({ schedule: config.RECONCILE_CRON }, 'clock ready');
+  // Retention (CONTRACT.md section 13): events and finished deliveries past EVENT_RETENTION_DAYS, expired cursors.
+  const retention = schedulePass('retention', config.RETENTION_CRON, logger, (signal) =>
+    runRetentionPass(deps, { signal }),
+  );
+  logger.info(
+    {
+      schedule: config.RECONCILE_CRON,
+      retention: config.RETENTION_CRON,
+      retentionDays: config.EVENT_RETENTION_DAYS,
+    },
+    'clock ready',
+  );
   return {
     async stop() {
       await reconcile.stop();
+      await retention.stop();
       await storeCounts.stop();
       await stopHeartbeat();
       await closeDeps(deps);

@@ -14,7 +14,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { replaceSection } from './benchmarks-file.js';
-import { running, startEntry, stopAllOnInterrupt, stopProcess, waitFor, waitForWeb } from './bench-processes.js';
+import { percentile, sampleCells, sleep } from './bench-samples.js';
+import {
+  running,
+  startEntry,
+  stopAllOnInterrupt,
+  stopProcess,
+  waitFor,
+  waitForWeb,
+} from './bench-processes.js';
 import { freshStore, parseStoreKinds, serviceEnv, stopPostgresServer } from './bench-stores.js';
 import { generateOrders } from './generate-orders.js';
 import { freePort, startPrivateRedis } from './redis.js';
@@ -33,15 +41,8 @@ const SECONDS = Number(values.seconds);
 const SCRAPERS = 5;
 
 const say = (line: string) => process.stderr.write(`[bench-metrics] ${line}\n`);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-function percentile(samples: number[], p: number): number {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
-}
 const ms = (value: number) => value.toFixed(2);
-const summary = (samples: number[]) =>
-  `${ms(percentile(samples, 50))} | ${ms(percentile(samples, 99))} | ${ms(Math.max(...samples))} | ${samples.length}`;
 
 /** One GET, read to its end: milliseconds from sending to the last byte. */
 async function timed(url: string): Promise<number> {
@@ -150,11 +151,11 @@ async function main(): Promise<void> {
       '',
       '| measured | p50 ms | p99 ms | max ms | samples |',
       '|---|--:|--:|--:|--:|',
-      `| one scrape of \`/metrics\` at a time, 1.1 s apart (each a full collection) | ${summary(alone)} |`,
-      `| \`/healthz\`, nothing else running | ${summary(idle)} |`,
-      `| \`/healthz\` while ${SCRAPERS} clients scrape in a loop (${SECONDS} s) | ${summary(busy)} |`,
-      `| a scrape, while ${SCRAPERS} clients scrape in a loop (one collection per second, \`METRICS_REUSE_MS\`) | ${summary(underLoad)} |`,
-      `| the clock's count of items by status and unsettled orders (\`store.counts()\`, once per 5 s per deployment; off the web) | ${summary(countMs)} |`,
+      `| one scrape of \`/metrics\` at a time, 1.1 s apart (each a full collection) | ${sampleCells(alone)} |`,
+      `| \`/healthz\`, nothing else running | ${sampleCells(idle)} |`,
+      `| \`/healthz\` while ${SCRAPERS} clients scrape in a loop (${SECONDS} s) | ${sampleCells(busy)} |`,
+      `| a scrape, while ${SCRAPERS} clients scrape in a loop (one collection per second, \`METRICS_REUSE_MS\`) | ${sampleCells(underLoad)} |`,
+      `| the clock's count of items by status and unsettled orders (\`store.counts()\`, once per 5 s per deployment; off the web) | ${sampleCells(countMs)} |`,
       '',
       'No scrape reads the store: the clock counts it (last row) at most once every `STORE_COUNTS_EVERY_S` for the ' +
         'whole deployment and publishes the counts in Redis; a scrape reads them with one GET, so its cost does not ' +

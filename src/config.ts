@@ -90,6 +90,13 @@ const ConfigSchema = z.object({
     .min(1)
     .refine((expression) => cron.validate(expression), 'is not a cron expression (e.g. "* * * * *")')
     .default('* * * * *'),
+  // CONTRACT.md section 13: order events and finished webhook deliveries older than this are deleted by the clock.
+  EVENT_RETENTION_DAYS: positiveInt.max(3650).default(30),
+  RETENTION_CRON: z
+    .string()
+    .min(1)
+    .refine((expression) => cron.validate(expression), 'is not a cron expression (e.g. "*/10 * * * *")')
+    .default('*/10 * * * *'),
   SANDBOX_PAYMENT_LATENCY_MS: nonNegativeInt.default(0),
   // CONTRACT.md section 12: past this many unsettled orders, real orders are refused with 5030.
   MAX_UNSETTLED_ORDERS: positiveInt.default(50_000),

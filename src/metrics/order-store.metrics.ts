@@ -47,7 +47,10 @@ export function scheduleStoreCounts(
       const turn = await deps.redis.set(turnKey(deps.prefix), '1', 'PX', Math.max(1, everyMs - 250), 'NX');
       if (turn === 'OK') await publishStoreCounts(deps.store, deps.redis, deps.prefix);
     } catch (err) {
-      deps.logger.warn({ err: (err as Error).message }, 'store counts not published; the next tick tries again');
+      deps.logger.warn(
+        { err: (err as Error).message },
+        'store counts not published; the next tick tries again',
+      );
     }
   };
   const loop = () => {

@@ -11,6 +11,7 @@ import type { OrderStore } from './port/orders.js';
 import type { PaymentStore } from './port/payments.js';
 import type { ProcessingStore } from './port/processing.js';
 import type { ReconcileStore } from './port/reconcile.js';
+import type { RetentionStore } from './port/retention.js';
 import type { SearchStore } from './port/search.js';
 import type { WebhookStore } from './port/webhooks.js';
 
@@ -22,6 +23,7 @@ export type * from './port/items.js';
 export type * from './port/ledger.js';
 export type * from './port/payments.js';
 export type * from './port/reconcile.js';
+export type * from './port/retention.js';
 export type * from './port/search.js';
 export type * from './port/webhooks.js';
 
@@ -43,6 +45,7 @@ export interface Store {
   readonly reconcile: ReconcileStore;
   readonly search: SearchStore;
   readonly webhooks: WebhookStore;
+  readonly retention: RetentionStore;
   /** Items by status and unsettled orders by phase: a scan of the store, made by the clock (never per scrape). */
   counts(): Promise<StoreCounts>;
   /** Applies the migrations not applied yet; safe when several processes start at once. Returns their versions. */

@@ -2,6 +2,7 @@ import { UNSETTLED_PER_CLIENT_MIGRATION } from '../unsettled-per-client.sql.js';
 import { DELIVERY_CLAIMS_MIGRATION } from './delivery-claims.migration.js';
 import { EVENT_TYPE_MIGRATION } from './event-type.migration.js';
 import { TRACE_CONTEXT_MIGRATION } from './trace-context.migration.js';
+import { RETENTION_MIGRATION } from '../retention.sql.js';
 import { PAYMENT_TARGET_MIGRATION } from './payment-target.migration.js';
 import type pg from 'pg';
 import type { MigrationContext } from '../store-secrets.js';
@@ -203,6 +204,7 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   SETTINGS_MIGRATION,
   EVENT_TYPE_MIGRATION,
   TRACE_CONTEXT_MIGRATION,
+  { version: 11, ...RETENTION_MIGRATION },
 ];
 
 // Any constant will do, as long as every process of the service takes the same one.

@@ -12,6 +12,7 @@ import { postgresReconcile } from './reconcile.js';
 import { postgresSearch, type PostgresSearchOptions } from './search.js';
 import { migratePostgres } from './postgres.migrations.js';
 import { postgresWebhooks } from './webhooks.js';
+import { postgresRetention } from './retention.js';
 import { createPool, type PoolOptions } from './postgres.pool.js';
 
 export type PostgresStoreOptions = PoolOptions &
@@ -62,6 +63,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     reconcile: postgresReconcile(pool),
     search: postgresSearch(pool, options),
     webhooks: postgresWebhooks(pool, secrets),
+    retention: postgresRetention(pool),
     counts,
     migrate,
     // Not ready when the store's secrets are no longer under this process's key (rotated since it started).

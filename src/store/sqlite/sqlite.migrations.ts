@@ -6,6 +6,7 @@ import type { MigrationContext } from '../store-secrets.js';
 import { LIFECYCLE_MIGRATION } from './lifecycle.migration.js';
 import { SEARCH_MIGRATION } from './search.migration.js';
 import { TRACE_CONTEXT_MIGRATION } from './trace-context.migration.js';
+import { RETENTION_MIGRATION } from '../retention.sql.js';
 import { SECRETS_MIGRATION } from './secrets.migration.js';
 import { WEBHOOKS_MIGRATION } from './webhooks.migration.js';
 import type { Db } from './sqlite.db.js';
@@ -179,4 +180,5 @@ export const MIGRATIONS: readonly SqliteMigration[] = [
   { version: 9, ...UNSETTLED_PER_CLIENT_MIGRATION },
   EVENT_TYPE_MIGRATION,
   TRACE_CONTEXT_MIGRATION,
+  { version: 12, ...RETENTION_MIGRATION },
 ];

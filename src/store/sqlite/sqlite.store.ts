@@ -11,8 +11,9 @@ import { sqliteProcessing } from './processing.js';
 import { sqliteReconcile } from './reconcile.js';
 import { sqliteSearch, type SqliteSearchOptions } from './search.js';
 import { SECRETS_MIGRATION } from './secrets.migration.js';
-import { migrate, openDb, restrictDbFiles, truncateWal, type Db } from './sqlite.db.js';
+import { incrementalVacuum, migrate, openDb, restrictDbFiles, truncateWal, type Db } from './sqlite.db.js';
 import { sqliteWebhooks } from './webhooks.js';
+import { sqliteRetention } from './retention.js';
 
 export interface SqliteStoreOptions extends SqliteSearchOptions {
   /** Seals the clients' secret keys; must be the key the file was first sealed or last rotated with. */
@@ -78,6 +79,7 @@ export async function openSqliteStore(dbPath: string, options: SqliteStoreOption
     reconcile: sqliteReconcile(db),
     search: sqliteSearch(db, options),
     webhooks: sqliteWebhooks(db, secrets),
+    retention: sqliteRetention(db),
     async counts() {
       return { itemsByStatus: itemsByStatus.all(), unsettledByPhase: unsettledByPhase.all() };
     },
@@ -100,5 +102,6 @@ function migrateAndTidy(db: Db, dbPath: string, sealer: Sealer): number[] {
   // The first write made the -wal and -shm: they must be as private as the file (older versions made 0644).
   restrictDbFiles(dbPath);
   if (applied.includes(SECRETS_MIGRATION.version)) truncateWal(db);
+  incrementalVacuum(db);
   return applied;
 }

@@ -1,0 +1,39 @@
+/**
+ * Retention's statements, the same SQL on both stores (`$n` parameters, each once and in order, so that SQLite
+ * takes them as `?`): each deletes
+ * one small batch, oldest first, found through an index, so that a batch is a short transaction at any table size.
+ */
+export const PRUNE_DELIVERIES_SQL = `
+  DELETE FROM webhook_deliveries WHERE delivery_id IN (
+    SELECT delivery_id FROM webhook_deliveries
+     WHERE state <> 'pending' AND finished_at < $1
+     ORDER BY finished_at LIMIT $2)`;
+
+// An event a delivery still names (pending, or finished inside the window) stays: deliveries go first.
+export const PRUNE_EVENTS_SQL = `
+  DELETE FROM order_events WHERE event_no IN (
+    SELECT e.event_no FROM order_events e
+     WHERE e.created_at < $1
+       AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_no = e.event_no)
+     ORDER BY e.created_at LIMIT $2)`;
+
+export const PRUNE_CURSORS_SQL = `
+  DELETE FROM search_cursors WHERE cursor_id IN (
+    SELECT cursor_id FROM search_cursors WHERE created_at < $1 ORDER BY created_at LIMIT $2)`;
+
+/**
+ * The indexes the batches need: finished deliveries by age, events by age, and deliveries by event (without it,
+ * each event deleted would scan the deliveries, for NOT EXISTS and for the foreign key's check).
+ */
+export const RETENTION_MIGRATION = {
+  name: 'retention: indexes to prune events and finished deliveries by age',
+  sql: `
+    CREATE INDEX IF NOT EXISTS webhook_deliveries_event ON webhook_deliveries (event_no);
+    CREATE INDEX IF NOT EXISTS webhook_deliveries_finished ON webhook_deliveries (finished_at)
+      WHERE state <> 'pending';
+    CREATE INDEX IF NOT EXISTS order_events_created ON order_events (created_at);
+  `,
+};
+
+/** The statement with SQLite's positional parameters (each `$n` appears once, in order). */
+export const forSqlite = (sql: string): string => sql.replace(/\$\d+/g, '?');
