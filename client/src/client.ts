@@ -61,11 +61,25 @@ export interface WaitForOrderOptions {
   signal?: AbortSignal;
 }
 
-/** A 2xx answer. */
-interface Answer<T> {
+export interface RequestOptions {
+  /** `Svc-RequestId`: a fresh UUID when absent; every retry sends the same. */
+  requestId?: string | undefined;
+  /** Extra headers (e.g. `Prefer`); the four `Svc-` headers are always the client's own. */
+  headers?: Record<string, string> | undefined;
+  /** Retries of this request (default: the client's `maxRetries`). */
+  maxRetries?: number | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+/** An answer as it came: any status. */
+export interface RawAnswer<T = unknown> {
   httpStatus: number;
+  /** The `Svc-Status` codes, ascending; empty when the header is absent. */
   svcStatus: number[];
   headers: Headers;
+  /** The `Svc-RequestId` that was sent. */
+  requestId: string;
+  /** Parsed JSON when the answer is JSON, else its text. */
   body: T;
 }
 
@@ -166,7 +180,7 @@ export class OrdersClient {
   ): Promise<void> {
     let pending = indices;
     for (let round = 0; pending.length; round++) {
-      let answer: Answer<{ results: OrderBatchResult[] }>;
+      let answer: RawAnswer<{ results: OrderBatchResult[] }>;
       try {
         const body = JSON.stringify({ orders: pending.map((i) => entries[i]) });
         answer = await this.#request('POST', '/v1/order-batches', body, { signal });
@@ -237,33 +251,41 @@ export class OrdersClient {
     }
   }
 
-  /** One signed request, retried as the class says; resolves to a 2xx answer, else rejects with OrderApiError. */
-  async #request<T>(
+  /**
+   * One signed request to any path of the API (`pathWithQuery` from the service root, e.g. `/v1/orders?limit=5`),
+   * retried as the class says, resolving to the last answer whatever its status (the typed methods above reject
+   * on a failure instead). Rejects with an OrderApiError (`httpStatus` 0) only when no answer came at all.
+   * A body given as text or bytes is sent as it is, with `Content-Type: application/json` unless `headers` set one.
+   */
+  async request<T = unknown>(
     method: string,
     pathWithQuery: string,
-    body: string | undefined,
-    options: {
-      requestId?: string | undefined;
-      signal?: AbortSignal | undefined;
-      headers?: Record<string, string>;
-    },
-  ): Promise<Answer<T>> {
+    body?: string | Uint8Array,
+    options: RequestOptions = {},
+  ): Promise<RawAnswer<T>> {
+    if (!pathWithQuery.startsWith('/'))
+      throw new TypeError(`path must start with '/', got '${pathWithQuery}'`);
     const url = new URL(this.#base + pathWithQuery);
+    const upper = method.toUpperCase();
     const requestId = options.requestId ?? crypto.randomUUID();
     const bodySha256 = sha256Hex(body ?? '');
     const rawQuery = url.search.slice(1);
+    const extra = Object.fromEntries(
+      Object.entries(options.headers ?? {}).map(([n, v]) => [n.toLowerCase(), v]),
+    );
+    const maxRetries = options.maxRetries ?? this.#maxRetries;
     for (let attempt = 0; ; attempt++) {
       options.signal?.throwIfAborted();
       const date = new Date().toISOString();
       const headers: Record<string, string> = {
         accept: 'application/json',
         ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        ...options.headers,
+        ...extra,
         'svc-access-key': this.#accessKey,
         'svc-date': date,
         'svc-requestid': requestId,
         'svc-signature': signRequest(this.#key, {
-          method,
+          method: upper,
           path: url.pathname,
           rawQuery,
           date,
@@ -271,39 +293,58 @@ export class OrdersClient {
           bodySha256,
         }),
       };
-      let failure: OrderApiError;
-      let retryAfter: string | null = null;
       const signal = anySignal([AbortSignal.timeout(this.#timeoutMs), options.signal]);
+      let answer: RawAnswer<T>;
       try {
-        const response = await this.#fetch(url, { method, headers, body, signal });
-        const text = await response.text();
-        const svcStatus = parseSvcStatus(response.headers.get('svc-status'));
-        const parsed = parseBody(text, response.headers.get('content-type'));
-        if (response.ok)
-          return { httpStatus: response.status, svcStatus, headers: response.headers, body: parsed as T };
-        retryAfter = response.headers.get('retry-after');
-        const outcome = { httpStatus: response.status, svcStatus };
-        failure = new OrderApiError({
-          ...outcome,
-          messages: messagesOf(parsed, response.status),
-          requestId,
-          retryable: isRetryable(outcome),
+        const response = await this.#fetch(url, {
+          method: upper,
+          headers,
+          body: body as BodyInit | undefined,
+          signal,
         });
+        const text = await response.text();
+        answer = {
+          httpStatus: response.status,
+          svcStatus: parseSvcStatus(response.headers.get('svc-status')),
+          headers: response.headers,
+          requestId,
+          body: parseBody(text, response.headers.get('content-type')) as T,
+        };
       } catch (err) {
         if (options.signal?.aborted) throw options.signal.reason;
-        const timedOut = signal.aborted;
-        failure = new OrderApiError({
+        const failure = new OrderApiError({
           httpStatus: 0,
           svcStatus: [],
-          messages: [timedOut ? `no answer within ${this.#timeoutMs} ms` : describe(err)],
+          messages: [signal.aborted ? `no answer within ${this.#timeoutMs} ms` : describe(err)],
           requestId,
           retryable: true,
           cause: err,
         });
+        if (attempt >= maxRetries) throw failure;
+        await sleep(retryDelayMs(attempt, null), options.signal);
+        continue;
       }
-      if (!failure.retryable || attempt >= this.#maxRetries) throw failure;
-      await sleep(retryDelayMs(attempt, retryAfter), options.signal);
+      if (answer.httpStatus < 300 || attempt >= maxRetries || !isRetryable(answer)) return answer;
+      await sleep(retryDelayMs(attempt, answer.headers.get('retry-after')), options.signal);
     }
+  }
+
+  /** A request of the typed methods: resolves to a 2xx answer, else rejects with OrderApiError. */
+  async #request<T>(
+    method: string,
+    pathWithQuery: string,
+    body: string | undefined,
+    options: RequestOptions,
+  ): Promise<RawAnswer<T>> {
+    const answer = await this.request<T>(method, pathWithQuery, body, options);
+    if (answer.httpStatus >= 200 && answer.httpStatus < 300) return answer;
+    throw new OrderApiError({
+      httpStatus: answer.httpStatus,
+      svcStatus: answer.svcStatus,
+      messages: messagesOf(answer.body, answer.httpStatus),
+      requestId: answer.requestId,
+      retryable: isRetryable(answer),
+    });
   }
 }
 

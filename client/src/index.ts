@@ -6,6 +6,8 @@ export type {
   PlaceOrderOptions,
   PlaceOrdersOptions,
   PlaceOrdersResult,
+  RawAnswer,
+  RequestOptions,
   WaitForOrderOptions,
 } from './client.js';
 export { OrderApiError, WebhookVerificationError } from './errors.js';
