@@ -2,7 +2,19 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules', 'data', '.tmp', 'coverage', 'dist', 'dist.*', 'reports', '.stryker-tmp'] },
+  {
+    ignores: [
+      'node_modules',
+      'data',
+      '.tmp',
+      'coverage',
+      'dist',
+      'dist.*',
+      'client/dist',
+      'reports',
+      '.stryker-tmp',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -14,6 +14,10 @@ export interface Setup {
   rounds: number;
   /** Jobs per worker process. */
   concurrency: number;
+  /** Whether the PostgreSQL server kept fsync and synchronous_commit on (--durable). */
+  durable: boolean;
+  /** The sandbox processor's delay per authorisation, ms. */
+  latencyMs: number;
   /** Orders posted at once. */
   inFlight: number;
   /** Listings the orders are drawn from. */
@@ -171,13 +175,18 @@ function aimNeedsMoreCores(runs: Run[]): boolean {
 export function ordersSection(s: Setup, runs: Run[]): string {
   const command =
     `node --import tsx scripts/bench-orders.ts --orders ${s.orders} --stores ${s.stores.join(',')} ` +
-    `--workers ${s.workers.join(',')}${s.rounds > 1 ? ` --rounds ${s.rounds}` : ''}`;
+    `--workers ${s.workers.join(',')}${s.rounds > 1 ? ` --rounds ${s.rounds}` : ''}` +
+    `${s.durable ? ' --durable' : ''}${s.latencyMs ? ` --latency-ms ${s.latencyMs}` : ''}` +
+    `${s.concurrency !== 8 ? ` --concurrency ${s.concurrency}` : ''}`;
   return [
     `Command: \`${command}\` (${os.cpus().length} cores, ${new Date().toISOString().slice(0, 10)}; ${s.versions})`,
     '',
     'Each run: a fresh store (a SQLite file, or a new database on one private PostgreSQL server started with',
-    '`fsync`, `synchronous_commit` and `full_page_writes` off, as scripts/postgres.ts starts it for tests), a fresh queue on one',
-    `private Redis, one web process, N worker processes of ${s.concurrency} jobs each (DB_POOL_SIZE 10 per process), no payment latency,`,
+    s.durable
+      ? '`fsync`, `synchronous_commit` and `full_page_writes` on, as operators run it), a fresh queue on one'
+      : '`fsync`, `synchronous_commit` and `full_page_writes` off, as scripts/postgres.ts starts it for tests), a fresh queue on one',
+    `private Redis, one web process, N worker processes of ${s.concurrency} jobs each (DB_POOL_SIZE 10 per process), ` +
+      `${s.latencyMs ? `a payment latency of ${s.latencyMs} ms,` : 'no payment latency,'}`,
     `logs at info as JSON lines to a file. Orders of one copy of one of ${s.listings} listings drawn at random, posted by ${s.inFlight}`,
     'concurrent signed clients with `Prefer: respond-async`. **Backlog drain**: ' +
       `${s.orders} orders accepted over HTTP while the queue is paused, then the queue resumed once every worker is ready;`,

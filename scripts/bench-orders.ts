@@ -3,7 +3,10 @@
 // (Prefer: respond-async) while the workers run, until every one is final; CPU of each process from /proc;
 // BullMQ's own rate for no-op jobs on the same Redis. Writes the "Orders end to end" section of BENCHMARKS.md.
 //   node --import tsx scripts/bench-orders.ts [--orders 2000] [--stores sqlite,postgres] [--workers 1,2,4]
-//     [--rounds 1] [--pooling direct,pgbouncer] [--no-write]
+//     [--rounds 1] [--pooling direct,pgbouncer] [--durable] [--pgbench] [--latency-ms 0] [--concurrency 8]
+//     [--no-write]
+// --durable: PostgreSQL with fsync and synchronous_commit on; --pgbench: pgbench against the same server before
+// and after the runs; --latency-ms: SANDBOX_PAYMENT_LATENCY_MS; --concurrency: WORKER_CONCURRENCY.
 // --pooling: on PostgreSQL, each run once on a direct connection and once through a private PgBouncer in
 // transaction mode (DATABASE_POOLING=transaction) in front of the same server, in the same round; the runs
 // through PgBouncer are printed, not written (use --no-write).
@@ -40,6 +43,7 @@ import {
 import { LOAD_LISTINGS } from './load-mix.js';
 import { machineBusySeconds, treeCpuSeconds } from './process-stats.js';
 import { startPgBouncer, type RunningPgBouncer } from './pgbouncer.js';
+import { runPgbench } from './pgbench.js';
 import { ensureRedis, freePort, type RunningRedis } from './redis.js';
 import { MACHINE, ordersSection, type Phase, type Run } from './bench-orders-report.js';
 
@@ -51,9 +55,15 @@ const { values } = parseArgs({
     workers: { type: 'string', default: '1,2,4' },
     rounds: { type: 'string', default: '1' },
     pooling: { type: 'string', default: 'direct' },
+    durable: { type: 'boolean', default: false },
+    pgbench: { type: 'boolean', default: false },
+    'latency-ms': { type: 'string', default: '0' },
+    concurrency: { type: 'string', default: '8' },
     'no-write': { type: 'boolean', default: false },
   },
 });
+// --durable: the private PostgreSQL server keeps fsync and synchronous_commit on, as operators run it.
+if (values.durable) process.env.BENCH_POSTGRES_DURABLE = 'true';
 const POOLINGS = values.pooling.split(',') as ('direct' | 'pgbouncer')[];
 if (POOLINGS.some((p) => p !== 'direct' && p !== 'pgbouncer'))
   throw new Error(`--pooling: direct and/or pgbouncer, not ${values.pooling}`);
@@ -62,7 +72,9 @@ const STORES = parseStoreKinds(values.stores);
 const WORKERS = values.workers.split(',').map(Number);
 /** Every setup once per round, the rounds one after the other: a burst of load from elsewhere hits one round. */
 const ROUNDS = Number(values.rounds);
-const CONCURRENCY = 8;
+const CONCURRENCY = Number(values.concurrency);
+/** The sandbox processor's delay per authorisation (SANDBOX_PAYMENT_LATENCY_MS), as a remote processor's. */
+const LATENCY_MS = values['latency-ms'];
 const IN_FLIGHT = 32;
 const UNSETTLED = `SELECT count(*) FROM orders WHERE phase <> 'settled'`;
 const LAST_SETTLED = 'SELECT max(status_changed_at) FROM order_items';
@@ -151,7 +163,7 @@ async function runOnce({
     LOG_LEVEL: 'info',
     LOG_PRETTY: 'false',
     RATE_LIMIT_PER_S: '0',
-    SANDBOX_PAYMENT_LATENCY_MS: '0',
+    SANDBOX_PAYMENT_LATENCY_MS: LATENCY_MS,
     PORT: String(port),
     WORKER_CONCURRENCY: String(CONCURRENCY),
   });
@@ -245,6 +257,15 @@ async function main() {
   try {
     const stores = await versions();
     const noop = await noopRate(redis.url, ORDERS * 5);
+    // What the same server commits, before and after the service's runs (--pgbench).
+    const pgbench = async (when: string) => {
+      if (!values.pgbench || !STORES.includes('postgres')) return;
+      const result = await runPgbench((await postgresServer()).url);
+      say(
+        `pgbench ${when}: ${result.tps.toFixed(0)} tps (TPC-B-like, -M prepared, ${result.clients} clients, ${result.seconds} s)`,
+      );
+    };
+    await pgbench('before the runs');
     const runs: Run[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
       for (const kind of STORES) {
@@ -264,6 +285,7 @@ async function main() {
         }
       }
     }
+    await pgbench('after the runs');
     const body = ordersSection(
       {
         orders: ORDERS,
@@ -271,6 +293,8 @@ async function main() {
         workers: WORKERS,
         rounds: ROUNDS,
         concurrency: CONCURRENCY,
+        durable: values.durable,
+        latencyMs: Number(LATENCY_MS),
         inFlight: IN_FLIGHT,
         listings: LOAD_LISTINGS.length,
         noop,

@@ -85,9 +85,12 @@ export function storeFromEnvOrFresh(name: string): Promise<BenchStore> {
 let server: Promise<RunningPostgres> | undefined;
 let databases = 0;
 
-/** The PostgreSQL server of this script: DATABASE_URL's server, else a private one started on first use. */
+/**
+ * The PostgreSQL server of this script: DATABASE_URL's server, else a private one started on first use; with
+ * BENCH_POSTGRES_DURABLE=true it keeps fsync, synchronous_commit and full_page_writes on, as operators run it.
+ */
 export function postgresServer(): Promise<RunningPostgres> {
-  return (server ??= ensurePostgres());
+  return (server ??= ensurePostgres({ durable: process.env.BENCH_POSTGRES_DURABLE === 'true' }));
 }
 
 /** The private server's postmaster pid (its backends are its children), or undefined for DATABASE_URL's. */

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# npm run build: compiles src, workers, jobs and the scripts `npm start` runs to dist/ (tsc, with source maps),
+# npm run build: compiles src (with the client package's source that `call` uses), workers, jobs and the scripts `npm start` runs to dist/ (tsc, with source maps),
 # and copies beside them the JSON files modules read at run time. It builds into a fresh folder and swaps it in,
 # so a process starting from dist/ never loads half a build; dist/.built marks a finished build.
 #   bash scripts/build.sh [--if-stale]   (--if-stale: only when dist/ is missing or older than a source file)
@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 stale() {
   [ ! -f dist/.built ] ||
-    [ -n "$(find src workers jobs scripts package.json tsconfig.json tsconfig.build.json -newer dist/.built -print -quit)" ]
+    [ -n "$(find src client/src workers jobs scripts package.json tsconfig.json tsconfig.build.json -newer dist/.built -print -quit)" ]
 }
 if [ "${1:-}" = --if-stale ] && ! stale; then exit 0; fi
 # One build at a time (npm start and a test may both find dist/ stale); the second then finds it fresh.

@@ -34,7 +34,7 @@ function versionOf(dir: string): number {
 }
 
 /** The bin directory of the newest PostgreSQL with initdb and pg_ctl, or null. */
-function findPostgresBinDir(): string | null {
+export function findPostgresBinDir(): string | null {
   const base = '/usr/lib/postgresql';
   const hasTools = (dir: string) =>
     fs.existsSync(path.join(dir, 'initdb')) && fs.existsSync(path.join(dir, 'pg_ctl'));
@@ -233,13 +233,13 @@ export async function startPrivatePostgres(options: PrivatePostgresOptions = {})
 }
 
 /** DATABASE_URL when it is set (it must answer), else a private server. */
-export async function ensurePostgres(): Promise<RunningPostgres> {
+export async function ensurePostgres(options: PrivatePostgresOptions = {}): Promise<RunningPostgres> {
   const given = process.env.DATABASE_URL;
   if (given) {
     await waitForPostgres(given);
     return { url: given, stop: () => Promise.resolve() };
   }
-  return startPrivatePostgres();
+  return startPrivatePostgres(options);
 }
 
 function quoteIdent(name: string): string {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# npm test: installs what is missing, then typecheck, lint, and every test: unit tests, and every integration
+# npm test: installs what is missing, then typecheck, builds the client package (client/), lint, and every test: unit tests, and every integration
 # and contract test on both stores (vitest projects "unit", "sqlite", "postgres"), the PostgreSQL tests that
 # matter most once more through a private PgBouncer in transaction mode, and the server restart tests (project
 # "pgbouncer"), on real Redis (REDIS_URL, or a private redis-server), real PostgreSQL (DATABASE_URL, or a private
@@ -54,6 +54,8 @@ trap 'exit 143' TERM
 status=0
 echo "[test] typecheck" >&2
 npx tsc --noEmit || status=1
+echo "[test] build the client package (client/dist)" >&2
+npx tsc -p client/tsconfig.json || status=1
 echo "[test] lint" >&2
 npx eslint . || status=1
 npx prettier --check . >/dev/null || { npx prettier --list-different . >&2; echo "[test] prettier: files above need 'npm run format'" >&2; status=1; }

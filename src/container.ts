@@ -35,8 +35,8 @@ export async function createDeps(
 ): Promise<Deps> {
   const clock = options.clock ?? Date.now;
   const store = tracedStore(await openStore(config, options.role, (message) => logger.warn(message)));
-  // The rule for anything that needs a session (LISTEN): DATABASE_DIRECT_URL, or polling when only a transaction
-  // pooler is given. Nothing of the service holds a session yet: said once, at start.
+  // The rule for anything that needs a session (LISTEN, which wakes the webhook relay): DATABASE_DIRECT_URL, or
+  // polling when only a transaction pooler is given: said once, at start.
   if (config.DATABASE_URL && config.DATABASE_POOLING === 'transaction' && !config.DATABASE_DIRECT_URL)
     logger.info(
       'DATABASE_POOLING=transaction without DATABASE_DIRECT_URL: no session on the database (no LISTEN); the service polls',

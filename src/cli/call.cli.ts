@@ -3,11 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { STATUS_CODES } from 'node:http';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import {
-  createSigningClient,
-  type SignedResponse,
-  type SigningClientOptions,
-} from '../client/signing-client.js';
+import { OrderApiError, OrdersClient, type RawAnswer } from '../../client/src/index.js';
 import { readRuntimeFile } from './runtime-file.js';
 
 const DEFAULT_PROFILE = 'data/demo-client.json';
@@ -41,6 +37,13 @@ const EnvSchema = z.object({
 type Env = z.infer<typeof EnvSchema>;
 
 class UsageError extends Error {}
+
+/** Where and as whom requests are sent. */
+interface Target {
+  baseUrl: string;
+  accessKey: string;
+  secretKey: string;
+}
 
 interface Invocation {
   method: string;
@@ -91,7 +94,7 @@ function parseHeader(text: string): [string, string] {
  * Credentials and address: --profile, else ACCESS_KEY/SECRET_KEY, else the profile of the running `npm start`
  * (data/runtime.json), else the demo profile when it exists.
  */
-async function resolveTarget(env: Env, profilePath: string | undefined): Promise<SigningClientOptions> {
+async function resolveTarget(env: Env, profilePath: string | undefined): Promise<Target> {
   const runtime = readRuntimeFile();
   const fallbackUrl = env.PORT
     ? `http://127.0.0.1:${env.PORT}`
@@ -124,9 +127,9 @@ async function readBody(bodyFile: string | undefined): Promise<Buffer | undefine
   return Buffer.concat(chunks);
 }
 
-function report(response: SignedResponse): void {
-  const svcStatus = response.headers['svc-status'] ?? '(none)';
-  process.stderr.write(`HTTP ${response.status} ${STATUS_CODES[response.status] ?? ''}\n`);
+function report(response: RawAnswer): void {
+  const svcStatus = response.headers.get('svc-status') ?? '(none)';
+  process.stderr.write(`HTTP ${response.httpStatus} ${STATUS_CODES[response.httpStatus] ?? ''}\n`);
   process.stderr.write(`Svc-Status: ${svcStatus}\nSvc-RequestId: ${response.requestId}\n`);
   const { body } = response;
   const text = typeof body === 'string' ? body : JSON.stringify(body, null, 2);
@@ -141,14 +144,15 @@ async function main(argv: string[]): Promise<number> {
   try {
     const invocation = parseInvocation(argv);
     const env = EnvSchema.parse(withoutBlanks(process.env));
-    const client = createSigningClient(await resolveTarget(env, invocation.profile));
+    // One request, sent once: what it answered is what call prints (the package's retries are for programs).
+    const client = new OrdersClient({ ...(await resolveTarget(env, invocation.profile)), maxRetries: 0 });
     const body = await readBody(invocation.bodyFile);
     const response = await client.request(invocation.method, invocation.path, body, {
       requestId: invocation.requestId,
       headers: invocation.headers,
     });
     report(response);
-    return response.ok ? 0 : 1;
+    return response.httpStatus >= 200 && response.httpStatus < 300 ? 0 : 1;
   } catch (error) {
     return fail(error);
   }
@@ -163,6 +167,8 @@ function fail(error: unknown): number {
 
 function describe(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
+  // The package's message already names the cause ("no answer: fetch failed: connect ECONNREFUSED …").
+  if (error instanceof OrderApiError) return error.message;
   // fetch reports an unreachable service as "fetch failed" with the reason in `cause`.
   const cause = (error as { cause?: unknown }).cause;
   return cause instanceof Error ? `${error.message}: ${cause.message}` : error.message;

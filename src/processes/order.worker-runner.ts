@@ -8,7 +8,7 @@ import { attemptOrder, failOrder } from '../services/process-order.js';
 import { isStoreUnavailable } from '../store/store-errors.js';
 import { ORDER_QUEUE, OrderJobs, type OrderJobData } from '../queue/order.queue.js';
 import { createBlockingRedis } from '../redis/redis.js';
-import { annotateOrder, queueTelemetry } from '../tracing/tracing.js';
+import { queueTelemetry, withOrder } from '../tracing/tracing.js';
 import { jobProcessor } from './job-processor.js';
 import { startWebhookWorker } from './webhook.worker-runner.js';
 
@@ -27,10 +27,8 @@ export async function startOrderWorker(config: Config, logger: Logger) {
       schema: OrderJobs['process-order'],
       metrics: deps.metrics,
       async work({ orderId }, job) {
-        annotateOrder(orderId);
-        const { outcome, itemStatuses } = await attemptOrder(
-          { ...processDeps, logger: logger.child({ jobId: job.id, orderId }) },
-          orderId,
+        const { outcome, itemStatuses } = await withOrder(orderId, () =>
+          attemptOrder({ ...processDeps, logger: logger.child({ jobId: job.id, orderId }) }, orderId),
         );
         if (outcome === 'missing') throw new UnrecoverableError(`order ${orderId} does not exist`);
         if (itemStatuses) await deps.metrics.recordOrderSettled(itemStatuses);

@@ -3,7 +3,7 @@ import type { Logger } from '../logger.js';
 import type { OrderOutcomes } from '../queue/order-outcomes.js';
 import type { OrderQueue } from '../queue/order.queue.js';
 import type { AcceptResult, NewOrder, Store } from '../store/store.port.js';
-import { annotateOrder, inSpan } from '../tracing/tracing.js';
+import { inSpan, withOrder } from '../tracing/tracing.js';
 import type { Admission, Backpressure } from './backpressure.js';
 import { centsOrNull, type CheckedOrder } from './order-intake.js';
 import { toDryRunResponse, toOrderResponse, type OrderResponse } from './order-view.js';
@@ -50,10 +50,10 @@ export async function placeOrder(deps: PlaceOrderDeps, input: PlaceOrderInput): 
     return { kind: 'busy', retryAfterS: accepted.retryAfterS, ofClient: accepted.ofClient };
   if (accepted.kind === 'conflict') return accepted;
   const { orderId } = accepted;
-  annotateOrder(orderId);
   const log = input.log.child({ orderId });
-  const enqueued = await inSpan('order.enqueue', { 'order.id': orderId }, () =>
-    enqueue(deps.queue, orderId, log),
+  // From here on every span carries the order's id, in this process and in the worker that takes its job.
+  const enqueued = await withOrder(orderId, () =>
+    inSpan('order.enqueue', {}, () => enqueue(deps.queue, orderId, log)),
   );
   const waits = accepted.kind === 'created' && enqueued && !input.respondAsync && deps.orderWaitMs > 0;
   if (waits) {

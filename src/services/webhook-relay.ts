@@ -56,36 +56,63 @@ export interface RunningRelay {
   stop(): Promise<void>;
 }
 
-/** Runs a relay pass every `intervalMs`, and at once again after a pass that found a full batch. */
-export function startRelay(deps: RelayDeps, intervalMs = 1000): RunningRelay {
+/**
+ * Runs a relay pass every `intervalMs`, and at once again after a pass that found a full batch. Where the store
+ * signals new deliveries (`watchOutbox`: LISTEN on PostgreSQL), a signal starts a pass at once (or right after
+ * the running one), and the schedule only looks for lost jobs and missed signals, every `watchedIntervalMs`.
+ */
+export function startRelay(
+  deps: RelayDeps,
+  {
+    intervalMs = 1000,
+    watchedIntervalMs = LOST_AFTER_MS,
+  }: { intervalMs?: number; watchedIntervalMs?: number } = {},
+): RunningRelay {
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> = Promise.resolve();
+  let inPass = false;
+  let again = false;
   let failing = false;
-  const tick = () => {
+  const schedule = (ms: number) => {
+    if (stopped) return;
+    clearTimeout(timer);
+    timer = setTimeout(tick, ms);
+  };
+  const wake = () => {
+    if (inPass) again = true;
+    else schedule(0);
+  };
+  const watch = deps.store.webhooks.watchOutbox?.(wake);
+  const every = watch ? watchedIntervalMs : intervalMs;
+  const done = (ms: number) => {
+    inPass = false;
+    schedule(again ? 0 : ms);
+  };
+  function tick() {
+    inPass = true;
+    again = false;
     running = relayDeliveries(deps).then(
       (handed) => {
         if (failing) deps.logger.info('webhook relay passes again');
         failing = false;
-        schedule(handed >= BATCH ? 0 : intervalMs);
+        done(handed >= BATCH ? 0 : every);
       },
       (err: unknown) => {
         // Redis or the store away: the rows stay in the outbox for the next pass; one warning per outage.
         if (!failing)
           deps.logger.warn({ err: (err as Error).message }, 'webhook relay pass failed; retrying');
         failing = true;
-        schedule(intervalMs);
+        done(intervalMs);
       },
     );
-  };
-  const schedule = (ms: number) => {
-    if (!stopped) timer = setTimeout(tick, ms);
-  };
+  }
   tick();
   return {
     async stop() {
       stopped = true;
       clearTimeout(timer);
+      await watch?.close();
       await running;
     },
   };

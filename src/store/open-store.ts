@@ -13,7 +13,12 @@ const toStderr = (message: string): void => void process.stderr.write(`${message
  */
 export async function openStore(
   config: Pick<Config, 'DATABASE_URL' | 'DB_PATH' | 'DB_POOL_SIZE' | 'SECRETS_KEY'> &
-    Partial<Pick<Config, 'SECRETS_KEY_PREVIOUS' | 'WEB_DB_BUSY_TIMEOUT_MS' | 'DATABASE_POOLING'>>,
+    Partial<
+      Pick<
+        Config,
+        'SECRETS_KEY_PREVIOUS' | 'WEB_DB_BUSY_TIMEOUT_MS' | 'DATABASE_POOLING' | 'DATABASE_DIRECT_URL'
+      >
+    >,
   role = 'service',
   note: (message: string) => void = toStderr,
 ): Promise<Store> {
@@ -36,6 +41,10 @@ async function openAdapter(
       applicationName: role,
       pooling: config.DATABASE_POOLING,
       sealer,
+      // A session for LISTEN: DATABASE_DIRECT_URL, else DATABASE_URL unless it is a transaction pooler.
+      listenUrl:
+        config.DATABASE_DIRECT_URL ??
+        (config.DATABASE_POOLING === 'transaction' ? undefined : config.DATABASE_URL),
     });
   }
   const { openSqliteStore, WEB_CHECKPOINT_PAGES } = await import('./sqlite/sqlite.store.js');

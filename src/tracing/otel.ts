@@ -15,11 +15,31 @@ import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
 import { PinoInstrumentation } from '@opentelemetry/instrumentation-pino';
-import { NodeSDK } from '@opentelemetry/sdk-node';
+import { NodeSDK, type NodeSDKConfiguration } from '@opentelemetry/sdk-node';
+// The SDK's own reading of OTEL_TRACES_EXPORTER, OTEL_EXPORTER_OTLP_PROTOCOL and OTEL_BSP_*: given span
+// processors of its own, the SDK would no longer make these from the environment (the package's version is pinned).
+import { getSpanProcessorsFromEnv } from '@opentelemetry/sdk-node/build/src/utils.js';
 import { BullMQOtel } from 'bullmq-otel';
 import { installTracing } from './tracing.js';
 
 const TRACER = 'book-order-service';
+
+type SpanProcessor = NonNullable<NodeSDKConfiguration['spanProcessors']>[number];
+
+/**
+ * Every span started under an order's context carries its `order.id` (CONTRACT section 13): the id travels as
+ * baggage, set by withOrder, through the job and the stored trace context of the order's events.
+ */
+const ORDER_BAGGAGE = 'order.id';
+const orderIdOnEverySpan: SpanProcessor = {
+  onStart(span, parentContext) {
+    const orderId = propagation.getBaggage(parentContext)?.getEntry(ORDER_BAGGAGE)?.value;
+    if (orderId && /^\d+$/.test(orderId)) span.setAttribute('order.id', Number(orderId));
+  },
+  onEnd: () => undefined,
+  forceFlush: () => Promise.resolve(),
+  shutdown: () => Promise.resolve(),
+};
 
 const carrierGetter: TextMapGetter<Record<string, string>> = {
   keys: (carrier) => Object.keys(carrier),
@@ -33,6 +53,7 @@ export function startOtel(role: string): void {
   process.env.OTEL_LOGS_EXPORTER ??= 'none';
   const sdk = new NodeSDK({
     serviceName: process.env.OTEL_SERVICE_NAME || role,
+    spanProcessors: [orderIdOnEverySpan, ...getSpanProcessorsFromEnv(undefined)],
     instrumentations: [
       // The exporter's own posts to the collector are not traced: the SDK suppresses tracing while exporting.
       new HttpInstrumentation(),
@@ -65,8 +86,16 @@ export function startOtel(role: string): void {
       });
     },
     active: () => trace.getActiveSpan() !== undefined,
-    annotate(attributes) {
-      trace.getActiveSpan()?.setAttributes(attributes);
+    withOrder(orderId, fn) {
+      trace.getActiveSpan()?.setAttribute('order.id', orderId);
+      const active = context.active();
+      const baggage = (propagation.getBaggage(active) ?? propagation.createBaggage()).setEntry(
+        ORDER_BAGGAGE,
+        {
+          value: String(orderId),
+        },
+      );
+      return context.with(propagation.setBaggage(active, baggage), fn);
     },
     capture() {
       if (!trace.getActiveSpan()) return undefined;

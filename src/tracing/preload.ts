@@ -1,7 +1,8 @@
 // Loaded before a process's entry (`node --import ./dist/src/tracing/preload.js dist/src/server.js`, as the
-// Procfile does). With OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) unset it does nothing
-// else: no OpenTelemetry module is loaded. Set, it starts tracing before the entry is loaded, as ES modules
-// require: an import is hooked (import-in-the-middle) only if the hook was registered before it ran.
+// Procfile does). With OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) unset, or with
+// OTEL_SDK_DISABLED=true, it does nothing else: no OpenTelemetry module is loaded. Set, it starts tracing before
+// the entry is loaded, as ES modules require: an import is hooked (import-in-the-middle) only if the hook was
+// registered before it ran.
 import path from 'node:path';
 
 /** The process's role, its default service name, from its entry file: web, worker or clock. */
@@ -10,7 +11,8 @@ export function roleOf(entry: string | undefined): string {
   return name === 'server' || name === 'web' ? 'web' : name === 'order.worker' ? 'worker' : name;
 }
 
-if (process.env.OTEL_EXPORTER_OTLP_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) {
+const endpoint = process.env.OTEL_EXPORTER_OTLP_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+if (endpoint && process.env.OTEL_SDK_DISABLED !== 'true') {
   const { register } = await import('node:module');
   const { createAddHookMessageChannel } = await import('import-in-the-middle');
   const { registerOptions, waitForAllMessagesAcknowledged } = createAddHookMessageChannel();

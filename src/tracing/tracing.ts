@@ -11,8 +11,8 @@ export interface TracingImpl {
   span<T>(name: string, attributes: SpanAttributes, fn: () => Promise<T>, parent?: string): Promise<T>;
   /** Whether a span is active: work outside any (a timer, a poll) is not traced on its own. */
   active(): boolean;
-  /** Adds attributes to the active span. */
-  annotate(attributes: SpanAttributes): void;
+  /** Runs `fn` with `orderId` in its context: every span under it, in this process or past a job, carries it. */
+  withOrder<T>(orderId: number, fn: () => Promise<T>): Promise<T>;
   /** The active context as a string to store (W3C trace context), or undefined when no span is active. */
   capture(): string | undefined;
   /** BullMQ's telemetry (bullmq-otel) for a queue or a worker. */
@@ -45,9 +45,12 @@ export function inSpan<T>(
   return impl ? impl.span(name, attributes, fn, parent) : fn();
 }
 
-/** The order the active span works on (CONTRACT section 13: spans carry `order.id`). */
-export function annotateOrder(orderId: number): void {
-  impl?.annotate({ 'order.id': orderId });
+/**
+ * Runs `fn` as work on the order: the active span and every span started under it carry `order.id`, in this
+ * process and in those its jobs and events reach. With tracing off, `fn` itself.
+ */
+export function withOrder<T>(orderId: number, fn: () => Promise<T>): Promise<T> {
+  return impl ? impl.withOrder(orderId, fn) : fn();
 }
 
 /** The active trace context, to store with a change so that what it causes later continues its trace. */

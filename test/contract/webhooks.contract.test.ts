@@ -241,6 +241,23 @@ describe(`webhooks and order events on ${TEST_STORE}`, () => {
     );
   });
 
+  it('signals new deliveries to a watcher once their transaction commits, where the store can (PostgreSQL)', async () => {
+    if (!store.webhooks.watchOutbox) {
+      expect(TEST_STORE).toBe('sqlite');
+      return;
+    }
+    let signals = 0;
+    const watch = store.webhooks.watchOutbox(() => (signals += 1));
+    // Every (re)connect signals once, for what came while nobody listened.
+    await expect.poll(() => signals).toBeGreaterThan(0);
+    const before = signals;
+    const client = await newClient();
+    await store.webhooks.add({ clientId: client.clientId, url: 'https://signal.example/', now: T0 });
+    expect(await settle(await reservedOrder(client), 'evt_signalled')).toBe(true);
+    await expect.poll(() => signals).toBeGreaterThan(before);
+    await watch.close();
+  });
+
   it('hands attempts over once, finds lost ones, and records each attempt once', async () => {
     const client = await newClient();
     const hook = await store.webhooks.add({ clientId: client.clientId, url: 'https://h.example/', now: T0 });

@@ -24,7 +24,7 @@ afterAll(() => service.close());
 
 /** Signed dry runs from every buyer, spread over the web processes a load balancer would send them to. */
 function trafficOver(live: Set<number>) {
-  const answers: { port: number; status: number[] }[] = [];
+  const answers: { port: number; status: number[] | string }[] = [];
   const pending = new Map<number, Set<Promise<unknown>>>();
   let stopped = false;
   const loop = async (buyer: Credentials) => {
@@ -39,8 +39,13 @@ function trafficOver(live: Set<number>) {
       const request = client.request('POST', '/v1/orders', orderBody(buyer.ccToken, { dryrun: true }));
       const inFlight = pending.get(port) ?? new Set();
       pending.set(port, inFlight.add(request));
-      const res = await request.finally(() => inFlight.delete(request));
-      answers.push({ port, status: res.svcStatus });
+      // A request that gets no answer is a failure the test reports, not an error of the loop.
+      const status = await request.then(
+        (res) => res.svcStatus,
+        (err: Error) => `no answer: ${err.message}`,
+      );
+      inFlight.delete(request);
+      answers.push({ port, status });
     }
   };
   const loops = Promise.all(buyers.map(loop));
@@ -53,7 +58,7 @@ function trafficOver(live: Set<number>) {
     },
     async servedBy(port: number, count: number) {
       await expect
-        .poll(() => answers.filter((a) => a.port === port).length, { timeout: 30_000 })
+        .poll(() => answers.filter((a) => a.port === port).length, { timeout: 120_000 })
         .toBeGreaterThanOrEqual(count);
     },
     async stop() {
@@ -64,6 +69,7 @@ function trafficOver(live: Set<number>) {
 }
 
 describe('when SECRETS_KEY is rotated by a rolling restart', () => {
+  // Eight process starts and two CLI runs take minutes on a busy machine, whose pace says nothing of the outcome.
   it('then old-key and new-key processes serve together, the re-seal runs under traffic, and no request fails', async () => {
     const env: Record<string, string> = service.env;
     const oldKey = env.SECRETS_KEY ?? fs.readFileSync(secretsKeyFile(env.DB_PATH!), 'utf8').trim();
@@ -119,8 +125,8 @@ describe('when SECRETS_KEY is rotated by a rolling restart', () => {
     } finally {
       await traffic.stop();
     }
-    const failed = traffic.answers.filter((a) => a.status.join() !== '2002');
+    const failed = traffic.answers.filter((a) => String(a.status) !== '2002');
     expect(failed).toEqual([]);
     expect(new Set(traffic.answers.map((a) => a.port)).size).toBe(6);
-  });
+  }, 300_000);
 });

@@ -104,6 +104,12 @@ describe('when tracing is on and a client places an order', () => {
     ).toBe(true);
     const delivery = workerSpans.find((s) => s.name === 'webhook.deliver')!;
     expect(delivery.attributes['order.id']).toBe(orderId);
+    // Every span of the order's work carries its id: the request's, all below the enqueue, all the worker's.
+    expect(root.attributes['order.id']).toBe(orderId);
+    const belowEnqueue = inTrace(traceId).filter((s) => ancestors(s).includes(enqueue));
+    expect(belowEnqueue.length).toBeGreaterThan(0);
+    for (const span of [...belowEnqueue, ...workerSpans])
+      expect(span.attributes['order.id'], `${span.service} ${span.name}`).toBe(orderId);
 
     // Log lines carry the trace: the web's line of this order names its trace and a span of it.
     await expect.poll(() => webLog.includes(`"orderId":${orderId}`)).toBe(true);

@@ -54,7 +54,7 @@ describe('tracing', () => {
         }
       },
       active: () => active,
-      annotate: () => undefined,
+      withOrder: (_, fn) => fn(),
       capture: () => (active ? '{"traceparent":"00-x-y-01"}' : undefined),
       queueTelemetry: () => undefined,
       shutdown: async () => undefined,

@@ -123,4 +123,14 @@ export interface WebhookStore {
    * the delivery is no longer at that attempt.
    */
   recordAttempt(deliveryId: number, attempt: number, outcome: AttemptOutcome, now: number): Promise<boolean>;
+  /**
+   * Calls `onRecorded` soon after a transaction that recorded pending deliveries commits, in this or any process,
+   * until closed (and once whenever the signal was lost and is back, for what came meanwhile). Absent where the
+   * store has no such signal (SQLite, or PostgreSQL with only a transaction pooler): the relay then polls.
+   */
+  watchOutbox?(onRecorded: () => void): OutboxWatch;
+}
+
+export interface OutboxWatch {
+  close(): Promise<void>;
 }

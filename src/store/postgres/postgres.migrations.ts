@@ -10,6 +10,7 @@ import { SECRETS_MIGRATION } from './secrets.migration.js';
 import { SETTINGS_MIGRATION } from './settings.migration.js';
 import { WEBHOOKS_MIGRATION } from './webhooks.migration.js';
 import { installOrderFunctions } from './order-functions.js';
+import { OUTBOX_SIGNAL_MIGRATION } from './outbox-signal.migration.js';
 import { withTransaction } from './postgres.pool.js';
 
 /** One schema version: its SQL, then code when rows must be rewritten too (in the same transaction). */
@@ -205,6 +206,7 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   EVENT_TYPE_MIGRATION,
   TRACE_CONTEXT_MIGRATION,
   { version: 11, ...RETENTION_MIGRATION },
+  OUTBOX_SIGNAL_MIGRATION,
 ];
 
 // Any constant will do, as long as every process of the service takes the same one.

@@ -11,6 +11,7 @@ import { postgresProcessing } from './processing.js';
 import { postgresReconcile } from './reconcile.js';
 import { postgresSearch, type PostgresSearchOptions } from './search.js';
 import { migratePostgres } from './postgres.migrations.js';
+import { watchOutbox } from './outbox-watch.js';
 import { postgresWebhooks } from './webhooks.js';
 import { postgresRetention } from './retention.js';
 import { createPool, type PoolOptions } from './postgres.pool.js';
@@ -19,6 +20,8 @@ export type PostgresStoreOptions = PoolOptions &
   PostgresSearchOptions & {
     /** Seals the clients' secret keys; must be the key the database was first sealed or last rotated with. */
     sealer: Sealer;
+    /** Where a session may LISTEN (never a transaction pooler); without it the relays poll. */
+    listenUrl?: string | undefined;
   };
 
 /**
@@ -51,6 +54,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     return { itemsByStatus: items.rows, unsettledByPhase: orders.rows };
   };
 
+  const { listenUrl } = options;
   const store: Store = {
     kind: 'postgres',
     clients: postgresClients(pool, secrets),
@@ -62,7 +66,15 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     ledger: postgresLedger(pool),
     reconcile: postgresReconcile(pool),
     search: postgresSearch(pool, options),
-    webhooks: postgresWebhooks(pool, secrets),
+    webhooks: {
+      ...postgresWebhooks(pool, secrets),
+      ...(listenUrl
+        ? {
+            watchOutbox: (onRecorded: () => void) =>
+              watchOutbox(listenUrl, onRecorded, options.applicationName),
+          }
+        : {}),
+    },
     retention: postgresRetention(pool),
     counts,
     migrate,
