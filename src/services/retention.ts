@@ -19,7 +19,11 @@ export interface RetentionDeps {
 export interface RetentionOptions {
   /** Rows per batch, each batch one short transaction. */
   batchSize?: number;
-  /** Rest between two batches, so that other writers take the lock in between. */
+  /**
+   * Rest between two batches, so that other writers take the lock in between. SQLite's busy handler sleeps up to
+   * 100 ms between its tries: a shorter rest lets a waiting writer sleep through it and starve (measured:
+   * BENCHMARKS.md, Retention).
+   */
   pauseMs?: number;
   /** Free pages given back per step (SQLite), each step one short write. */
   reclaimPages?: number;
@@ -34,6 +38,8 @@ export interface RetentionCounts {
   pagesReclaimed: number;
   batches: number;
   longestBatchMs: number;
+  /** Which step the longest batch was: deliveries, events, cursors or reclaim. */
+  longestBatch: string;
 }
 
 export type RetentionResult =
@@ -68,7 +74,7 @@ async function pruneOnce(
   options: RetentionOptions,
   stop: AbortSignal,
 ): Promise<RetentionCounts> {
-  const { batchSize = 500, pauseMs = 10, reclaimPages = 256 } = options;
+  const { batchSize = 500, pauseMs = 100, reclaimPages = 256 } = options;
   const now = deps.clock();
   const before = now - deps.config.EVENT_RETENTION_DAYS * DAY_MS;
   const counts: RetentionCounts = {
@@ -78,15 +84,16 @@ async function pruneOnce(
     pagesReclaimed: 0,
     batches: 0,
     longestBatchMs: 0,
+    longestBatch: '',
   };
-  const retention = deps.store.retention;
   /** Runs `step` until it does less than `full` or the pass is stopped; returns the total it did. */
-  const batches = async (step: () => Promise<number>, full: number): Promise<number> => {
+  const batches = async (name: string, step: () => Promise<number>, full: number): Promise<number> => {
     let total = 0;
     while (!stop.aborted) {
       const began = performance.now();
       const done = await step();
-      counts.longestBatchMs = Math.max(counts.longestBatchMs, performance.now() - began);
+      const ms = performance.now() - began;
+      if (ms > counts.longestBatchMs) Object.assign(counts, { longestBatchMs: ms, longestBatch: name });
       counts.batches++;
       total += done;
       if (done < full) break;
@@ -95,9 +102,10 @@ async function pruneOnce(
     return total;
   };
   // Deliveries first: an event goes only once no delivery names it.
-  counts.deliveries = await batches(() => retention.pruneDeliveries(before, batchSize), batchSize);
-  counts.events = await batches(() => retention.pruneEvents(before, batchSize), batchSize);
-  counts.cursors = await batches(() => retention.pruneCursors(now - CURSOR_TTL_MS, batchSize), batchSize);
-  counts.pagesReclaimed = await batches(() => retention.reclaimSpace(reclaimPages), reclaimPages);
+  const { pruneDeliveries, pruneEvents, pruneCursors, reclaimSpace } = deps.store.retention;
+  counts.deliveries = await batches('deliveries', () => pruneDeliveries(before, batchSize), batchSize);
+  counts.events = await batches('events', () => pruneEvents(before, batchSize), batchSize);
+  counts.cursors = await batches('cursors', () => pruneCursors(now - CURSOR_TTL_MS, batchSize), batchSize);
+  counts.pagesReclaimed = await batches('reclaim', () => reclaimSpace(reclaimPages), reclaimPages);
   return counts;
 }
