@@ -1,5 +1,5 @@
-import { loadConfig, type Config } from '../config.js';
-import { openStore } from '../store/open-store.js';
+// The configuration and the store are imported once a command is to run: `help` and usage errors load neither.
+import type { Config } from '../config.js';
 import type { Store } from '../store/store.port.js';
 import { ADMIN_COMMANDS } from './admin.commands.js';
 import { readRuntimeFile, withRuntimeSettings } from './runtime-file.js';
@@ -30,6 +30,7 @@ async function main(argv: string[]): Promise<number> {
   }
   let config: Config;
   try {
+    const { loadConfig } = await import('../config.js');
     config = loadConfig(env);
   } catch (error) {
     return print(process.stderr, `admin: ${(error as Error).message}`, EXIT_INVALID);
@@ -50,7 +51,8 @@ function lazyContext(config: Config): CommandContext & { close(): Promise<void> 
   let store: Promise<Store> | undefined;
   return {
     config,
-    store: () => (store ??= openStore(config, 'admin')),
+    store: () =>
+      (store ??= import('../store/open-store.js').then(({ openStore }) => openStore(config, 'admin'))),
     out: { note: (line) => process.stderr.write(`${line}\n`) },
     close: async () => {
       if (store) await (await store).close();

@@ -1,10 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { importCatalogFile } from '../../services/catalog-import.js';
-import { CliError, parseCommandArgs, positiveIntOption, requiredOption, type Command } from './command.js';
+import { CliError, parseCommandArgs, positiveIntOption, requiredOption, type CommandRun } from './command.js';
 
-export const catalogImport: Command = {
-  usage: 'FILE',
-  summary: 'upsert vendors and listings from a catalog JSON file (- reads stdin); a bad file imports nothing',
+export const catalogImport: CommandRun = {
   async run(args, ctx) {
     const { positionals } = parseCommandArgs(args, {}, ['FILE']);
     const file = positionals[0]!;
@@ -18,9 +16,7 @@ export const catalogImport: Command = {
   },
 };
 
-export const vendorDeactivate: Command = {
-  usage: '--vendor ID',
-  summary: "deactivate a vendor: its listings' items become 54 (INACTIVE_SELLER)",
+export const vendorDeactivate: CommandRun = {
   async run(args, ctx) {
     const { values } = parseCommandArgs(args, { vendor: { type: 'string' } });
     const vendorId = positiveIntOption(requiredOption(values.vendor, 'vendor'), 'vendor');

@@ -1,11 +1,9 @@
 import { addCard, createClient } from '../../services/client-keys.js';
-import { CliError, parseCommandArgs, requiredOption, type Command } from './command.js';
+import { CliError, parseCommandArgs, requiredOption, type CommandRun } from './command.js';
 
 const NAME_MAX = 200;
 
-export const clientCreate: Command = {
-  usage: '--name NAME',
-  summary: 'create an API client; prints its access key and secret key',
+export const clientCreate: CommandRun = {
   async run(args, ctx) {
     const { values } = parseCommandArgs(args, { name: { type: 'string' } });
     const name = requiredOption(values.name, 'name');
@@ -15,9 +13,7 @@ export const clientCreate: Command = {
   },
 };
 
-export const clientDisable: Command = {
-  usage: '--access-key KEY',
-  summary: 'disable a client: its requests are refused with 4015 from then on',
+export const clientDisable: CommandRun = {
   async run(args, ctx) {
     const { values } = parseCommandArgs(args, { 'access-key': { type: 'string' } });
     const accessKey = requiredOption(values['access-key'], 'access-key');
@@ -27,9 +23,7 @@ export const clientDisable: Command = {
   },
 };
 
-export const cardAdd: Command = {
-  usage: '--access-key KEY [--decline]',
-  summary: 'add a sandbox card to a client; --decline makes every authorisation on it fail',
+export const cardAdd: CommandRun = {
   async run(args, ctx) {
     const { values } = parseCommandArgs(args, {
       'access-key': { type: 'string' },

@@ -20,6 +20,9 @@ export interface Command {
   run(args: string[], ctx: CommandContext): Promise<unknown>;
 }
 
+/** What a command's module holds: its run (its usage and summary are in admin.commands.ts). */
+export type CommandRun = Pick<Command, 'run'>;
+
 export const EXIT_INVALID = 1;
 export const EXIT_USAGE = 2;
 

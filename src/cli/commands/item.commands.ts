@@ -6,12 +6,9 @@ import { createSandboxGateway } from '../../payments/sandbox.gateway.js';
 import { isoMs } from '../../services/order-view.js';
 import { moveItem, type MoveItemRequest } from '../../services/item-lifecycle.js';
 import type { StoredItem } from '../../store/store.port.js';
-import { CliError, parseCommandArgs, positiveIntOption, requiredOption, type Command } from './command.js';
+import { CliError, parseCommandArgs, positiveIntOption, requiredOption, type CommandRun } from './command.js';
 
-export const itemUpdate: Command = {
-  usage: '--order-item ID --status CODE [--company C --tracking T] [--extra-shipping AMOUNT]',
-  summary:
-    'move an item as CONTRACT.md section 8 allows: 35 takes --company/--tracking, 93 needs --extra-shipping',
+export const itemUpdate: CommandRun = {
   async run(args, ctx) {
     const request = parseItemUpdate(args);
     const store = await ctx.store();

@@ -1,18 +1,14 @@
 import { closeDeps, createDeps } from '../../container.js';
 import { whenReady } from '../../redis/redis-lock.js';
 import { runReconcilePass } from '../../services/reconcile.js';
-import { CliError, isoTimeOption, parseCommandArgs, type Command } from './command.js';
+import { CliError, isoTimeOption, parseCommandArgs, type CommandRun } from './command.js';
 import { commandLogger } from './item.commands.js';
 
 const REDIS_WAIT_MS = 5_000;
 // A clock's pass takes well under a second; waiting this long for one means something is stuck.
 const LOCK_WAIT_MS = 15_000;
 
-export const reconcile: Command = {
-  usage: '[--now ISO]',
-  needsRedis: true,
-  summary:
-    'run one reconciliation pass (after any pass already running); --now measures deadlines from that time',
+export const reconcile: CommandRun = {
   async run(args, { config }) {
     const { values } = parseCommandArgs(args, { now: { type: 'string' } });
     const now = values.now === undefined ? undefined : isoTimeOption(values.now, 'now');

@@ -7,16 +7,11 @@ import {
   parseCommandArgs,
   positiveIntOption,
   requiredOption,
-  type Command,
+  type CommandRun,
   type CommandContext,
 } from './command.js';
 
-export const secretsRotate: Command = {
-  usage: '--new-key-file FILE | [--batch-size N]',
-  summary:
-    'with --new-key-file, re-seal every secret key under the SECRETS_KEY in FILE in one transaction, then ' +
-    'restart every process with it; without, re-seal what SECRETS_KEY_PREVIOUS still seals under SECRETS_KEY, ' +
-    'N clients (default 500) a transaction, while processes on either key serve (see README, Rotating SECRETS_KEY)',
+export const secretsRotate: CommandRun = {
   async run(args, ctx) {
     const { values } = parseCommandArgs(args, {
       'new-key-file': { type: 'string' },

@@ -6,14 +6,10 @@ import {
   parseCommandArgs,
   positiveIntOption,
   requiredOption,
-  type Command,
+  type CommandRun,
 } from './command.js';
 
-export const webhookAdd: Command = {
-  usage: '--access-key KEY --url URL',
-  summary:
-    "register a webhook for a client's order events; prints its secret, the key of its signatures. " +
-    'The URL must be http(s) and, unless WEBHOOK_ALLOW_PRIVATE=true, reach public addresses only',
+export const webhookAdd: CommandRun = {
   async run(args, ctx) {
     const { values } = parseCommandArgs(args, { 'access-key': { type: 'string' }, url: { type: 'string' } });
     const accessKey = requiredOption(values['access-key'], 'access-key');
@@ -30,9 +26,7 @@ export const webhookAdd: Command = {
   },
 };
 
-export const webhookList: Command = {
-  usage: '--access-key KEY',
-  summary: "list a client's webhooks, removed ones included; failing: a delivery was given up on lately",
+export const webhookList: CommandRun = {
   async run(args, ctx) {
     const { values } = parseCommandArgs(args, { 'access-key': { type: 'string' } });
     const store = await ctx.store();
@@ -41,11 +35,7 @@ export const webhookList: Command = {
   },
 };
 
-export const webhookRemove: Command = {
-  usage: '--webhook ID',
-  summary:
-    'remove a webhook: nothing more is sent to it once this answers (an attempt already claimed may take up ' +
-    'to 5 s to start or give up), deliveries still pending are dropped',
+export const webhookRemove: CommandRun = {
   async run(args, ctx) {
     const { values } = parseCommandArgs(args, { webhook: { type: 'string' } });
     const webhookId = positiveIntOption(requiredOption(values.webhook, 'webhook'), 'webhook');
@@ -55,9 +45,7 @@ export const webhookRemove: Command = {
   },
 };
 
-export const webhookReplay: Command = {
-  usage: '--webhook ID --since ISO',
-  summary: "send every event of the webhook's client recorded since then to it again",
+export const webhookReplay: CommandRun = {
   async run(args, ctx) {
     const { values } = parseCommandArgs(args, { webhook: { type: 'string' }, since: { type: 'string' } });
     const webhookId = positiveIntOption(requiredOption(values.webhook, 'webhook'), 'webhook');
