@@ -17,8 +17,15 @@ export interface RetentionDeps {
 }
 
 export interface RetentionOptions {
-  /** Rows per batch, each batch one short transaction. */
+  /** Rows per batch at most, each batch one short transaction. */
   batchSize?: number;
+  /**
+   * How long a batch may hold the store's write lock: a batch that takes longer halves the next one's size (a
+   * quick one doubles it back, up to batchSize), so that a web write waiting WEB_DB_BUSY_TIMEOUT_MS gets its turn.
+   */
+  batchTargetMs?: number;
+  /** The clock batches are timed by (tests give their own). */
+  timer?: () => number;
   /**
    * Rest between two batches, so that other writers take the lock in between. SQLite's busy handler sleeps up to
    * 100 ms between its tries: a shorter rest lets a waiting writer sleep through it and starve (measured:
@@ -69,12 +76,14 @@ export async function runRetentionPass(
   return { ran: true, counts };
 }
 
-async function pruneOnce(
+/** The pass itself, without the lock (tests call it with a fake store). */
+export async function pruneOnce(
   deps: RetentionDeps,
   options: RetentionOptions,
   stop: AbortSignal,
 ): Promise<RetentionCounts> {
-  const { batchSize = 500, pauseMs = 100, reclaimPages = 256 } = options;
+  const { batchSize = 500, batchTargetMs = 50, pauseMs = 100, reclaimPages = 256 } = options;
+  const timer = options.timer ?? (() => performance.now());
   const now = deps.clock();
   const before = now - deps.config.EVENT_RETENTION_DAYS * DAY_MS;
   const counts: RetentionCounts = {
@@ -86,26 +95,29 @@ async function pruneOnce(
     longestBatchMs: 0,
     longestBatch: '',
   };
-  /** Runs `step` until it does less than `full` or the pass is stopped; returns the total it did. */
-  const batches = async (name: string, step: () => Promise<number>, full: number): Promise<number> => {
+  /** Runs `step` until it does less than it was asked or the pass is stopped; returns the total it did. */
+  const batches = async (name: string, step: (size: number) => Promise<number>, full: number) => {
     let total = 0;
+    let size = full;
     while (!stop.aborted) {
-      const began = performance.now();
-      const done = await step();
-      const ms = performance.now() - began;
+      const began = timer();
+      const done = await step(size);
+      const ms = timer() - began;
       if (ms > counts.longestBatchMs) Object.assign(counts, { longestBatchMs: ms, longestBatch: name });
       counts.batches++;
       total += done;
-      if (done < full) break;
+      if (done < size) break;
+      if (ms > batchTargetMs) size = Math.max(1, Math.floor(size / 2));
+      else if (ms < batchTargetMs / 4) size = Math.min(full, size * 2);
       await new Promise((resolve) => setTimeout(resolve, pauseMs));
     }
     return total;
   };
   // Deliveries first: an event goes only once no delivery names it.
   const { pruneDeliveries, pruneEvents, pruneCursors, reclaimSpace } = deps.store.retention;
-  counts.deliveries = await batches('deliveries', () => pruneDeliveries(before, batchSize), batchSize);
-  counts.events = await batches('events', () => pruneEvents(before, batchSize), batchSize);
-  counts.cursors = await batches('cursors', () => pruneCursors(now - CURSOR_TTL_MS, batchSize), batchSize);
-  counts.pagesReclaimed = await batches('reclaim', () => reclaimSpace(reclaimPages), reclaimPages);
+  counts.deliveries = await batches('deliveries', (size) => pruneDeliveries(before, size), batchSize);
+  counts.events = await batches('events', (size) => pruneEvents(before, size), batchSize);
+  counts.cursors = await batches('cursors', (size) => pruneCursors(now - CURSOR_TTL_MS, size), batchSize);
+  counts.pagesReclaimed = await batches('reclaim', (size) => reclaimSpace(size), reclaimPages);
   return counts;
 }

@@ -1,0 +1,58 @@
+// The retention pass's batches against a fake store whose deletes take a time in proportion to their rows: a
+// batch that holds the write lock past its target is followed by smaller ones, and the pass still deletes all.
+import { describe, expect, it } from 'vitest';
+import { pruneOnce, type RetentionDeps } from '../../src/services/retention.js';
+import type { RetentionStore } from '../../src/store/store.port.js';
+import { createLogger } from '../../src/logger.js';
+
+/** A store of `rows` old events whose delete costs `msPerRow` on the fake timer; records each batch's size. */
+function slowStore(rows: number, msPerRow: number) {
+  let now = 0;
+  let left = rows;
+  const sizes: number[] = [];
+  const none = async () => 0;
+  const retention: RetentionStore = {
+    pruneDeliveries: none,
+    async pruneEvents(_before, limit) {
+      sizes.push(limit);
+      const done = Math.min(limit, left);
+      left -= done;
+      now += limit * msPerRow;
+      return done;
+    },
+    pruneCursors: none,
+    reclaimSpace: none,
+  };
+  const deps = {
+    store: { retention },
+    logger: createLogger({ LOG_LEVEL: 'silent', LOG_PRETTY: 'false' }, 'test'),
+    clock: () => Date.UTC(2026, 10, 25),
+    config: { EVENT_RETENTION_DAYS: 30, REDIS_PREFIX: 'test' },
+  } as unknown as RetentionDeps;
+  return { deps, sizes, timer: () => now, left: () => left };
+}
+
+describe('a retention pass over a store whose batches are slow', () => {
+  it('then it halves its batches until each holds the lock no longer than its target, and deletes every row', async () => {
+    const store = slowStore(2_000, 1);
+    const counts = await pruneOnce(
+      store.deps,
+      { batchSize: 500, batchTargetMs: 50, pauseMs: 0, timer: store.timer },
+      new AbortController().signal,
+    );
+    expect(counts.events).toBe(2_000);
+    expect(store.left()).toBe(0);
+    expect(store.sizes.slice(0, 5)).toEqual([500, 250, 125, 62, 31]);
+    expect(store.sizes.slice(4).every((size) => size <= 50)).toBe(true);
+  });
+
+  it('then quick batches keep the size asked, never more', async () => {
+    const store = slowStore(1_000, 0.01);
+    await pruneOnce(
+      store.deps,
+      { batchSize: 200, pauseMs: 0, timer: store.timer },
+      new AbortController().signal,
+    );
+    expect(new Set(store.sizes)).toEqual(new Set([200]));
+  });
+});
