@@ -4,6 +4,7 @@ import type { Deps } from '../deps.js';
 import { sharedMetrics } from '../metrics/metrics.recorder.js';
 import { registerOrderStoreGauges } from '../metrics/order-store.metrics.js';
 import { registerProcessHeartbeats } from '../metrics/process-heartbeat.js';
+import { scrapeReads } from '../metrics/scrape-reads.js';
 import { ORDER_QUEUE } from '../queue/order.queue.js';
 import { sharedInFlight } from '../services/read-cache.js';
 
@@ -15,8 +16,10 @@ const QUEUE_STATES = ['waiting', 'prioritized', 'active', 'delayed', 'failed'] a
  */
 export function createDeploymentRegistry(deps: Pick<Deps, 'redis' | 'config' | 'queue'>): Registry {
   const registry = new Registry();
+  // Every read of Redis a scrape makes goes in one pipeline (BullMQ's counts, one script, on its own connection).
+  const reads = scrapeReads(deps.redis);
   for (const metric of Object.values(sharedMetrics(deps.redis, deps.config.REDIS_PREFIX)))
-    metric.registerOn(registry);
+    metric.registerOn(registry, reads);
   new Gauge({
     name: 'bookorders_queue_jobs',
     help: 'Jobs in a BullMQ queue, by state',
@@ -29,14 +32,14 @@ export function createDeploymentRegistry(deps: Pick<Deps, 'redis' | 'config' | '
       for (const state of QUEUE_STATES) this.set({ queue: ORDER_QUEUE, state }, counts[state] ?? 0);
     },
   });
-  registerOrderStoreGauges(deps.redis, deps.config.REDIS_PREFIX, registry);
+  registerOrderStoreGauges(reads, deps.config.REDIS_PREFIX, registry);
   // Beside bookorders_orders_unsettled: how close the deployment is to refusing real orders (5030).
   new Gauge({
     name: 'bookorders_orders_unsettled_limit',
     help: 'MAX_UNSETTLED_ORDERS: with more unsettled orders than this, real orders are refused with 5030',
     registers: [registry],
   }).set(deps.config.MAX_UNSETTLED_ORDERS);
-  registerProcessHeartbeats(deps.redis, deps.config.REDIS_PREFIX, registry);
+  registerProcessHeartbeats(deps.redis, deps.config.REDIS_PREFIX, registry, reads);
   return registry;
 }
 

@@ -3,6 +3,7 @@ import { ItemStatus } from '../domain/item-status.js';
 import type { Logger } from '../logger.js';
 import type { RedisClient } from '../redis/redis.js';
 import type { Store, StoreCounts } from '../store/store.port.js';
+import type { ScrapeReads } from './scrape-reads.js';
 
 const STATUS_NAMES = new Map<number, string>(Object.entries(ItemStatus).map(([name, code]) => [code, name]));
 
@@ -71,13 +72,17 @@ export function scheduleStoreCounts(
 
 /**
  * Gauges of what the clock published last: items by status, unsettled orders by phase, and the counts' age. No
- * series before a clock has published (no clock has run yet on this Redis).
+ * series before a clock has published (no clock has run yet on this Redis). `reads`: the scrape's batched reads.
  */
-export function registerOrderStoreGauges(redis: RedisClient, prefix: string, registry: Registry): void {
+export function registerOrderStoreGauges(
+  reads: Pick<ScrapeReads, 'get'>,
+  prefix: string,
+  registry: Registry,
+): void {
   // A scrape collects every gauge in one tick: they share the read in flight, and the next scrape reads again.
   let pending: Promise<PublishedCounts | null> | null = null;
   const counts = () =>
-    (pending ??= redis
+    (pending ??= reads
       .get(countsKey(prefix))
       .then((text) => (text ? (JSON.parse(text) as PublishedCounts) : null))
       .catch(() => null)

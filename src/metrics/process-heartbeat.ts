@@ -1,5 +1,6 @@
 import type { RedisClient } from '../redis/redis.js';
 import { Counter, Gauge, type Registry } from 'prom-client';
+import type { ScrapeReads } from './scrape-reads.js';
 
 // Workers and the clock serve no HTTP, so each process of the deployment writes a small snapshot of itself
 // (memory, CPU) into one Redis hash every few seconds; web processes expose them with role and pid labels.
@@ -43,23 +44,32 @@ export function startProcessHeartbeat(redis: RedisClient, prefix: string, role: 
   };
 }
 
-/** Gauges of every live process of the deployment, read from the heartbeats at scrape time. */
-export function registerProcessHeartbeats(redis: RedisClient, prefix: string, registry: Registry): void {
+/**
+ * Gauges of every live process of the deployment, read from the heartbeats at scrape time (through `reads`, the
+ * scrape's batched reads, when given).
+ */
+export function registerProcessHeartbeats(
+  redis: RedisClient,
+  prefix: string,
+  registry: Registry,
+  reads: Pick<ScrapeReads, 'hgetall'> = redis,
+): void {
   let beats: { role: string; pid: string; beat: Beat }[] = [];
   const read = async () => {
-    const hash = await redis.hgetall(keyOf(prefix)).catch(() => ({}) as Record<string, string>);
+    const hash = await reads.hgetall(keyOf(prefix)).catch(() => ({}) as Record<string, string>);
     const now = Date.now();
-    const stale = Object.entries(hash).filter(
-      ([, raw]) => now - (JSON.parse(raw) as Beat).at > STALE_AFTER_MS,
-    );
-    if (stale.length)
-      await redis.hdel(keyOf(prefix), ...stale.map(([field]) => field)).catch(() => undefined);
-    beats = Object.entries(hash)
-      .filter(([, raw]) => now - (JSON.parse(raw) as Beat).at <= STALE_AFTER_MS)
-      .map(([field, raw]) => {
-        const at = field.lastIndexOf(':');
-        return { role: field.slice(0, at), pid: field.slice(at + 1), beat: JSON.parse(raw) as Beat };
-      });
+    const stale: string[] = [];
+    beats = [];
+    for (const [field, raw] of Object.entries(hash)) {
+      const beat = JSON.parse(raw) as Beat;
+      if (now - beat.at > STALE_AFTER_MS) {
+        stale.push(field);
+        continue;
+      }
+      const at = field.lastIndexOf(':');
+      beats.push({ role: field.slice(0, at), pid: field.slice(at + 1), beat });
+    }
+    if (stale.length) await redis.hdel(keyOf(prefix), ...stale).catch(() => undefined);
   };
   // One read of Redis per scrape: the registry asks every metric at once, in registration order, so the first
   // gauge starts the read and the others wait for the same one.

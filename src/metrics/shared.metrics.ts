@@ -1,6 +1,7 @@
 import type { ChainableCommander } from 'ioredis';
 import type { RedisClient } from '../redis/redis.js';
 import type { Metric, Registry } from 'prom-client';
+import type { ScrapeReads } from './scrape-reads.js';
 
 // Cross-process metrics: workers and the clock run in processes that serve no HTTP, so what they count is
 // added to Redis hashes under `{QUEUE_PREFIX}:metrics:<name>` (HINCRBY, atomic across processes); any web
@@ -32,21 +33,23 @@ abstract class SharedMetric {
   abstract readonly type: 'counter' | 'histogram';
   readonly aggregator = 'sum';
   protected readonly key: string;
+  private reads: Pick<ScrapeReads, 'hgetall'>;
 
   constructor(
-    protected readonly redis: RedisClient,
+    redis: RedisClient,
     prefix: string,
     readonly name: string,
     readonly help: string,
   ) {
     this.key = `${prefix}:metrics:${name}`;
+    this.reads = redis;
   }
 
   protected abstract values(hash: Record<string, string>): MetricValue[];
 
   /** What prom-client's Registry asks of a metric at scrape time; no series while Redis is away (see /readyz). */
   async get() {
-    const hash = await this.redis.hgetall(this.key).catch(() => ({}) as Record<string, string>);
+    const hash = await this.reads.hgetall(this.key).catch(() => ({}) as Record<string, string>);
     return {
       name: this.name,
       help: this.help,
@@ -59,8 +62,12 @@ abstract class SharedMetric {
   /** Nothing to reset in this process: the series live in Redis. */
   reset(): void {}
 
-  /** Registers on a prom-client registry, which only needs `name` and `get()` of a metric. */
-  registerOn(registry: Registry): void {
+  /**
+   * Registers on a prom-client registry, which only needs `name` and `get()` of a metric; `reads` (the scrape's
+   * batched reads) read its hash at scrape time instead of a command of its own.
+   */
+  registerOn(registry: Registry, reads?: ScrapeReads): void {
+    if (reads) this.reads = reads;
     registry.registerMetric(this as unknown as Metric);
   }
 }
