@@ -20,8 +20,9 @@ export interface RetentionOptions {
   /** Rows per batch at most, each batch one short transaction. */
   batchSize?: number;
   /**
-   * How long a batch may hold the store's write lock: a batch that takes longer halves the next one's size (a
-   * quick one doubles it back, up to batchSize), so that a web write waiting WEB_DB_BUSY_TIMEOUT_MS gets its turn.
+   * How long a batch may hold the store's write lock: each step starts small, a batch that takes longer cuts the
+   * next one's size to fit (at least by half; a quick one doubles it, up to batchSize), so that a web write
+   * waiting WEB_DB_BUSY_TIMEOUT_MS gets its turn.
    */
   batchTargetMs?: number;
   /** The clock batches are timed by (tests give their own). */
@@ -95,10 +96,15 @@ export async function pruneOnce(
     longestBatchMs: 0,
     longestBatch: '',
   };
-  /** Runs `step` until it does less than it was asked or the pass is stopped; returns the total it did. */
+  /**
+   * Runs `step` until it does less than it was asked or the pass is stopped; returns the total it did. A step
+   * starts at an eighth of its full size (its pages may be cold: a first batch of 500 events held SQLite's lock
+   * 551 ms in BENCHMARKS.md, Retention) and doubles while its batches are quick; a slow one cuts the next to
+   * what would have taken the target, and at least by half.
+   */
   const batches = async (name: string, step: (size: number) => Promise<number>, full: number) => {
     let total = 0;
-    let size = full;
+    let size = Math.max(1, Math.ceil(full / 8));
     while (!stop.aborted) {
       const began = timer();
       const done = await step(size);
@@ -107,7 +113,8 @@ export async function pruneOnce(
       counts.batches++;
       total += done;
       if (done < size) break;
-      if (ms > batchTargetMs) size = Math.max(1, Math.floor(size / 2));
+      if (ms > batchTargetMs)
+        size = Math.max(1, Math.min(Math.floor(size / 2), Math.floor((size * batchTargetMs) / ms)));
       else if (ms < batchTargetMs / 4) size = Math.min(full, size * 2);
       await new Promise((resolve) => setTimeout(resolve, pauseMs));
     }

@@ -33,7 +33,7 @@ function slowStore(rows: number, msPerRow: number) {
 }
 
 describe('a retention pass over a store whose batches are slow', () => {
-  it('then it halves its batches until each holds the lock no longer than its target, and deletes every row', async () => {
+  it('then its first batch is an eighth of the size, and a slow one cuts the next to fit its target; every row goes', async () => {
     const store = slowStore(2_000, 1);
     const counts = await pruneOnce(
       store.deps,
@@ -42,17 +42,29 @@ describe('a retention pass over a store whose batches are slow', () => {
     );
     expect(counts.events).toBe(2_000);
     expect(store.left()).toBe(0);
-    expect(store.sizes.slice(0, 5)).toEqual([500, 250, 125, 62, 31]);
-    expect(store.sizes.slice(4).every((size) => size <= 50)).toBe(true);
+    expect(store.sizes.slice(0, 2)).toEqual([63, 31]);
+    expect(store.sizes.slice(1).every((size) => size <= 50)).toBe(true);
+    expect(counts.longestBatchMs).toBe(63);
   });
 
-  it('then quick batches keep the size asked, never more', async () => {
+  it('then a batch far past its target is followed by one that fits it, not merely half', async () => {
+    const store = slowStore(2_000, 10);
+    await pruneOnce(
+      store.deps,
+      { batchSize: 800, batchTargetMs: 50, pauseMs: 0, timer: store.timer },
+      new AbortController().signal,
+    );
+    expect(store.sizes.slice(0, 3)).toEqual([100, 5, 5]);
+  });
+
+  it('then quick batches double up to the size asked, never more', async () => {
     const store = slowStore(1_000, 0.01);
     await pruneOnce(
       store.deps,
       { batchSize: 200, pauseMs: 0, timer: store.timer },
       new AbortController().signal,
     );
-    expect(new Set(store.sizes)).toEqual(new Set([200]));
+    expect(store.sizes.slice(0, 4)).toEqual([25, 50, 100, 200]);
+    expect(Math.max(...store.sizes)).toBe(200);
   });
 });
