@@ -3,7 +3,8 @@
 // A fresh store filled by generate-orders.ts (--orders orders; PostgreSQL: a database on DATABASE_URL's server or
 // a private one), a private Redis, and the Procfile's web and clock as production runs them (the clock publishes
 // the store counts every STORE_COUNTS_EVERY_S = 5 s). Measured from outside, over HTTP:
-//   - one scrape at a time, each a full collection (METRICS_REUSE_MS = 1000 apart and more): 30 scrapes;
+//   - one scrape at a time, each a full collection (METRICS_REUSE_MS = 1000 apart and more): 60 scrapes, each
+//     beside a /healthz half-way between two (the floor: the same round trip on the same idle process);
 //   - /healthz alone: one request every 5 ms for --seconds / 2;
 //   - /healthz while 5 clients scrape in a loop, for --seconds: its p50/p99/max, and the scrapes' own times.
 // Beside them, the clock's count (the scan a scrape no longer makes), timed in this process on the same store.
@@ -39,6 +40,8 @@ const KIND = parseStoreKinds(values.store)[0]!;
 const ORDERS = Number(values.orders);
 const SECONDS = Number(values.seconds);
 const SCRAPERS = 5;
+/** Full collections one at a time (a p99 of 60 is their second largest). */
+const ALONE = 60;
 
 const say = (line: string) => process.stderr.write(`[bench-metrics] ${line}\n`);
 
@@ -119,9 +122,14 @@ async function main(): Promise<void> {
     say(`counts published: ${items} items; ${text.length} bytes a scrape`);
 
     for (let i = 0; i < 3; i++) await timed(metricsUrl);
+    // Each full collection paired with a /healthz half-way between two of them: the same HTTP round trip on
+    // the same idle, cold process, doing nothing, so that what the machine's load adds shows beside the scrape.
     const alone: number[] = [];
-    for (let i = 0; i < 30; i++) {
-      await sleep(1100);
+    const pairedHealth: number[] = [];
+    for (let i = 0; i < ALONE; i++) {
+      await sleep(550);
+      pairedHealth.push(await timed(`${base}/healthz`));
+      await sleep(550);
       alone.push(await timed(metricsUrl));
     }
     say(`one scrape at a time: p50 ${ms(percentile(alone, 50))} ms, p99 ${ms(percentile(alone, 99))} ms`);
@@ -152,6 +160,7 @@ async function main(): Promise<void> {
       '| measured | p50 ms | p99 ms | max ms | samples |',
       '|---|--:|--:|--:|--:|',
       `| one scrape of \`/metrics\` at a time, 1.1 s apart (each a full collection) | ${sampleCells(alone)} |`,
+      `| \`/healthz\` half-way between two of those scrapes (the same round trip, no work: the floor) | ${sampleCells(pairedHealth)} |`,
       `| \`/healthz\`, nothing else running | ${sampleCells(idle)} |`,
       `| \`/healthz\` while ${SCRAPERS} clients scrape in a loop (${SECONDS} s) | ${sampleCells(busy)} |`,
       `| a scrape, while ${SCRAPERS} clients scrape in a loop (one collection per second, \`METRICS_REUSE_MS\`) | ${sampleCells(underLoad)} |`,

@@ -5,10 +5,10 @@ import { sharedMetrics } from '../metrics/metrics.recorder.js';
 import { registerOrderStoreGauges } from '../metrics/order-store.metrics.js';
 import { registerProcessHeartbeats } from '../metrics/process-heartbeat.js';
 import { scrapeReads } from '../metrics/scrape-reads.js';
-import { ORDER_QUEUE } from '../queue/order.queue.js';
+import { ORDER_QUEUE, type CountedState } from '../queue/order.queue.js';
 import { sharedInFlight } from '../services/read-cache.js';
 
-const QUEUE_STATES = ['waiting', 'prioritized', 'active', 'delayed', 'failed'] as const;
+const QUEUE_STATES: readonly CountedState[] = ['waiting', 'prioritized', 'active', 'delayed', 'failed'];
 
 /**
  * The deployment-wide series, the same whichever web process is scraped: what workers and the clock recorded
@@ -16,7 +16,7 @@ const QUEUE_STATES = ['waiting', 'prioritized', 'active', 'delayed', 'failed'] a
  */
 export function createDeploymentRegistry(deps: Pick<Deps, 'redis' | 'config' | 'queue'>): Registry {
   const registry = new Registry();
-  // Every read of Redis a scrape makes goes in one pipeline (BullMQ's counts, one script, on its own connection).
+  // Every read of Redis a scrape makes goes in one pipeline, the queue's counts too.
   const reads = scrapeReads(deps.redis);
   for (const metric of Object.values(sharedMetrics(deps.redis, deps.config.REDIS_PREFIX)))
     metric.registerOn(registry, reads);
@@ -27,7 +27,7 @@ export function createDeploymentRegistry(deps: Pick<Deps, 'redis' | 'config' | '
     registers: [registry],
     async collect() {
       this.reset();
-      const counts = await deps.queue.counts(QUEUE_STATES).catch(() => null);
+      const counts = await deps.queue.countsFrom(reads, QUEUE_STATES).catch(() => null);
       if (!counts) return;
       for (const state of QUEUE_STATES) this.set({ queue: ORDER_QUEUE, state }, counts[state] ?? 0);
     },

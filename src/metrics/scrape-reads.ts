@@ -1,10 +1,15 @@
 import type { ChainableCommander } from 'ioredis';
 import type { RedisClient } from '../redis/redis.js';
 
-/** The reads of Redis a scrape makes (every key under one `{prefix}` hash tag, so one slot in a cluster). */
+/**
+ * The reads of Redis a scrape makes (every key under one `{prefix}` hash tag, BullMQ's too, so one slot in a
+ * cluster).
+ */
 export interface ScrapeReads {
   hgetall(key: string): Promise<Record<string, string>>;
   get(key: string): Promise<string | null>;
+  llen(key: string): Promise<number>;
+  zcard(key: string): Promise<number>;
 }
 
 type Callback<T> = (err?: Error | null, value?: T) => void;
@@ -31,5 +36,7 @@ export function scrapeReads(redis: RedisClient): ScrapeReads {
   return {
     hgetall: (key) => queued((p, callback) => p.hgetall(key, callback)),
     get: (key) => queued((p, callback) => p.get(key, callback)),
+    llen: (key) => queued((p, callback) => p.llen(key, callback)),
+    zcard: (key) => queued((p, callback) => p.zcard(key, callback)),
   };
 }
