@@ -150,7 +150,7 @@ async function main(): Promise<void> {
 
     const cpus = os.cpus();
     const section = [
-      `Command: \`npx tsx scripts/bench-metrics.ts --store ${KIND} --orders ${ORDERS} --seconds ${SECONDS} --write\``,
+      `Command: \`${KIND === 'postgres' && process.env.BENCH_POSTGRES_DURABLE === 'true' ? 'BENCH_POSTGRES_DURABLE=true ' : ''}npx tsx scripts/bench-metrics.ts --store ${KIND} --orders ${ORDERS} --seconds ${SECONDS} --write\``,
       '',
       `Store: ${generated.orders.toLocaleString('en')} orders, ${generated.items.toLocaleString('en')} items ` +
         `(generate-orders.ts, seed 1). Machine: ${cpus[0]?.model.trim()} (${cpus.length} cores), Node ${process.version}. ` +
@@ -167,7 +167,8 @@ async function main(): Promise<void> {
       `| the clock's count of items by status and unsettled orders (\`store.counts()\`, once per 5 s per deployment; off the web) | ${sampleCells(countMs)} |`,
       '',
       'No scrape reads the store: the clock counts it (last row) at most once every `STORE_COUNTS_EVERY_S` for the ' +
-        'whole deployment and publishes the counts in Redis; a scrape reads them with one GET, so its cost does not ' +
+        "whole deployment and publishes the counts in Redis; a scrape reads them, the shared series, the queue's " +
+        'counts and the heartbeats in one pipeline (one round trip), so its cost does not ' +
         'grow with the store; and a text collected less than `METRICS_REUSE_MS` (1000) ago is served again, so ' +
         'scrapers in a loop cost the web one collection per second however many they are. Aim (issue 19): a scrape at most 10 ms, `/healthz` p99 at most 25 ms while 5 clients scrape.',
     ].join('\n');
