@@ -48,12 +48,13 @@ async function openAdapter(
     });
   }
   const { openSqliteStore, WEB_CHECKPOINT_PAGES } = await import('./sqlite/sqlite.store.js');
-  // The web answers 503 rather than stall every request while a worker holds the write lock, and leaves the
-  // log's checkpoints to the workers and the clock.
+  // The web waits for another process's write lock without stalling its other requests, answers 503 when the
+  // wait runs out, and leaves the log's checkpoints to the workers and the clock.
   const web = role === 'web';
   return openSqliteStore(config.DB_PATH, {
     sealer,
     busyTimeoutMs: web ? config.WEB_DB_BUSY_TIMEOUT_MS : undefined,
+    waitUnblocked: web,
     checkpointPages: web ? WEB_CHECKPOINT_PAGES : undefined,
   });
 }
