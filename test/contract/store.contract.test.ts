@@ -436,6 +436,46 @@ describe(`the store port on ${TEST_STORE}`, () => {
     expect(await store.processing.ledgerHas(`authorize:order-${orderId}`)).toBe(false);
   });
 
+  it('settles several orders in one transaction, each as settle would, or none when one fails', async () => {
+    const walden = await stockOf(WALDEN);
+    const first = await accepted([{ listingId: WALDEN, copies: 1 }]);
+    const second = await accepted([{ listingId: WALDEN, copies: 1 }]);
+    const giveBack = { ...giveUp(first), giveBack: [{ listingId: WALDEN, copies: 1 }] };
+    const refused = {
+      ...giveUp(second),
+      ledger: {
+        entryKey: `decline:negative-${second}`,
+        orderId: second,
+        orderItemId: null,
+        kind: 'decline' as const,
+        amountCents: -1,
+        currency: 'USD',
+      },
+    };
+    await expect(store.processing.settleMany([giveBack, refused])).rejects.toThrow();
+    expect([await store.orders.phaseOf(first), await store.orders.phaseOf(second)]).toEqual([
+      'queued',
+      'queued',
+    ]);
+    expect(await stockOf(WALDEN)).toBe(walden);
+    // Out of id order and one order twice: each result in its place, the twin applied after the first.
+    expect(await store.processing.settleMany([giveUp(second), giveBack, giveUp(second)])).toEqual([
+      true,
+      true,
+      false,
+    ]);
+    expect([await store.orders.phaseOf(first), await store.orders.phaseOf(second)]).toEqual([
+      'settled',
+      'settled',
+    ]);
+    expect(await stockOf(WALDEN)).toBe(walden + 1);
+    const third = await accepted([{ listingId: WALDEN, copies: 1 }]);
+    // Settlements asked for together are grouped (open-store.ts): the twin still finds the order settled.
+    expect(
+      await Promise.all([store.processing.settle(giveUp(third)), store.processing.settle(giveUp(third))]),
+    ).toEqual([true, false]);
+  });
+
   it('reserves all or nothing: a listing short of stock rolls the whole reservation back', async () => {
     const walden = await stockOf(WALDEN);
     const middlemarch = await stockOf(MIDDLEMARCH);

@@ -34,6 +34,39 @@ const SETTLE_ORDER_SQL = `
     $8::int, $9::bigint[], $10::int[], $11::text, $12::bigint, $13::text, $14::bigint, $15::text, $16::text,
     $17::text, $18::text) AS settled`;
 
+// settleMany: the same function over a JSON array of settleArgs arrays, in the array's order.
+const SETTLE_MANY_SQL = `
+  SELECT ${SETTLE_ORDER.name}((a->>0)::bigint, a->>1, (a->>2)::boolean, (a->>3)::int, (a->>4)::boolean,
+    (a->>5)::bigint, (a->>6)::bigint, (a->>7)::int, ARRAY(SELECT jsonb_array_elements_text(a->8)::bigint),
+    ARRAY(SELECT jsonb_array_elements_text(a->9)::int), a->>10, (a->>11)::bigint, a->>12, (a->>13)::bigint,
+    a->>14, a->>15, a->>16, a->>17) AS settled
+  FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS t(a, n) ORDER BY n`;
+
+/** The settle function's arguments, in its order. */
+function settleArgs(s: Settlement): unknown[] {
+  const give = perListing(s.giveBack);
+  return [
+    s.orderId,
+    s.fromPhase,
+    s.zeroTax,
+    s.itemStatus,
+    s.clearCharges,
+    s.now,
+    s.leaseFreeAt ?? null,
+    s.releasePayment ? 1 : 0,
+    give.ids,
+    give.copies,
+    s.ledger?.entryKey ?? null,
+    s.ledger?.orderItemId ?? null,
+    s.ledger?.kind ?? null,
+    s.ledger?.amountCents ?? null,
+    s.ledger?.currency ?? null,
+    s.event?.eventId ?? null,
+    s.event?.type ?? null,
+    s.event?.traceContext ?? null,
+  ];
+}
+
 interface AttemptRow {
   counted: boolean;
   order: OrderRow;
@@ -95,28 +128,18 @@ export function postgresProcessing(pool: pg.Pool): ProcessingStore {
       return applyReservation(pool, reservation);
     },
     async settle(s: Settlement) {
-      const give = perListing(s.giveBack);
-      const { rows } = await pool.query<{ settled: boolean }>(SETTLE_ORDER_SQL, [
-        s.orderId,
-        s.fromPhase,
-        s.zeroTax,
-        s.itemStatus,
-        s.clearCharges,
-        s.now,
-        s.leaseFreeAt ?? null,
-        s.releasePayment ? 1 : 0,
-        give.ids,
-        give.copies,
-        s.ledger?.entryKey ?? null,
-        s.ledger?.orderItemId ?? null,
-        s.ledger?.kind ?? null,
-        s.ledger?.amountCents ?? null,
-        s.ledger?.currency ?? null,
-        s.event?.eventId ?? null,
-        s.event?.type ?? null,
-        s.event?.traceContext ?? null,
-      ]);
+      const { rows } = await pool.query<{ settled: boolean }>(SETTLE_ORDER_SQL, settleArgs(s));
       return rows[0]?.settled === true;
+    },
+    // One statement, so one transaction; orders in id order, as every writer of several orders locks them.
+    async settleMany(settlements) {
+      const order = settlements.map((s, i) => ({ s, i })).sort((a, b) => a.s.orderId - b.s.orderId);
+      const { rows } = await pool.query<{ settled: boolean }>(SETTLE_MANY_SQL, [
+        JSON.stringify(order.map(({ s }) => settleArgs(s))),
+      ]);
+      const settled: boolean[] = [];
+      order.forEach(({ i }, n) => (settled[i] = rows[n]?.settled === true));
+      return settled;
     },
     async ledgerHas(entryKey) {
       const { rowCount } = await pool.query('SELECT 1 FROM ledger_entries WHERE entry_key = $1', [entryKey]);
