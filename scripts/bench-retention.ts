@@ -339,7 +339,7 @@ async function main(): Promise<void> {
     const seconds = (performance.now() - began) / 1000;
     await stopProcess(clock);
     const statsAtEnd = await postgres?.stats();
-    const vacuumWait = postgres ? await autovacuumAfter(statsBefore!, 180) : undefined;
+    const vacuumWait = postgres ? await autovacuumAfter(statsAtEnd!, 180) : undefined;
     const statsAfter = await postgres?.stats();
     const sizeAfter = await side.size();
     // Steady traffic: each round another tenth of the events ages out (half with deliveries; written with no clock
