@@ -123,7 +123,98 @@ export function createPool(
  * Runs `fn` between BEGIN (READ COMMITTED) and COMMIT on one pooled client, rolling back when it throws.
  * `fn` runs only its own queries: nothing waits on the outside world while the transaction is open.
  */
-export async function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
+export function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
+  return onClient(pool, async (client) => {
+    await client.query('BEGIN');
+    const result = await fn(client);
+    await client.query('COMMIT');
+    return result;
+  });
+}
+
+/** A statement and its positional parameters. */
+export interface Statement {
+  text: string;
+  values: readonly unknown[];
+}
+
+/** The transaction of withTightTransaction: statements inside it, and the last one, which commits. */
+export interface TightTransaction extends Queryable {
+  /** Runs `statement` and COMMIT in one round trip; the statement's rows. The transaction is over after it. */
+  commitWith<R extends pg.QueryResultRow>(statement: Statement): Promise<R[]>;
+}
+
+/**
+ * withTransaction in two round trips fewer: BEGIN travels with `first`, and `fn` may end the transaction with
+ * `commitWith`, its last statement and COMMIT in one round trip (else COMMIT follows on its own). Both go as
+ * one simple-protocol message of two statements, so their parameters are written into the text as literals
+ * (`inline`): for short statements of numbers and internal words, such as the order functions' calls. Each
+ * statement still runs alone, with a snapshot of its own, as under withTransaction; a failing one aborts the
+ * transaction, which is rolled back. A lock taken by the last statement is held until its commit only, not for
+ * a further round trip.
+ */
+export function withTightTransaction<T>(
+  pool: pg.Pool,
+  first: Statement,
+  fn: (rows: pg.QueryResultRow[], tx: TightTransaction) => Promise<T>,
+): Promise<T> {
+  return onClient(pool, async (client) => {
+    let committed = false;
+    const [, begun] = (await client.query(`BEGIN; ${inline(first)}`)) as unknown as pg.QueryResult[];
+    const tx: TightTransaction = {
+      query: (text, values) => {
+        if (committed) throw new Error('the transaction is committed');
+        return client.query(text, values);
+      },
+      async commitWith<R extends pg.QueryResultRow>(statement: Statement) {
+        if (committed) throw new Error('the transaction is committed');
+        committed = true;
+        const [last] = (await client.query(`${inline(statement)}; COMMIT`)) as unknown as pg.QueryResult<R>[];
+        return last!.rows;
+      },
+    };
+    const result = await fn(begun!.rows, tx);
+    if (!committed) await client.query('COMMIT');
+    return result;
+  });
+}
+
+/**
+ * `statement` with its parameters written in as SQL literals: numbers, booleans, null, strings (quoted by
+ * node-postgres' escapeLiteral) and arrays of numbers or nulls. Anything else is refused: this is not a general
+ * quoting of values, only what lets a call of a function travel in a multi-statement message.
+ */
+export function inline({ text, values }: Statement): string {
+  return text.replace(/\$(\d+)/g, (_, n: string) => {
+    const index = Number(n) - 1;
+    if (index >= values.length) throw new Error(`no value for $${n}`);
+    return literal(values[index]);
+  });
+}
+
+function literal(value: unknown): string {
+  if (value === null || value === undefined) return 'NULL';
+  if (typeof value === 'boolean') return value ? 'TRUE' : 'FALSE';
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new Error(`cannot inline ${value}`);
+    return `'${value}'`;
+  }
+  if (typeof value === 'string') return pg.escapeLiteral(value);
+  if (Array.isArray(value)) return `'{${value.map(element).join(',')}}'`;
+  throw new Error(`cannot inline a ${typeof value}`);
+}
+
+function element(value: unknown): string {
+  if (value === null) return 'NULL';
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  throw new Error(`cannot inline an array holding ${String(value)}`);
+}
+
+/**
+ * Runs `fn` on one pooled client, rolling back when it throws; the connection is closed rather than handed
+ * back when the server dropped it.
+ */
+async function onClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
   // A checked-out client has no listener of the pool's: a server that ends the connection between two of its
@@ -132,10 +223,7 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) 
   const onError = (err: Error) => (broken ??= err);
   client.on('error', onError);
   try {
-    await client.query('BEGIN');
-    const result = await fn(client);
-    await client.query('COMMIT');
-    return result;
+    return await fn(client);
   } catch (err) {
     // A connection that cannot even roll back is closed rather than handed to the next caller.
     await client.query('ROLLBACK').catch((rollbackError: unknown) => {
