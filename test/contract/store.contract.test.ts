@@ -134,6 +134,25 @@ const giveUp = (orderId: number): Settlement => ({
   now: T0,
 });
 
+/** Settling a reserved order as bought, its authorisation in the ledger under `entryKey`. */
+const approval = (orderId: number, entryKey: string): Settlement => ({
+  orderId,
+  fromPhase: 'reserved',
+  itemStatus: S.ORDERED,
+  clearCharges: false,
+  zeroTax: false,
+  giveBack: [],
+  ledger: {
+    entryKey,
+    orderId,
+    orderItemId: null,
+    kind: 'authorize',
+    amountCents: 1100,
+    currency: 'USD',
+  },
+  now: T0 + 2000,
+});
+
 async function reserveAll(orderId: number, take: { listingId: number; copies: number }[]) {
   const { items } = (await store.orders.get(orderId))!;
   return store.processing.reserve(reservationFor(orderId, items, take));
@@ -401,29 +420,70 @@ describe(`the store port on ${TEST_STORE}`, () => {
       throw new Error('priced a reserved order');
     });
     expect(next).toMatchObject({ reserved: null, catalog: null, order: { phase: 'reserved', attempts: 2 } });
-    const approve = {
-      orderId,
-      fromPhase: 'reserved' as const,
-      itemStatus: S.ORDERED,
-      clearCharges: false,
-      zeroTax: false,
-      giveBack: [],
-      ledger: {
-        entryKey: `authorize:died-${orderId}`,
-        orderId,
-        orderItemId: null,
-        kind: 'authorize' as const,
-        amountCents: 1100,
-        currency: 'USD',
-      },
-      now: T0 + 2000,
-    };
+    const approve = approval(orderId, `authorize:died-${orderId}`);
     expect(await store.processing.settle(approve)).toBe(true);
     expect(await store.processing.settle(approve)).toBe(false);
     expect(await store.processing.ledgerHas(`authorize:died-${orderId}`)).toBe(true);
     expect((await store.orders.get(orderId))!.items.map((i) => i.status)).toEqual([S.ORDERED]);
     expect(await stockOf(WALDEN)).toBe(walden - 1);
   });
+
+  it('settles orders asked at once each for itself: the same settlement twice at once settles once', async () => {
+    const walden = await stockOf(WALDEN);
+    const orderIds = [
+      await accepted([{ listingId: WALDEN, copies: 1 }]),
+      await accepted([{ listingId: WALDEN, copies: 1 }]),
+      await accepted([{ listingId: WALDEN, copies: 1 }]),
+    ];
+    for (const orderId of orderIds) await reserveAll(orderId, [{ listingId: WALDEN, copies: 1 }]);
+    const approve = (orderId: number) => approval(orderId, `authorize:together-${orderId}`);
+    const [first, ...rest] = orderIds;
+    const settled = await Promise.all([
+      store.processing.settle(approve(first!)),
+      ...rest.map((orderId) => store.processing.settle(approve(orderId))),
+      store.processing.settle(approve(first!)),
+    ]);
+    expect(settled).toEqual([true, true, true, false]);
+    for (const orderId of orderIds) {
+      expect((await store.orders.get(orderId))!.items.map((i) => i.status)).toEqual([S.ORDERED]);
+      expect(await store.processing.ledgerHas(`authorize:together-${orderId}`)).toBe(true);
+    }
+    expect(await stockOf(WALDEN)).toBe(walden - 3);
+  });
+
+  // PostgreSQL settles the settlements that gather while one is on its way in one transaction: one that fails
+  // must not take the others with it.
+  it.runIf(TEST_STORE === 'postgres')(
+    'settles the others of a group when one of them fails, and fails that one alone',
+    async () => {
+      const orderIds = [
+        await accepted([{ listingId: WALDEN, copies: 1 }]),
+        await accepted([{ listingId: WALDEN, copies: 1 }]),
+        await accepted([{ listingId: WALDEN, copies: 1 }]),
+      ];
+      const fail = (orderId: number, amountCents: number): Settlement => ({
+        ...giveUp(orderId),
+        ledger: {
+          entryKey: `decline:group-${orderId}`,
+          orderId,
+          orderItemId: null,
+          kind: 'decline',
+          amountCents,
+          currency: 'USD',
+        },
+      });
+      const [a, b, c] = orderIds as [number, number, number];
+      const results = await Promise.allSettled([
+        store.processing.settle(fail(a, 0)),
+        store.processing.settle(fail(b, 0.5)), // not an integer: the ledger refuses it
+        store.processing.settle(fail(c, 0)),
+      ]);
+      expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+      expect(await store.orders.phaseOf(a)).toBe('settled');
+      expect(await store.orders.phaseOf(b)).toBe('queued');
+      expect(await store.orders.phaseOf(c)).toBe('settled');
+    },
+  );
 
   it('settles under a lease guard only once no attempt holds the lease beyond the given time', async () => {
     const orderId = await accepted([{ listingId: WALDEN, copies: 1 }]);

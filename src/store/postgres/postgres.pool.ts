@@ -180,6 +180,21 @@ export function withTightTransaction<T>(
 }
 
 /**
+ * `statements` in one transaction of one round trip (BEGIN, each, COMMIT as one simple-protocol message, the
+ * parameters inlined): each statement's rows, in order. A failing statement aborts all of them (rolled back).
+ */
+export function inOneTransaction(
+  pool: pg.Pool,
+  statements: readonly Statement[],
+): Promise<pg.QueryResultRow[][]> {
+  return onClient(pool, async (client) => {
+    const text = `BEGIN; ${statements.map(inline).join('; ')}; COMMIT`;
+    const results = (await client.query(text)) as unknown as pg.QueryResult[];
+    return results.slice(1, 1 + statements.length).map((result) => result.rows);
+  });
+}
+
+/**
  * `statement` with its parameters written in as SQL literals: numbers, booleans, null, strings (quoted by
  * node-postgres' escapeLiteral) and arrays of numbers or nulls. Anything else is refused: this is not a general
  * quoting of values, only what lets a call of a function travel in a multi-statement message.
