@@ -745,6 +745,24 @@ describe(`the store port on ${TEST_STORE}`, () => {
     });
   });
 
+  it('records authorisations asked at once each under its key, the first outcome of a key for both asks', async () => {
+    const ask = (key: string, amountCents: number, approved: boolean) =>
+      store.payments.authorizeOnce({ key, cardId, currency: 'USD', amountCents, approved, now: T0 });
+    expect(
+      await Promise.all([
+        ask('at-once-1', 100, true),
+        ask('at-once-2', 200, false),
+        ask('at-once-3', 300, true),
+        ask('at-once-1', 999, false),
+      ]),
+    ).toEqual([
+      { status: 'authorized', amountCents: 100 },
+      { status: 'declined', amountCents: 200 },
+      { status: 'authorized', amountCents: 300 },
+      { status: 'authorized', amountCents: 100 },
+    ]);
+  });
+
   it("records the sandbox processor's first outcome per key and brings it to versioned targets", async () => {
     const first = { key: 'pay-1', cardId, currency: 'USD', amountCents: 5000, approved: true, now: T0 };
     const target = { key: 'pay-1', cardId, currency: 'USD', now: T0 };

@@ -10,7 +10,7 @@ import type {
 } from '../store.port.js';
 import { toPricingCatalog, type ListingWithVendorRow } from './catalog.js';
 import { BEGIN_ATTEMPT, RESERVE_ORDER, SETTLE_ORDER } from './order-functions.js';
-import { inOneTransaction, withTightTransaction, type Statement } from './postgres.pool.js';
+import { groupedCalls, withTightTransaction, type Statement } from './postgres.pool.js';
 import { toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './postgres.rows.js';
 
 /** Copies per listing, in listing id order: the order every writer locks listings in. */
@@ -97,55 +97,9 @@ function settlementCall(s: Settlement): Statement {
   };
 }
 
-/** Settlements one round trip and commit carries at most. */
-const MAX_SETTLE_GROUP = 16;
-
-/**
- * settle, grouped: a settlement asked for while another group is on its way to the server waits for it, and
- * those that gathered meanwhile go together, in one transaction of one round trip (one commit, one flush of the
- * log for the group). Alone, a settlement is its own call, as before. Each is the same guarded call as alone,
- * so a group changes nothing but the commits; should a group fail (a deadlock with a writer elsewhere, say),
- * nothing of it was kept and each is settled again alone, answering (or failing) for itself.
- */
-function settleInGroups(pool: pg.Pool): ProcessingStore['settle'] {
-  const single = async (call: Statement): Promise<boolean> => {
-    const { rows } = await pool.query<{ settled: boolean }>(call.text, [...call.values]);
-    return rows[0]?.settled === true;
-  };
-  type Waiting = { call: Statement; resolve: (settled: boolean) => void; reject: (err: unknown) => void };
-  let waiting: Waiting[] = [];
-  let sending = false;
-  const answerAlone = (w: Waiting) => single(w.call).then(w.resolve, w.reject);
-  const send = async () => {
-    sending = true;
-    while (waiting.length > 0) {
-      const group = waiting.slice(0, MAX_SETTLE_GROUP);
-      waiting = waiting.slice(group.length);
-      if (group.length === 1) {
-        await answerAlone(group[0]!);
-        continue;
-      }
-      try {
-        const results = await inOneTransaction(
-          pool,
-          group.map((w) => w.call),
-        );
-        group.forEach((w, i) => w.resolve(results[i]?.[0]?.settled === true));
-      } catch {
-        await Promise.all(group.map(answerAlone));
-      }
-    }
-    sending = false;
-  };
-  return (s) =>
-    new Promise<boolean>((resolve, reject) => {
-      waiting.push({ call: settlementCall(s), resolve, reject });
-      if (!sending) void send();
-    });
-}
-
 /** The worker's atomic steps: count an attempt, apply a priced reservation, settle. */
 export function postgresProcessing(pool: pg.Pool): ProcessingStore {
+  const settleCall = groupedCalls(pool, (rows) => rows[0]?.settled === true);
   return {
     // One transaction of two round trips: BEGIN with the count and everything pricing reads, then the
     // reservation with COMMIT (the listings it locks are held for its own commit only).
@@ -172,7 +126,8 @@ export function postgresProcessing(pool: pg.Pool): ProcessingStore {
       const { rows } = await pool.query<{ result: ReserveResult }>(text, [...values]);
       return rows[0]!.result;
     },
-    settle: settleInGroups(pool),
+    // Settlements asked for while others are on their way go together: one commit for the group.
+    settle: (s) => settleCall(settlementCall(s)),
     async ledgerHas(entryKey) {
       const { rowCount } = await pool.query('SELECT 1 FROM ledger_entries WHERE entry_key = $1', [entryKey]);
       return rowCount === 1;
