@@ -4,7 +4,9 @@
 // default follows DATABASE_URL). Writes the `## Load` section of BENCHMARKS.md (`## Load (PostgreSQL)`).
 //
 //   node --import tsx scripts/bench-load.ts [--store sqlite|postgres] [--duration 20] [--workers 1,2,4]
-//     [--latency-ms 0,50] [--web-check 2] [--no-write]
+//     [--latency-ms 0,50] [--web-check 2] [--rate N] [--no-write]
+// --rate: the mix at N requests/s in all (an open loop below saturation, for the web's event-loop delay without
+// a queue of requests in front of it) instead of as fast as the service answers.
 import type { ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -138,7 +140,7 @@ async function drainBacklog(
   }
 }
 
-async function benchOnce(kind: StoreKind, setup: Setup, durationS: number): Promise<Run> {
+async function benchOnce(kind: StoreKind, setup: Setup, durationS: number, ratePerS?: number): Promise<Run> {
   const { workers, latencyMs, web } = setup;
   const redis = await startPrivateRedis();
   const redisUrl = redis.url;
@@ -182,6 +184,7 @@ async function benchOnce(kind: StoreKind, setup: Setup, durationS: number): Prom
       connections: CONNECTIONS,
       overLimitRate: OVER_LIMIT_RATE,
       seedOrdersPerClient: 10,
+      ratePerS,
       processes: [
         ...Object.entries(children).map(([name, child]) => ({ name, pid: child.pid! })),
         { name: 'redis-server', pid: redisPid },
@@ -233,9 +236,11 @@ async function main() {
       workers: { type: 'string', default: '1,2,4' },
       'latency-ms': { type: 'string', default: '0,50' },
       'web-check': { type: 'string', default: '2' },
+      rate: { type: 'string' },
       'no-write': { type: 'boolean', default: false },
     },
   });
+  const ratePerS = values.rate ? Number(values.rate) : undefined;
   const list = (value: string) => value.split(',').map(Number);
   const setups: Setup[] = list(values['latency-ms']).flatMap((latencyMs) =>
     list(values.workers).map((workers) => ({ latencyMs, workers, web: 1 })),
@@ -248,13 +253,13 @@ async function main() {
   stopAllOnInterrupt(stopPostgresServer);
   const runs: Run[] = [];
   try {
-    for (const setup of setups) runs.push(await benchOnce(kind, setup, durationS));
+    for (const setup of setups) runs.push(await benchOnce(kind, setup, durationS, ratePerS));
   } finally {
     await stopPostgresServer();
   }
   const command =
     `${RUNTIME === 'tsx' ? 'BENCH_RUNTIME=tsx ' : ''}node --import tsx scripts/bench-load.ts --store ${kind} --duration ${durationS} --workers ${values.workers} ` +
-    `--latency-ms ${values['latency-ms']} --web-check ${values['web-check']}`;
+    `--latency-ms ${values['latency-ms']} --web-check ${values['web-check']}${ratePerS ? ` --rate ${ratePerS}` : ''}`;
   const body = [
     `Command: \`${command}\` (${os.cpus().length} cores, ${new Date().toISOString().slice(0, 10)}; ${CONNECTIONS} connections, ` +
       `one access key each, plus one key at ${OVER_LIMIT_RATE} requests/s against RATE_LIMIT_PER_S=200, the deliberate 4291s).`,
@@ -264,6 +269,9 @@ async function main() {
       'resume to the last settlement, the workers alone. **Mixed load**: 40 % dry runs, 20 % real orders with ' +
       '`Prefer: respond-async`, 20 % gets, 20 % searches (each connection its own key with 10 orders of its own), ' +
       'every request signed afresh, for the stated time; the backlog then is what the workers had not settled yet. ' +
+      (ratePerS
+        ? `Here the mix is sent at ${ratePerS} requests/s in all (autocannon's overallRate, split by the shares), below what the service answers flat out, so that the web's event-loop delay is not a queue of requests. `
+        : '') +
       'Payment latency is the sandbox processor delay (`SANDBOX_PAYMENT_LATENCY_MS`) that a real processor would add. ' +
       'Peak RSS is the kernel’s VmHWM of each process at the end of the run. Logs at info, as JSON lines to a file.',
     '',

@@ -4,7 +4,7 @@
 // orders, and the peak memory (VmHWM) and CPU time of each process given with --pid.
 //
 //   node --import tsx scripts/load-test.ts --url http://127.0.0.1:3000 [--db ./data/orders.db] \
-//     --duration 20 --connections 20 --pid web=1234 --pid worker=1240 [--json out.json]
+//     --duration 20 --connections 20 [--rate 200] --pid web=1234 --pid worker=1240 [--json out.json]
 // The store is the service's: DATABASE_URL, else DB_PATH (or --db), as the service picks it.
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -35,6 +35,11 @@ export interface LoadOptions {
   /** Requests per second of the over-limit key; 0 leaves it out. */
   overLimitRate: number;
   seedOrdersPerClient: number;
+  /**
+   * Requests per second of the mix (an open loop, split by the kinds' shares); absent, every connection sends
+   * its next request as soon as the last is answered (a closed loop, as fast as the service goes).
+   */
+  ratePerS?: number;
   processes: { name: string; pid: number }[];
 }
 
@@ -196,7 +201,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
   try {
     await store.catalog.importCatalog([LOAD_VENDOR], LOAD_LISTINGS);
     const shares = SHARE.map(
-      ([kind, share]) => [kind, Math.max(1, Math.round(options.connections * share))] as const,
+      ([kind, share]) => [kind, Math.max(1, Math.round(options.connections * share)), share] as const,
     );
     const total = shares.reduce((n, [, c]) => n + c, 0);
     const clients = await createClients(store.clients, total + 1);
@@ -221,8 +226,15 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
         ),
       1000,
     );
-    const runs = shares.map(([kind, connections]) =>
-      runKind(options.url, kind, connections, durationS, take),
+    const runs = shares.map(([kind, connections, share]) =>
+      runKind(
+        options.url,
+        kind,
+        connections,
+        durationS,
+        take,
+        options.ratePerS ? options.ratePerS * share : undefined,
+      ),
     );
     if (options.overLimitRate > 0)
       runs.push(
@@ -311,6 +323,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       connections: { type: 'string', default: '20' },
       'over-limit-rate': { type: 'string', default: '300' },
       'seed-orders': { type: 'string', default: '10' },
+      rate: { type: 'string' },
       pid: { type: 'string', multiple: true, default: [] },
       json: { type: 'string' },
     },
@@ -324,6 +337,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     connections: Number(values.connections),
     overLimitRate: Number(values['over-limit-rate']),
     seedOrdersPerClient: Number(values['seed-orders']),
+    ratePerS: values.rate ? Number(values.rate) : undefined,
     processes: parsePids(values.pid),
   }).then(
     (report) => {

@@ -41,9 +41,9 @@ const ConfigSchema = z.object({
   // The same database reached without a transaction pooler, for whatever needs a session (LISTEN).
   DATABASE_DIRECT_URL: postgresUrl.optional(),
   DB_POOL_SIZE: positiveInt.default(10),
-  // How long the web waits for another process's SQLite write lock, blocking its event loop, before answering
-  // 503 5030 with Retry-After; other processes wait up to 10 s.
-  WEB_DB_BUSY_TIMEOUT_MS: nonNegativeInt.max(10_000).default(100),
+  // How long a web request waits for another process's SQLite write lock (between turns of the event loop, so
+  // that other requests go on) before it is answered 503 5030 with Retry-After; other processes wait up to 10 s.
+  WEB_DB_BUSY_TIMEOUT_MS: nonNegativeInt.max(10_000).default(2000),
   SECRETS_KEY: secretsKey,
   // During a rotation: the key before SECRETS_KEY, which still opens what it sealed (CONTRACT section 13).
   SECRETS_KEY_PREVIOUS: secretsKey,

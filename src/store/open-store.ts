@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import { createSealer } from '../domain/secrets.js';
-import { groupCommits } from './group-commit.js';
+import { groupCommits, groupSettlements } from './group-commit.js';
 import { resolveSecretsKey } from './secrets-key.js';
 import type { Store } from './store.port.js';
 
@@ -9,7 +9,8 @@ const toStderr = (message: string): void => void process.stderr.write(`${message
 /**
  * The store every process uses: PostgreSQL when DATABASE_URL is set, else the SQLite file at DB_PATH; its
  * secrets under SECRETS_KEY (on SQLite without it, the data folder's secrets.key, generated once and told to
- * `note`, stderr by default). Single orders accepted together share a transaction (group-commit.ts).
+ * `note`, stderr by default). Single orders accepted together share a transaction, and so do settlements
+ * (group-commit.ts).
  */
 export async function openStore(
   config: Pick<Config, 'DATABASE_URL' | 'DB_PATH' | 'DB_POOL_SIZE' | 'SECRETS_KEY'> &
@@ -23,7 +24,11 @@ export async function openStore(
   note: (message: string) => void = toStderr,
 ): Promise<Store> {
   const store = await openAdapter(config, role, note);
-  return { ...store, orders: groupCommits(store.orders) };
+  return {
+    ...store,
+    orders: groupCommits(store.orders),
+    processing: groupSettlements(store.processing),
+  };
 }
 
 async function openAdapter(
@@ -48,12 +53,13 @@ async function openAdapter(
     });
   }
   const { openSqliteStore, WEB_CHECKPOINT_PAGES } = await import('./sqlite/sqlite.store.js');
-  // The web answers 503 rather than stall every request while a worker holds the write lock, and leaves the
-  // log's checkpoints to the workers and the clock.
+  // The web waits for another process's write lock without stalling its other requests, answers 503 when the
+  // wait runs out, and leaves the log's checkpoints to the workers and the clock.
   const web = role === 'web';
   return openSqliteStore(config.DB_PATH, {
     sealer,
     busyTimeoutMs: web ? config.WEB_DB_BUSY_TIMEOUT_MS : undefined,
+    waitUnblocked: web,
     checkpointPages: web ? WEB_CHECKPOINT_PAGES : undefined,
   });
 }

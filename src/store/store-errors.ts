@@ -30,6 +30,7 @@ const PG_CONNECTION_ENDED = /^Connection terminated|is not queryable/;
 export function isStoreUnavailable(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown } | null | undefined;
   const code = typeof e?.code === 'string' ? e.code : '';
-  if (code === 'SQLITE_BUSY' || SOCKET_CODES.has(code) || POSTGRES_UNAVAILABLE.test(code)) return true;
+  if (code.startsWith('SQLITE_BUSY') || SOCKET_CODES.has(code) || POSTGRES_UNAVAILABLE.test(code))
+    return true;
   return !code && typeof e?.message === 'string' && PG_CONNECTION_ENDED.test(e.message);
 }

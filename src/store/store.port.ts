@@ -32,6 +32,21 @@ export interface StoreCounts {
   unsettledByPhase: { phase: 'queued' | 'reserved'; count: number }[];
 }
 
+/** The store's ports: the parts whose operations a wrapper (traces, the web's wait for SQLite's lock) wraps. */
+export const STORE_PORTS = [
+  'clients',
+  'catalog',
+  'orders',
+  'processing',
+  'items',
+  'payments',
+  'ledger',
+  'reconcile',
+  'search',
+  'webhooks',
+  'retention',
+] as const;
+
 export interface Store {
   /** Which adapter: for logs, /readyz and benchmarks. */
   readonly kind: 'sqlite' | 'postgres';

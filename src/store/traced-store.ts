@@ -1,18 +1,5 @@
 import { traced, tracingOn, type SpanAttributes } from '../tracing/tracing.js';
-import type { Store } from './store.port.js';
-
-const PORTS = [
-  'clients',
-  'catalog',
-  'orders',
-  'processing',
-  'items',
-  'payments',
-  'ledger',
-  'reconcile',
-  'search',
-  'webhooks',
-] as const;
+import { STORE_PORTS, type Store } from './store.port.js';
 
 /**
  * The store with each port operation a span `store.<port>.<operation>` (the SQLite store's operations have no
@@ -29,7 +16,7 @@ export function tracedStore(store: Store): Store {
       return orderId === undefined ? { 'db.system': system } : { 'db.system': system, 'order.id': orderId };
     };
   const ports = Object.fromEntries(
-    PORTS.map((port) => [port, traced(store[port], `store.${port}`, attributes(port))]),
+    STORE_PORTS.map((port) => [port, traced(store[port], `store.${port}`, attributes(port))]),
   );
   return { ...store, ...ports } as Store;
 }

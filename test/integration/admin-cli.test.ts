@@ -7,6 +7,7 @@ import { loadConfig } from '../../src/config.js';
 import { openStore } from '../../src/store/open-store.js';
 import type { Store } from '../../src/store/store.port.js';
 import { testStoreEnv, type TestStoreEnv } from '../helpers/test-store.js';
+import { collect, type CliRun } from '../helpers/wait.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const TSX = path.join(ROOT, 'node_modules/.bin/tsx');
@@ -15,27 +16,14 @@ const DEMO_CATALOG = path.join(ROOT, 'scripts/demo-catalog.json');
 let dir: string;
 let store: TestStoreEnv;
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 /** Runs the operator CLI as an operator would, against this file's own store (SQLite file or PostgreSQL database). */
-function admin(args: string[], stdin?: string): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(TSX, ['src/cli/admin.cli.ts', ...args], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH, ...store.env },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stderr.on('data', (chunk) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(stdin);
+function admin(args: string[], stdin?: string): Promise<CliRun> {
+  const child = spawn(TSX, ['src/cli/admin.cli.ts', ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, ...store.env },
   });
+  child.stdin.end(stdin);
+  return collect(child);
 }
 
 /** Reads the stored state through the store port, with a connection of its own. */

@@ -10,6 +10,7 @@ import { loadConfig } from '../../src/config.js';
 import { openStore } from '../../src/store/open-store.js';
 import { secretsKeyFile } from '../../src/store/secrets-key.js';
 import { TEST_STORE, testStoreEnv, type TestStoreEnv } from '../helpers/test-store.js';
+import { collect, type CliRun } from '../helpers/wait.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const TSX = path.join(ROOT, 'node_modules/.bin/tsx');
@@ -17,23 +18,9 @@ const TSX = path.join(ROOT, 'node_modules/.bin/tsx');
 let dir: string;
 let store: TestStoreEnv;
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 /** Runs an entry file (the admin CLI by default) with only PATH and `env`, and waits for it to exit. */
-function run(args: string[], env: Record<string, string>, entry = 'src/cli/admin.cli.ts'): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(TSX, [entry, ...args], { cwd: ROOT, env: { PATH: process.env.PATH, ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stderr.on('data', (chunk) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+function run(args: string[], env: Record<string, string>, entry = 'src/cli/admin.cli.ts'): Promise<CliRun> {
+  return collect(spawn(TSX, [entry, ...args], { cwd: ROOT, env: { PATH: process.env.PATH, ...env } }));
 }
 
 function keyFile(name: string, content: string): string {

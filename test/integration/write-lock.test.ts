@@ -1,7 +1,7 @@
 // When another process (a worker, an operator's import) holds the store's write lock, the web process keeps
-// answering: on SQLite, whose waits block the event loop, it waits at most WEB_DB_BUSY_TIMEOUT_MS and refuses
-// the order with 503 5030 and Retry-After, and the same request succeeds once the lock is gone; on
-// PostgreSQL the order waits for the lock without holding up anyone else.
+// answering: an order waits for the lock without holding up anyone else; on SQLite at most
+// WEB_DB_BUSY_TIMEOUT_MS, after which it is refused with 503 5030 and Retry-After, and the same request succeeds
+// once the lock is gone.
 import crypto from 'node:crypto';
 import Database from 'better-sqlite3';
 import pg from 'pg';
@@ -16,6 +16,7 @@ let service: TestService;
 let buyer: Credentials;
 let client: SigningClient;
 let baseUrl: string;
+let patientUrl: string;
 
 beforeAll(async () => {
   service = await createTestService();
@@ -29,6 +30,10 @@ beforeAll(async () => {
   );
   baseUrl = `http://127.0.0.1:${port}`;
   client = createSigningClient({ baseUrl, ...buyer });
+  // A second web process with the default wait (2 s).
+  const patientPort = await freePort();
+  await service.spawn('src/server.ts', { PORT: String(patientPort) }, 'web listening');
+  patientUrl = `http://127.0.0.1:${patientPort}`;
 });
 afterAll(() => service.close());
 
@@ -52,6 +57,16 @@ async function holdWriteLock(): Promise<() => Promise<void>> {
   };
 }
 
+/** /healthz every 50 ms for `ms`: how long each took. */
+async function healthChecks(url: string, ms: number): Promise<{ value: Response; ms: number }[]> {
+  const checks: Promise<{ value: Response; ms: number }>[] = [];
+  for (let i = 0; i < ms / 50; i++) {
+    checks.push(timed(fetch(`${url}/healthz`)));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return Promise.all(checks);
+}
+
 async function timed<T>(work: Promise<T>): Promise<{ value: T; ms: number }> {
   const started = performance.now();
   const value = await work;
@@ -70,13 +85,8 @@ describe(`when another process holds the write lock of the ${TEST_STORE} store`,
     let released = false;
     try {
       const placing = timed(order());
-      // Health checks every 50 ms while the order is in the web: none may wait on the order's lock wait.
-      const checks: Promise<{ value: Response; ms: number }>[] = [];
-      for (let i = 0; i < 20; i++) {
-        checks.push(timed(fetch(`${baseUrl}/healthz`)));
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      const health = await Promise.all(checks);
+      // Health checks while the order is in the web: none may wait on the order's lock wait.
+      const health = await healthChecks(baseUrl, 1000);
       expect(health.map((check) => check.value.status)).toEqual(health.map(() => 200));
       // Without a bound the web would sit in SQLite's busy handler for 10 s, every other request with it.
       expect(Math.max(...health.map((check) => check.ms))).toBeLessThan(1000);
@@ -90,6 +100,28 @@ describe(`when another process holds the write lock of the ${TEST_STORE} store`,
       released = true;
       await release();
       const accepted = TEST_STORE === 'sqlite' ? await order() : (await placing).value;
+      expect(accepted.status).toBe(200);
+      expect(accepted.svcStatus).toEqual([2010]);
+    } finally {
+      if (!released) await release();
+    }
+  });
+
+  it('then an order waits for a lock held shorter than its wait, and the web answers others meanwhile', async () => {
+    const patient = createSigningClient({ baseUrl: patientUrl, ...buyer });
+    const release = await holdWriteLock();
+    let released = false;
+    try {
+      const placing = patient.request('POST', '/v1/orders', orderBody(buyer.ccToken), {
+        headers: { prefer: 'respond-async' },
+      });
+      // Were the wait SQLite's busy handler, every check would stall until the lock is released, 1.5 s on.
+      const health = await healthChecks(patientUrl, 1500);
+      expect(health.map((check) => check.value.status)).toEqual(health.map(() => 200));
+      expect(Math.max(...health.map((check) => check.ms))).toBeLessThan(1000);
+      released = true;
+      await release();
+      const accepted = await placing;
       expect(accepted.status).toBe(200);
       expect(accepted.svcStatus).toEqual([2010]);
     } finally {

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { groupCommits } from '../../src/store/group-commit.js';
-import type { AcceptResult, NewOrder, OrderStore } from '../../src/store/store.port.js';
+import { groupCommits, groupSettlements } from '../../src/store/group-commit.js';
+import type {
+  AcceptResult,
+  NewOrder,
+  OrderStore,
+  ProcessingStore,
+  Settlement,
+} from '../../src/store/store.port.js';
 
 // The grouping alone, over a recording acceptMany; the real adapters' acceptMany is covered by the store's
 // contract tests and the grouped path end to end by test/integration/real-orders.test.ts.
@@ -72,5 +78,23 @@ describe('group commits', () => {
       { status: 'rejected', reason: busy },
     ]);
     await expect(grouped.accept(order('y'))).resolves.toEqual({ kind: 'created', orderId: 1 });
+  });
+});
+
+describe('grouped settlements', () => {
+  it('settles what the jobs ask for in one turn in one settleMany, each with its own answer', async () => {
+    const groups: number[][] = [];
+    const processing = {
+      async settleMany(batch: readonly Settlement[]) {
+        groups.push(batch.map((s) => s.orderId));
+        const seen = new Set<number>();
+        return batch.map((s) => !seen.has(s.orderId) && !!seen.add(s.orderId));
+      },
+    } as unknown as ProcessingStore;
+    const grouped = groupSettlements(processing, 3);
+    const settle = (orderId: number) => grouped.settle({ orderId } as Settlement);
+    const answers = await Promise.all([7, 5, 7, 9].map(settle));
+    expect(groups).toEqual([[7, 5, 7], [9]]);
+    expect(answers).toEqual([true, true, false, true]);
   });
 });

@@ -99,6 +99,11 @@ export interface ProcessingStore {
   reserve(reservation: Reservation): Promise<ReserveResult>;
   /** Settles the order while it is still in `fromPhase` (and its lease allows); false when it no longer is. */
   settle(settlement: Settlement): Promise<boolean>;
+  /**
+   * Settles each in turn, as `settle` would, in one transaction: what each returned, in their order. When one
+   * fails, none is applied.
+   */
+  settleMany(settlements: readonly Settlement[]): Promise<boolean[]>;
   /** Whether the ledger holds the entry: an authorisation the ledger knows is accounted for. */
   ledgerHas(entryKey: string): Promise<boolean>;
 }

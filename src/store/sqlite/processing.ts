@@ -110,7 +110,7 @@ export function sqliteProcessing(db: Db): ProcessingStore {
     },
   );
 
-  const settle = db.transaction((s: Settlement): boolean => {
+  const settleOne = (s: Settlement): boolean => {
     const { orderId, fromPhase, now } = s;
     const guard = {
       orderId,
@@ -125,7 +125,9 @@ export function sqliteProcessing(db: Db): ProcessingStore {
     if (s.ledger) writeLedger(s.ledger, now);
     if (s.event) recordEvent(orderId, s.event, now);
     return true;
-  });
+  };
+  const settle = db.transaction(settleOne);
+  const settleMany = db.transaction((list: readonly Settlement[]) => list.map(settleOne));
 
   return {
     async beginAttempt(orderId, lease, price) {
@@ -141,6 +143,9 @@ export function sqliteProcessing(db: Db): ProcessingStore {
     },
     async settle(settlement) {
       return settle.immediate(settlement);
+    },
+    async settleMany(settlements) {
+      return settleMany.immediate(settlements);
     },
     async ledgerHas(entryKey) {
       return ledgerHas.get(entryKey) !== undefined;

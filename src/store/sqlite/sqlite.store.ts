@@ -14,6 +14,7 @@ import { SECRETS_MIGRATION } from './secrets.migration.js';
 import { incrementalVacuum, migrate, openDb, restrictDbFiles, truncateWal, type Db } from './sqlite.db.js';
 import { sqliteWebhooks } from './webhooks.js';
 import { sqliteRetention } from './retention.js';
+import { waitUnblocked } from './wait-unblocked.js';
 
 export interface SqliteStoreOptions extends SqliteSearchOptions {
   /** Seals the clients' secret keys; must be the key the file was first sealed or last rotated with. */
@@ -23,6 +24,11 @@ export interface SqliteStoreOptions extends SqliteSearchOptions {
    * absent. The migrations at open always wait up to 10 s.
    */
   busyTimeoutMs?: number;
+  /**
+   * Wait for the write lock between turns of the event loop rather than in SQLite's busy handler, which sleeps
+   * in the calling thread (wait-unblocked.ts): for the web, whose every request would wait with it.
+   */
+  waitUnblocked?: boolean;
   /**
    * Pages of write-ahead log after which a commit of this connection copies them back into the file (SQLite's
    * wal_autocheckpoint); WORKER_CHECKPOINT_PAGES when absent.
@@ -57,7 +63,8 @@ export async function openSqliteStore(dbPath: string, options: SqliteStoreOption
     db.close();
     throw err;
   }
-  if (options.busyTimeoutMs !== undefined) db.pragma(`busy_timeout = ${Math.trunc(options.busyTimeoutMs)}`);
+  if (options.waitUnblocked) db.pragma('busy_timeout = 0');
+  else if (options.busyTimeoutMs !== undefined) db.pragma(`busy_timeout = ${Math.trunc(options.busyTimeoutMs)}`);
   db.pragma(`wal_autocheckpoint = ${Math.trunc(options.checkpointPages ?? WORKER_CHECKPOINT_PAGES)}`);
   const itemsByStatus = db.prepare<[], { status: number; count: number }>(
     'SELECT status, count(*) AS count FROM order_items GROUP BY status',
@@ -67,7 +74,7 @@ export async function openSqliteStore(dbPath: string, options: SqliteStoreOption
     "SELECT phase, count(*) AS count FROM orders WHERE phase <> 'settled' GROUP BY phase",
   );
   const ping = db.prepare<[], string>('SELECT key_id FROM store_secrets WHERE id = 1').pluck();
-  return {
+  const store: Store = {
     kind: 'sqlite',
     clients: sqliteClients(db, secrets),
     catalog: sqliteCatalog(db),
@@ -95,6 +102,7 @@ export async function openSqliteStore(dbPath: string, options: SqliteStoreOption
       db.close();
     },
   };
+  return options.waitUnblocked ? waitUnblocked(store, options.busyTimeoutMs ?? 10_000) : store;
 }
 
 function migrateAndTidy(db: Db, dbPath: string, sealer: Sealer): number[] {
