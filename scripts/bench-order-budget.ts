@@ -41,25 +41,26 @@ interface Counts {
   /** Statements the service sent (top level): its round trips to the server. */
   sent: number;
   statements: Map<string, number>;
+  /** Milliseconds the server spent executing each statement (total_exec_time), by statement. */
+  times: Map<string, number>;
 }
 
 async function counts(client: pg.Client): Promise<Counts> {
   const xacts = await client.query<{ n: string }>(
     `SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()`,
   );
-  const statements = await client.query<{ query: string; calls: string; toplevel: boolean }>(
-    `SELECT query, calls, toplevel FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+  const statements = await client.query<{ query: string; calls: string; toplevel: boolean; ms: number }>(
+    `SELECT query, calls, toplevel, total_exec_time AS ms FROM pg_stat_statements s
+       JOIN pg_database d ON d.oid = s.dbid
       WHERE d.datname = current_database()`,
   );
+  const label = (r: { query: string; toplevel: boolean }) =>
+    `${r.toplevel ? '' : '(in a function or trigger) '}${r.query}`;
   return {
     xacts: Number(xacts.rows[0]!.n),
     sent: statements.rows.filter((r) => r.toplevel).reduce((sum, r) => sum + Number(r.calls), 0),
-    statements: new Map(
-      statements.rows.map((r) => [
-        `${r.toplevel ? '' : '(in a function or trigger) '}${r.query}`,
-        Number(r.calls),
-      ]),
-    ),
+    statements: new Map(statements.rows.map((r) => [label(r), Number(r.calls)])),
+    times: new Map(statements.rows.map((r) => [label(r), Number(r.ms)])),
   };
 }
 
@@ -70,7 +71,9 @@ function delta(before: Counts, after: Counts): Counts {
     const n = calls - (before.statements.get(query) ?? 0);
     if (n > 0) statements.set(query, n);
   }
-  return { xacts: after.xacts - before.xacts, sent: after.sent - before.sent, statements };
+  const times = new Map<string, number>();
+  for (const [query, ms] of after.times) times.set(query, ms - (before.times.get(query) ?? 0));
+  return { xacts: after.xacts - before.xacts, sent: after.sent - before.sent, statements, times };
 }
 
 // This script's own poll, left out of every count. pg_stat_statements merges statements of the same shape
@@ -134,7 +137,11 @@ async function main() {
       xacts: measured.xacts - polls,
       sent: measured.sent - polls,
       statements: new Map([...measured.statements].filter(([q]) => !isPoll(q))),
+      times: measured.times,
     };
+    // Where the server's time goes (printed, not written): the statements that took longest over the run.
+    for (const [query, ms] of [...run.times].sort(([, a], [, b]) => b - a).slice(0, 12))
+      say(`${((1000 * ms) / ORDERS).toFixed(0).padStart(5)} µs per order executing \`${short(query)}\``);
     await Promise.all([...running].map(stopProcess));
     await client.end();
     await store.remove();

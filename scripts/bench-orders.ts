@@ -122,6 +122,13 @@ function cpuSpent(before: Record<string, number>, after: Record<string, number>)
   return Object.fromEntries(Object.entries(after).map(([name, cpu]) => [name, cpu - (before[name] ?? 0)]));
 }
 
+/** CPU ms per order of each process of a phase, for the log: where an order's CPU goes. */
+const perProcess = (phase: Phase): string =>
+  Object.entries(phase.cpu)
+    .filter(([name]) => name !== MACHINE)
+    .map(([name, cpu]) => `${name} ${((1000 * cpu) / phase.orders).toFixed(2)}`)
+    .join(', ');
+
 /** Waits until no order is unsettled; the time of the last settlement (epoch ms). */
 async function lastSettlement(probe: Probe): Promise<number> {
   await waitFor(async () => (await probe.scalar(UNSETTLED)) === 0, 'every order settled', 300_000, 20);
@@ -201,6 +208,7 @@ async function runOnce({
       cpu: cpuSpent(before, readCpu()),
     };
     say(`${label}, ${workers} worker(s): backlog drained at ${drain.rate.toFixed(0)} orders/s`);
+    say(`${label}, drain, CPU ms per order: ${perProcess(drain)}`);
 
     before = readCpu();
     const started = Date.now();
@@ -214,6 +222,7 @@ async function runOnce({
       cpu: cpuSpent(before, readCpu()),
     };
     say(`${label}, ${workers} worker(s): end to end at ${endToEnd.rate.toFixed(0)} orders/s`);
+    say(`${label}, end to end, CPU ms per order: ${perProcess(endToEnd)}`);
     if (refusedBusy.count > 0) say(`${refusedBusy.count} answers of 5030 so far, each sent again`);
     const codes = await Promise.all(Object.values(children).map(stopProcess));
     return { store: store.kind, workers, drain, endToEnd, exitedCleanly: codes.every((code) => code === 0) };

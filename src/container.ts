@@ -66,7 +66,7 @@ export async function createDeps(
     queue: createOrderQueue(queueConnection, config.REDIS_PREFIX, config.MAX_PROCESS_ATTEMPTS, logger),
     outcomes: options.withOutcomes
       ? createOrderOutcomes(
-          createBlockingRedis(config, `${config.QUEUE_PREFIX}-events`),
+          () => createBlockingRedis(config, `${config.QUEUE_PREFIX}-events`),
           config.REDIS_PREFIX,
           logger,
         )

@@ -3,6 +3,7 @@ import { sha256Hex } from '../auth/signature.js';
 import type { OrderIntake } from '../services/order-intake.js';
 import { placeOrder, type PlaceOrderDeps } from '../services/place-order.js';
 import { ApiError } from './errors.js';
+import { bindLogContext } from './request-context.js';
 import { jsonObjectBody } from './json-body.js';
 import { backpressureError, placedCode } from './order-answers.js';
 import { createOrderRequestCheck, ORDER_JSON_LIMITS } from './order-request.check.js';
@@ -43,6 +44,12 @@ export function postOrder(deps: PlaceOrderDeps & { intake: OrderIntake }): Reque
       case 'busy':
         throw backpressureError(result);
       case 'placed': {
+        // On the request's log line: the order it placed, whether it was placed before, whether it waits.
+        bindLogContext(req, {
+          orderId: result.order.orderId,
+          duplicate: result.duplicate,
+          queued: result.queued,
+        });
         if (respondAsync) res.set('Preference-Applied', 'respond-async');
         return sendOk(res, placedCode(result), result.order);
       }

@@ -10,25 +10,67 @@ export interface OrderOutcomes {
 }
 
 const POLL_MS = 250;
+/** How long the queue's events are still read after the last waiter left. */
+const IDLE_MS = 60_000;
+/**
+ * How far back a reader that starts for a waiter reads the queue's events (stream ids are Redis's clock, in
+ * ms): a job that finished between its enqueue and the reader's start is heard of too.
+ */
+const REPLAY_MS = 1_000;
 
 /**
  * Waits for workers' outcomes through BullMQ's queue events, with a slow poll of the store as a safety net
- * for events missed while Redis was away. It owns `connection` and closes it.
+ * for events missed while Redis was away. The events are read only while someone waits (and for IDLE_MS
+ * after): a web whose clients all answer `respond-async` reads none of the several events each job writes.
+ * Each reader gets a connection of its own from `connect`, closed with it.
  */
-export function createOrderOutcomes(connection: RedisClient, prefix: string, logger: Logger): OrderOutcomes {
-  const events = new QueueEvents(ORDER_QUEUE, { connection, prefix });
+export function createOrderOutcomes(
+  connect: () => RedisClient,
+  prefix: string,
+  logger: Logger,
+): OrderOutcomes {
   const waiters = new Map<string, Set<() => void>>();
   const wake = ({ jobId }: { jobId: string }) => {
     for (const resolve of waiters.get(jobId) ?? []) resolve();
   };
-  events.on('completed', wake);
-  events.on('failed', wake);
-  events.on('error', (err) => logger.warn({ err: err.message }, 'queue events connection error'));
-  connection.on('error', () => undefined);
+  let reader: { events: QueueEvents; connection: RedisClient } | undefined;
+  let idle: NodeJS.Timeout | undefined;
+
+  const startReading = () => {
+    clearTimeout(idle);
+    idle = undefined;
+    if (reader) return;
+    const connection = connect();
+    connection.on('error', () => undefined);
+    const events = new QueueEvents(ORDER_QUEUE, {
+      connection,
+      prefix,
+      lastEventId: `${Date.now() - REPLAY_MS}-0`,
+    });
+    events.on('completed', wake);
+    events.on('failed', wake);
+    events.on('error', (err) => logger.warn({ err: err.message }, 'queue events connection error'));
+    reader = { events, connection };
+  };
+  const stopReading = async () => {
+    clearTimeout(idle);
+    idle = undefined;
+    const stopping = reader;
+    reader = undefined;
+    if (!stopping) return;
+    await stopping.events.close();
+    stopping.connection.disconnect();
+  };
+  const stopWhenIdle = () => {
+    if (waiters.size > 0 || idle) return;
+    idle = setTimeout(() => void stopReading().catch(() => undefined), IDLE_MS);
+    idle.unref();
+  };
 
   return {
     wait(orderId, timeoutMs, isDone) {
       const jobId = orderJobId(orderId);
+      startReading();
       return new Promise<void>((resolve) => {
         const finish = () => {
           clearTimeout(timer);
@@ -36,6 +78,7 @@ export function createOrderOutcomes(connection: RedisClient, prefix: string, log
           const set = waiters.get(jobId);
           set?.delete(finish);
           if (set?.size === 0) waiters.delete(jobId);
+          stopWhenIdle();
           resolve();
         };
         const timer = setTimeout(finish, timeoutMs);
@@ -51,9 +94,6 @@ export function createOrderOutcomes(connection: RedisClient, prefix: string, log
         check();
       });
     },
-    async close() {
-      await events.close();
-      connection.disconnect();
-    },
+    close: stopReading,
   };
 }

@@ -2,7 +2,7 @@ import { Queue, type JobsOptions, type Telemetry } from 'bullmq';
 import type { RedisClient } from '../redis/redis.js';
 import { z } from 'zod';
 import type { Logger } from '../logger.js';
-import { queueTelemetry } from '../tracing/tracing.js';
+import { queueTelemetry, tracingOn } from '../tracing/tracing.js';
 
 export const ORDER_QUEUE = 'orders';
 
@@ -55,6 +55,28 @@ export interface BullOrderQueue extends OrderQueue {
   countsFrom(reads: CountReads, states: readonly CountedState[]): Promise<Record<string, number>>;
 }
 
+/**
+ * `enqueueMany` for one order at a time: the orders enqueued in one turn of the event loop (those accepted
+ * together, in one commit) go in one round trip to Redis, and each caller learns how theirs went.
+ */
+function together(
+  enqueueMany: (orderIds: readonly number[]) => Promise<void>,
+): (orderId: number) => Promise<void> {
+  let pending: { orderIds: number[]; added: Promise<void> } | undefined;
+  return (orderId) => {
+    if (!pending) {
+      const batch: { orderIds: number[]; added?: Promise<void> } = { orderIds: [] };
+      batch.added = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+        pending = undefined;
+        return enqueueMany(batch.orderIds);
+      });
+      pending = batch as { orderIds: number[]; added: Promise<void> };
+    }
+    pending.orderIds.push(orderId);
+    return pending.added;
+  };
+}
+
 /** The producer side; it owns `connection` and closes it with the queue. */
 export function createOrderQueue(
   connection: RedisClient,
@@ -76,21 +98,26 @@ export function createOrderQueue(
     removeOnComplete: true,
     removeOnFail: { age: 7 * 24 * 3600, count: 10_000 },
   };
+  const enqueueMany = async (orderIds: readonly number[]) => {
+    if (orderIds.length === 0) return;
+    await queue.addBulk(
+      orderIds.map((orderId) => ({
+        name: 'process-order' as const,
+        data: { orderId },
+        opts: { ...options, jobId: orderJobId(orderId) },
+      })),
+    );
+  };
+  const enqueueTogether = together(enqueueMany);
   return {
     queue,
     async enqueue(orderId) {
-      await queue.add('process-order', { orderId }, { ...options, jobId: orderJobId(orderId) });
+      // With tracing on, each order's job carries the producer span of its own request: one add per order.
+      if (tracingOn())
+        await queue.add('process-order', { orderId }, { ...options, jobId: orderJobId(orderId) });
+      else await enqueueTogether(orderId);
     },
-    async enqueueMany(orderIds) {
-      if (orderIds.length === 0) return;
-      await queue.addBulk(
-        orderIds.map((orderId) => ({
-          name: 'process-order' as const,
-          data: { orderId },
-          opts: { ...options, jobId: orderJobId(orderId) },
-        })),
-      );
-    },
+    enqueueMany,
     async findJob(orderId) {
       const job = await queue.getJob(orderJobId(orderId));
       if (!job) return undefined;

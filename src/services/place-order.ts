@@ -39,7 +39,10 @@ export type PlaceOrderResult =
   | { kind: 'placed'; duplicate: boolean; queued: boolean; order: OrderResponse }
   | { kind: 'busy'; retryAfterS: number; ofClient: boolean };
 
-/** POST /v1/orders: a dry run answered from pricing, or a real order recorded, enqueued and awaited. */
+/**
+ * POST /v1/orders: a dry run answered from pricing, or a real order recorded, enqueued and awaited. What it
+ * placed is logged by the caller, on the request's own line (one line per order, not two).
+ */
 export async function placeOrder(deps: PlaceOrderDeps, input: PlaceOrderInput): Promise<PlaceOrderResult> {
   const { draft, currency, pricing } = input.checked;
   if (draft.dryrun) {
@@ -50,10 +53,9 @@ export async function placeOrder(deps: PlaceOrderDeps, input: PlaceOrderInput): 
     return { kind: 'busy', retryAfterS: accepted.retryAfterS, ofClient: accepted.ofClient };
   if (accepted.kind === 'conflict') return accepted;
   const { orderId } = accepted;
-  const log = input.log.child({ orderId });
   // From here on every span carries the order's id, in this process and in the worker that takes its job.
   const enqueued = await withOrder(orderId, () =>
-    inSpan('order.enqueue', {}, () => enqueue(deps.queue, orderId, log)),
+    inSpan('order.enqueue', {}, () => enqueue(deps.queue, orderId, input.log)),
   );
   const waits = accepted.kind === 'created' && enqueued && !input.respondAsync && deps.orderWaitMs > 0;
   if (waits) {
@@ -68,7 +70,6 @@ export async function placeOrder(deps: PlaceOrderDeps, input: PlaceOrderInput): 
     accepted.kind === 'created' && !waits ? accepted.stored : (await deps.store.orders.get(orderId))!;
   const queued = stored.items.some((item) => item.status === ItemStatus.QUEUED);
   const duplicate = accepted.kind === 'duplicate';
-  log.info({ duplicate, queued }, 'order answered');
   return { kind: 'placed', duplicate, queued, order: toOrderResponse(stored.order, stored.items, false) };
 }
 
@@ -92,7 +93,7 @@ async function enqueue(queue: OrderQueue, orderId: number, log: Logger): Promise
     await queue.enqueue(orderId);
     return true;
   } catch (err) {
-    log.warn({ err }, 'enqueue failed; reconciliation will enqueue the stored order');
+    log.warn({ err, orderId }, 'enqueue failed; reconciliation will enqueue the stored order');
     return false;
   }
 }

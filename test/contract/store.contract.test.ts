@@ -134,6 +134,25 @@ const giveUp = (orderId: number): Settlement => ({
   now: T0,
 });
 
+/** Settling a reserved order as bought, its authorisation in the ledger under `entryKey`. */
+const approval = (orderId: number, entryKey: string): Settlement => ({
+  orderId,
+  fromPhase: 'reserved',
+  itemStatus: S.ORDERED,
+  clearCharges: false,
+  zeroTax: false,
+  giveBack: [],
+  ledger: {
+    entryKey,
+    orderId,
+    orderItemId: null,
+    kind: 'authorize',
+    amountCents: 1100,
+    currency: 'USD',
+  },
+  now: T0 + 2000,
+});
+
 async function reserveAll(orderId: number, take: { listingId: number; copies: number }[]) {
   const { items } = (await store.orders.get(orderId))!;
   return store.processing.reserve(reservationFor(orderId, items, take));
@@ -401,23 +420,7 @@ describe(`the store port on ${TEST_STORE}`, () => {
       throw new Error('priced a reserved order');
     });
     expect(next).toMatchObject({ reserved: null, catalog: null, order: { phase: 'reserved', attempts: 2 } });
-    const approve = {
-      orderId,
-      fromPhase: 'reserved' as const,
-      itemStatus: S.ORDERED,
-      clearCharges: false,
-      zeroTax: false,
-      giveBack: [],
-      ledger: {
-        entryKey: `authorize:died-${orderId}`,
-        orderId,
-        orderItemId: null,
-        kind: 'authorize' as const,
-        amountCents: 1100,
-        currency: 'USD',
-      },
-      now: T0 + 2000,
-    };
+    const approve = approval(orderId, `authorize:died-${orderId}`);
     expect(await store.processing.settle(approve)).toBe(true);
     expect(await store.processing.settle(approve)).toBe(false);
     expect(await store.processing.ledgerHas(`authorize:died-${orderId}`)).toBe(true);
@@ -723,6 +726,24 @@ describe(`the store port on ${TEST_STORE}`, () => {
     expect(shipped).toMatchObject({
       item: { shippingCompany: 'DHL', trackingId: 'JD1', extraShippingCents: 250 },
     });
+  });
+
+  it('records authorisations asked at once each under its key, the first outcome of a key for both asks', async () => {
+    const ask = (key: string, amountCents: number, approved: boolean) =>
+      store.payments.authorizeOnce({ key, cardId, currency: 'USD', amountCents, approved, now: T0 });
+    expect(
+      await Promise.all([
+        ask('at-once-1', 100, true),
+        ask('at-once-2', 200, false),
+        ask('at-once-3', 300, true),
+        ask('at-once-1', 999, false),
+      ]),
+    ).toEqual([
+      { status: 'authorized', amountCents: 100 },
+      { status: 'declined', amountCents: 200 },
+      { status: 'authorized', amountCents: 300 },
+      { status: 'authorized', amountCents: 100 },
+    ]);
   });
 
   it("records the sandbox processor's first outcome per key and brings it to versioned targets", async () => {

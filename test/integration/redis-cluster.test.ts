@@ -39,8 +39,11 @@ beforeAll(async () => {
   });
   redis = createRedis(config, 'test-cmd');
   queue = createOrderQueue(createRedis(config, 'test-queue'), config.REDIS_PREFIX, 1, logger);
-  // Listening for outcomes from the start, as a web process does, so no completion is missed.
-  outcomes = createOrderOutcomes(createBlockingRedis(config, 'test-events'), config.REDIS_PREFIX, logger);
+  outcomes = createOrderOutcomes(
+    () => createBlockingRedis(config, 'test-events'),
+    config.REDIS_PREFIX,
+    logger,
+  );
   await whenReady(redis, 10_000);
 });
 

@@ -1,37 +1,42 @@
 import type pg from 'pg';
 import type { AcceptResult, NewOrder, OrderWithItems } from '../store.port.js';
-import { withTransaction, type Queryable } from './postgres.pool.js';
+import type { Queryable } from './postgres.pool.js';
 import { toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './postgres.rows.js';
 
-// Every order of a batch in one statement, in (client, request id) order: two batches that share keys take
-// their locks in the same order and wait for each other instead of deadlocking. A key stored before, or by a
-// concurrent transaction (whose commit the insert waits for), inserts nothing and returns nothing.
-const INSERT_ORDERS_SQL = `
-  INSERT INTO orders (client_id, request_id, request_hash, reference_id, domain, currency, shipping_mode,
-    ship_addr, bill_addr, card_id, total_max_price_cents, created_at)
-  SELECT t.client_id, t.request_id, t.request_hash, t.reference_id, t.domain, t.currency, t.shipping_mode,
-         t.ship_addr, t.bill_addr, t.card_id, t.total_max_price_cents, t.created_at
-    FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-                $8::jsonb[], $9::jsonb[], $10::bigint[], $11::bigint[], $12::bigint[]) WITH ORDINALITY
-         AS t(client_id, request_id, request_hash, reference_id, domain, currency, shipping_mode, ship_addr,
-              bill_addr, card_id, total_max_price_cents, created_at, n)
-   ORDER BY t.n
-  ON CONFLICT (client_id, request_id) DO NOTHING
-  RETURNING *`;
-
-// Items in request order, so that each order's item ids follow its listings as the single accept gives them;
-// returned, so that a new order is answered without reading it back.
-const INSERT_ITEMS_SQL = `
-  INSERT INTO order_items (order_id, client_id, order_created_at, line_no, listing_id, vendor_id, title, isbn,
-    line_quantity, max_price_cents, min_days, max_days, cost_cents, updated_at, status_changed_at)
-  SELECT t.order_id, t.client_id, t.created_at, t.line_no, t.listing_id, t.vendor_id, t.title, t.isbn,
-         t.line_quantity, t.max_price_cents, t.min_days, t.max_days, t.cost_cents, t.created_at, t.created_at
-    FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::int[], $5::bigint[], $6::bigint[], $7::text[],
-                $8::text[], $9::int[], $10::bigint[], $11::int[], $12::int[], $13::bigint[]) WITH ORDINALITY
-         AS t(order_id, client_id, created_at, line_no, listing_id, vendor_id, title, isbn, line_quantity,
-              max_price_cents, min_days, max_days, cost_cents, n)
-   ORDER BY t.n
-  RETURNING *`;
+// Every order of a batch and its items in one statement, so one round trip and one commit. The orders go in
+// (client, request id) order: two batches that share keys take their locks in the same order and wait for each
+// other instead of deadlocking. A key stored before, or by a concurrent transaction (whose commit the insert
+// waits for), inserts nothing and returns nothing, nor do its items, which join the orders inserted. Items go
+// in request order, so that each order's item ids follow its listings as the single accept gives them. Both
+// come back as JSON of their rows (as the order functions return them), so that a new order is answered
+// without reading it back and the statement's result type does not change when a column is added.
+const ACCEPT_SQL = `
+  WITH o AS (
+    INSERT INTO orders (client_id, request_id, request_hash, reference_id, domain, currency, shipping_mode,
+      ship_addr, bill_addr, card_id, total_max_price_cents, created_at)
+    SELECT t.client_id, t.request_id, t.request_hash, t.reference_id, t.domain, t.currency, t.shipping_mode,
+           t.ship_addr, t.bill_addr, t.card_id, t.total_max_price_cents, t.created_at
+      FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+                  $8::jsonb[], $9::jsonb[], $10::bigint[], $11::bigint[], $12::bigint[]) WITH ORDINALITY
+           AS t(client_id, request_id, request_hash, reference_id, domain, currency, shipping_mode, ship_addr,
+                bill_addr, card_id, total_max_price_cents, created_at, n)
+     ORDER BY t.n
+    ON CONFLICT (client_id, request_id) DO NOTHING
+    RETURNING order_id, client_id, request_id, created_at, row_to_json(orders) AS r
+  ), i AS (
+    INSERT INTO order_items (order_id, client_id, order_created_at, line_no, listing_id, vendor_id, title, isbn,
+      line_quantity, max_price_cents, min_days, max_days, cost_cents, updated_at, status_changed_at)
+    SELECT o.order_id, o.client_id, o.created_at, t.line_no, t.listing_id, t.vendor_id, t.title, t.isbn,
+           t.line_quantity, t.max_price_cents, t.min_days, t.max_days, t.cost_cents, o.created_at, o.created_at
+      FROM unnest($13::bigint[], $14::text[], $15::int[], $16::bigint[], $17::bigint[], $18::text[], $19::text[],
+                  $20::int[], $21::bigint[], $22::int[], $23::int[], $24::bigint[]) WITH ORDINALITY
+           AS t(client_id, request_id, line_no, listing_id, vendor_id, title, isbn, line_quantity,
+                max_price_cents, min_days, max_days, cost_cents, n)
+      JOIN o ON o.client_id = t.client_id AND o.request_id = t.request_id
+     ORDER BY t.n
+    RETURNING row_to_json(order_items) AS r
+  )
+  SELECT (SELECT json_agg(r) FROM o) AS orders, (SELECT json_agg(r) FROM i) AS items`;
 
 // A new statement under READ COMMITTED: it sees the rows whose commit the insert waited for.
 const EXISTING_SQL = `
@@ -43,45 +48,46 @@ const byKey = (a: NewOrder, b: NewOrder): number =>
   a.clientId - b.clientId || (a.requestId < b.requestId ? -1 : a.requestId > b.requestId ? 1 : 0);
 
 /**
- * Accepts a batch in one transaction of three statements (orders, their items, the keys found stored), each
- * order as the single accept would: created, a duplicate of the stored order with its hash, or a conflict.
+ * Accepts a batch in one statement (the orders and their items), each order as the single accept would:
+ * created, a duplicate of the stored order with its hash, or a conflict. The keys not created are then looked
+ * up in a statement of their own (a duplicate is rare): under READ COMMITTED a statement of the same
+ * transaction would have seen no more than this one does.
  */
-export function acceptOrderBatch(pool: pg.Pool, orders: readonly NewOrder[]): Promise<AcceptResult[]> {
+export async function acceptOrderBatch(pool: pg.Pool, orders: readonly NewOrder[]): Promise<AcceptResult[]> {
   const firsts = new Map<string, NewOrder>();
   for (const order of orders) if (!firsts.has(keyOf(order))) firsts.set(keyOf(order), order);
   const unique = [...firsts.values()].sort(byKey);
-  return withTransaction(pool, async (tx) => {
-    const created = await insertOrders(tx, unique);
-    await insertItems(tx, unique, created);
-    const stored = await existing(
-      tx,
-      unique.filter((o) => !created.has(keyOf(o))),
-    );
-    for (const [key, { order }] of created)
-      stored.set(key, { orderId: order.orderId, requestHash: firsts.get(key)!.requestHash });
-    const answered = new Set<string>();
-    return orders.map((order): AcceptResult => {
-      const key = keyOf(order);
-      const first = !answered.has(key);
-      answered.add(key);
-      const row = stored.get(key);
-      if (!row) throw new Error(`order of request ${order.requestId} conflicted but cannot be found`);
-      const mine = first && created.get(key);
-      if (mine) return { kind: 'created', orderId: row.orderId, stored: mine };
-      return row.requestHash === order.requestHash
-        ? { kind: 'duplicate', orderId: row.orderId }
-        : { kind: 'conflict' };
-    });
+  const created = await insertOrders(pool, unique);
+  const stored = await existing(
+    pool,
+    unique.filter((o) => !created.has(keyOf(o))),
+  );
+  for (const [key, { order }] of created)
+    stored.set(key, { orderId: order.orderId, requestHash: firsts.get(key)!.requestHash });
+  const answered = new Set<string>();
+  return orders.map((order): AcceptResult => {
+    const key = keyOf(order);
+    const first = !answered.has(key);
+    answered.add(key);
+    const row = stored.get(key);
+    if (!row) throw new Error(`order of request ${order.requestId} conflicted but cannot be found`);
+    const mine = first && created.get(key);
+    if (mine) return { kind: 'created', orderId: row.orderId, stored: mine };
+    return row.requestHash === order.requestHash
+      ? { kind: 'duplicate', orderId: row.orderId }
+      : { kind: 'conflict' };
   });
 }
 
-/** The new orders by key, their items still to come; keys already stored are absent. */
+/** The new orders with their items, by key; keys already stored are absent. */
 async function insertOrders(
-  tx: Queryable,
+  db: Queryable,
   orders: readonly NewOrder[],
 ): Promise<Map<string, OrderWithItems>> {
   const column = <T>(pick: (o: NewOrder) => T): T[] => orders.map(pick);
-  const { rows } = await tx.query<OrderRow>(INSERT_ORDERS_SQL, [
+  const items = orders.flatMap((order) => order.items.map((item) => ({ ...item, order })));
+  const itemColumn = <T>(pick: (i: (typeof items)[number]) => T): T[] => items.map(pick);
+  const { rows } = await db.query<{ orders: OrderRow[] | null; items: ItemRow[] | null }>(ACCEPT_SQL, [
     column((o) => o.clientId),
     column((o) => o.requestId),
     column((o) => o.requestHash),
@@ -94,45 +100,29 @@ async function insertOrders(
     column((o) => o.cardId),
     column((o) => o.totalMaxPriceCents),
     column((o) => o.createdAt),
+    itemColumn((i) => i.order.clientId),
+    itemColumn((i) => i.order.requestId),
+    itemColumn((i) => i.lineNo),
+    itemColumn((i) => i.listingId),
+    itemColumn((i) => i.vendorId),
+    itemColumn((i) => i.title),
+    itemColumn((i) => i.isbn),
+    itemColumn((i) => i.lineQuantity),
+    itemColumn((i) => i.maxPriceCents),
+    itemColumn((i) => i.minDays),
+    itemColumn((i) => i.maxDays),
+    itemColumn((i) => i.costCents),
   ]);
-  return new Map(
-    rows.map((r) => [
-      keyOf({ clientId: r.client_id, requestId: r.request_id }),
-      { order: toStoredOrder(r), items: [] },
-    ]),
-  );
-}
-
-/** The items of the orders just created, every one QUEUED, added to their orders as stored. */
-async function insertItems(
-  tx: Queryable,
-  orders: readonly NewOrder[],
-  created: Map<string, OrderWithItems>,
-): Promise<void> {
-  const items = orders.flatMap((order) => {
-    const orderId = created.get(keyOf(order))?.order.orderId;
-    return orderId === undefined ? [] : order.items.map((item) => ({ ...item, order, orderId }));
-  });
-  if (items.length === 0) return;
-  const column = <T>(pick: (i: (typeof items)[number]) => T): T[] => items.map(pick);
-  const { rows } = await tx.query<ItemRow>(INSERT_ITEMS_SQL, [
-    column((i) => i.orderId),
-    column((i) => i.order.clientId),
-    column((i) => i.order.createdAt),
-    column((i) => i.lineNo),
-    column((i) => i.listingId),
-    column((i) => i.vendorId),
-    column((i) => i.title),
-    column((i) => i.isbn),
-    column((i) => i.lineQuantity),
-    column((i) => i.maxPriceCents),
-    column((i) => i.minDays),
-    column((i) => i.maxDays),
-    column((i) => i.costCents),
-  ]);
-  const byOrder = new Map([...created.values()].map((o) => [o.order.orderId, o.items]));
-  for (const row of rows) byOrder.get(row.order_id)!.push(toStoredItem(row));
+  const created = new Map<string, OrderWithItems>();
+  const byOrder = new Map<number, OrderWithItems['items']>();
+  for (const row of rows[0]?.orders ?? []) {
+    const stored: OrderWithItems = { order: toStoredOrder(row), items: [] };
+    created.set(keyOf({ clientId: row.client_id, requestId: row.request_id }), stored);
+    byOrder.set(stored.order.orderId, stored.items);
+  }
+  for (const row of rows[0]?.items ?? []) byOrder.get(row.order_id)!.push(toStoredItem(row));
   for (const items of byOrder.values()) items.sort((a, b) => a.orderItemId - b.orderItemId);
+  return created;
 }
 
 /** The stored order and request hash of each key that was not created now. */

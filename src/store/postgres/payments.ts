@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type { PaymentRecord, PaymentStore } from '../store.port.js';
+import { groupedCalls } from './postgres.pool.js';
 
 // A release before any authorisation is kept as a declined payment of 0: a later authorisation is declined.
 const RELEASE_SQL = `
@@ -10,6 +11,11 @@ const RELEASE_SQL = `
      SET amount_cents = CASE WHEN payments.status = 'authorized' THEN 0 ELSE payments.amount_cents END,
          ledger_version = excluded.ledger_version, updated_at = excluded.updated_at
    WHERE payments.ledger_version < excluded.ledger_version`;
+
+const AUTHORIZE_SQL = `
+  INSERT INTO payments (idempotency_key, card_id, currency, amount_cents, status, created_at, updated_at)
+  VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (idempotency_key) DO NOTHING
+  RETURNING status, amount_cents`;
 
 const SET_AMOUNT_SQL = `
   UPDATE payments SET amount_cents = $2, ledger_version = $3, updated_at = $4
@@ -32,16 +38,17 @@ export function postgresPayments(pool: pg.Pool): PaymentStore {
     return rows[0] ? toRecord(rows[0]) : null;
   };
 
+  // Authorisations asked for while others are on their way go together: one commit for the group.
+  const insert = groupedCalls(pool, (rows) => (rows[0] ? toRecord(rows[0] as PaymentRow) : null));
+
   return {
     async authorizeOnce({ key, cardId, currency, amountCents, approved, now }) {
       // The first outcome is returned by the insert that wrote it; a later call reads it in a new statement.
-      const inserted = await pool.query<PaymentRow>(
-        `INSERT INTO payments (idempotency_key, card_id, currency, amount_cents, status, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (idempotency_key) DO NOTHING
-         RETURNING status, amount_cents`,
-        [key, cardId, currency, amountCents, approved ? 'authorized' : 'declined', now],
-      );
-      const stored = inserted.rows[0] ? toRecord(inserted.rows[0]) : await find(key);
+      const inserted = await insert({
+        text: AUTHORIZE_SQL,
+        values: [key, cardId, currency, amountCents, approved ? 'authorized' : 'declined', now],
+      });
+      const stored = inserted ?? (await find(key));
       if (!stored) throw new Error(`payment ${key} was recorded but cannot be found`);
       return stored;
     },

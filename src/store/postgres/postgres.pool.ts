@@ -123,7 +123,166 @@ export function createPool(
  * Runs `fn` between BEGIN (READ COMMITTED) and COMMIT on one pooled client, rolling back when it throws.
  * `fn` runs only its own queries: nothing waits on the outside world while the transaction is open.
  */
-export async function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
+export function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
+  return onClient(pool, async (client) => {
+    await client.query('BEGIN');
+    const result = await fn(client);
+    await client.query('COMMIT');
+    return result;
+  });
+}
+
+/** A statement and its positional parameters. */
+export interface Statement {
+  text: string;
+  values: readonly unknown[];
+}
+
+/** The transaction of withTightTransaction: statements inside it, and the last one, which commits. */
+export interface TightTransaction extends Queryable {
+  /** Runs `statement` and COMMIT in one round trip; the statement's rows. The transaction is over after it. */
+  commitWith<R extends pg.QueryResultRow>(statement: Statement): Promise<R[]>;
+}
+
+/**
+ * withTransaction in two round trips fewer: BEGIN travels with `first`, and `fn` may end the transaction with
+ * `commitWith`, its last statement and COMMIT in one round trip (else COMMIT follows on its own). Both go as
+ * one simple-protocol message of two statements, so their parameters are written into the text as literals
+ * (`inline`): for short statements of numbers and internal words, such as the order functions' calls. Each
+ * statement still runs alone, with a snapshot of its own, as under withTransaction; a failing one aborts the
+ * transaction, which is rolled back. A lock taken by the last statement is held until its commit only, not for
+ * a further round trip.
+ */
+export function withTightTransaction<T>(
+  pool: pg.Pool,
+  first: Statement,
+  fn: (rows: pg.QueryResultRow[], tx: TightTransaction) => Promise<T>,
+): Promise<T> {
+  return onClient(pool, async (client) => {
+    let committed = false;
+    const [, begun] = (await client.query(`BEGIN; ${inline(first)}`)) as unknown as pg.QueryResult[];
+    const tx: TightTransaction = {
+      query: (text, values) => {
+        if (committed) throw new Error('the transaction is committed');
+        return client.query(text, values);
+      },
+      async commitWith<R extends pg.QueryResultRow>(statement: Statement) {
+        if (committed) throw new Error('the transaction is committed');
+        committed = true;
+        const [last] = (await client.query(`${inline(statement)}; COMMIT`)) as unknown as pg.QueryResult<R>[];
+        return last!.rows;
+      },
+    };
+    const result = await fn(begun!.rows, tx);
+    if (!committed) await client.query('COMMIT');
+    return result;
+  });
+}
+
+/**
+ * `statements` in one transaction of one round trip (BEGIN, each, COMMIT as one simple-protocol message, the
+ * parameters inlined): each statement's rows, in order. A failing statement aborts all of them (rolled back).
+ */
+export function inOneTransaction(
+  pool: pg.Pool,
+  statements: readonly Statement[],
+): Promise<pg.QueryResultRow[][]> {
+  return onClient(pool, async (client) => {
+    const text = `BEGIN; ${statements.map(inline).join('; ')}; COMMIT`;
+    const results = (await client.query(text)) as unknown as pg.QueryResult[];
+    return results.slice(1, 1 + statements.length).map((result) => result.rows);
+  });
+}
+
+/** Calls one round trip and commit carries at most. */
+const MAX_GROUP = 16;
+
+/**
+ * A statement that commits on its own, run in groups (group commit): a call made while a group is on its way
+ * to the server waits for it, and those that gathered meanwhile go together, in one transaction of one round
+ * trip (inOneTransaction: one commit, one flush of the log for the group). Alone, a call is its own statement,
+ * as before; under load, a group costs one round trip and one commit. Each call is the same guarded statement
+ * as alone, so a group changes only the commits; should a group fail (a deadlock with a writer elsewhere, say),
+ * nothing of it was kept and each call runs again alone, answering (or failing) for itself. `answer` reads a
+ * call's result from its rows.
+ */
+export function groupedCalls<R>(
+  pool: pg.Pool,
+  answer: (rows: pg.QueryResultRow[]) => R,
+): (call: Statement) => Promise<R> {
+  interface Waiting {
+    call: Statement;
+    resolve: (result: R) => void;
+    reject: (err: unknown) => void;
+  }
+  let waiting: Waiting[] = [];
+  let sending = false;
+  const alone = (w: Waiting) =>
+    pool.query(w.call.text, [...w.call.values]).then((result) => w.resolve(answer(result.rows)), w.reject);
+  const send = async () => {
+    sending = true;
+    while (waiting.length > 0) {
+      const group = waiting.slice(0, MAX_GROUP);
+      waiting = waiting.slice(group.length);
+      if (group.length === 1) {
+        await alone(group[0]!);
+        continue;
+      }
+      try {
+        const rows = await inOneTransaction(
+          pool,
+          group.map((w) => w.call),
+        );
+        group.forEach((w, i) => w.resolve(answer(rows[i] ?? [])));
+      } catch {
+        await Promise.all(group.map(alone));
+      }
+    }
+    sending = false;
+  };
+  return (call) =>
+    new Promise<R>((resolve, reject) => {
+      waiting.push({ call, resolve, reject });
+      if (!sending) void send();
+    });
+}
+
+/**
+ * `statement` with its parameters written in as SQL literals: numbers, booleans, null, strings (quoted by
+ * node-postgres' escapeLiteral) and arrays of numbers or nulls. Anything else is refused: this is not a general
+ * quoting of values, only what lets a call of a function travel in a multi-statement message.
+ */
+export function inline({ text, values }: Statement): string {
+  return text.replace(/\$(\d+)/g, (_, n: string) => {
+    const index = Number(n) - 1;
+    if (index >= values.length) throw new Error(`no value for $${n}`);
+    return literal(values[index]);
+  });
+}
+
+function literal(value: unknown): string {
+  if (value === null || value === undefined) return 'NULL';
+  if (typeof value === 'boolean') return value ? 'TRUE' : 'FALSE';
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new Error(`cannot inline ${value}`);
+    return `'${value}'`;
+  }
+  if (typeof value === 'string') return pg.escapeLiteral(value);
+  if (Array.isArray(value)) return `'{${value.map(element).join(',')}}'`;
+  throw new Error(`cannot inline a ${typeof value}`);
+}
+
+function element(value: unknown): string {
+  if (value === null) return 'NULL';
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  throw new Error(`cannot inline an array holding ${String(value)}`);
+}
+
+/**
+ * Runs `fn` on one pooled client, rolling back when it throws; the connection is closed rather than handed
+ * back when the server dropped it.
+ */
+async function onClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
   // A checked-out client has no listener of the pool's: a server that ends the connection between two of its
@@ -132,10 +291,7 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) 
   const onError = (err: Error) => (broken ??= err);
   client.on('error', onError);
   try {
-    await client.query('BEGIN');
-    const result = await fn(client);
-    await client.query('COMMIT');
-    return result;
+    return await fn(client);
   } catch (err) {
     // A connection that cannot even roll back is closed rather than handed to the next caller.
     await client.query('ROLLBACK').catch((rollbackError: unknown) => {

@@ -10,7 +10,7 @@ import type {
 } from '../store.port.js';
 import { toPricingCatalog, type ListingWithVendorRow } from './catalog.js';
 import { BEGIN_ATTEMPT, RESERVE_ORDER, SETTLE_ORDER } from './order-functions.js';
-import { withTransaction, type Queryable } from './postgres.pool.js';
+import { withTightTransaction, type Statement } from './postgres.pool.js';
 import { toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './postgres.rows.js';
 
 /** Copies per listing, in listing id order: the order every writer locks listings in. */
@@ -74,44 +74,43 @@ interface AttemptRow {
   catalog?: ListingWithVendorRow[] | null;
 }
 
-/** Applies a reservation while the order is still queued, all of it or none, in one call. */
-async function applyReservation(db: Queryable, r: Reservation): Promise<ReserveResult> {
+/** The call that applies a reservation while the order is still queued, all of it or none. */
+function reservationCall(r: Reservation): Statement {
   const take = perListing(r.take);
-  const { rows } = await db.query<{ result: ReserveResult }>(RESERVE_ORDER_SQL, [
-    r.orderId,
-    r.phase,
-    r.taxCents,
-    r.taxModel,
-    r.totalCents,
-    r.now,
-    r.items.map((i) => i.orderItemId),
-    r.items.map((i) => i.costCents),
-    r.items.map((i) => i.shipcostCents),
-    r.items.map((i) => i.taxCents),
-    r.items.map((i) => i.minDays),
-    r.items.map((i) => i.maxDays),
-    r.items.map((i) => i.status),
-    take.ids,
-    take.copies,
-    r.event?.eventId ?? null,
-    r.event?.type ?? null,
-    r.event?.traceContext ?? null,
-  ]);
-  return rows[0]!.result;
+  return {
+    text: RESERVE_ORDER_SQL,
+    values: [
+      r.orderId,
+      r.phase,
+      r.taxCents,
+      r.taxModel,
+      r.totalCents,
+      r.now,
+      r.items.map((i) => i.orderItemId),
+      r.items.map((i) => i.costCents),
+      r.items.map((i) => i.shipcostCents),
+      r.items.map((i) => i.taxCents),
+      r.items.map((i) => i.minDays),
+      r.items.map((i) => i.maxDays),
+      r.items.map((i) => i.status),
+      take.ids,
+      take.copies,
+      r.event?.eventId ?? null,
+      r.event?.type ?? null,
+      r.event?.traceContext ?? null,
+    ],
+  };
 }
 
 /** The worker's atomic steps: count an attempt, apply a priced reservation, settle. */
 export function postgresProcessing(pool: pg.Pool): ProcessingStore {
   return {
-    // One transaction of four round trips: BEGIN, the count with everything pricing reads, the reservation, COMMIT.
+    // One transaction of two round trips: BEGIN with the count and everything pricing reads, then the
+    // reservation with COMMIT (the listings it locks are held for its own commit only).
     beginAttempt(orderId, { leaseUntil, maxAttempts }, price) {
-      return withTransaction(pool, async (tx): Promise<AttemptBegun | null> => {
-        const { rows } = await tx.query<{ a: AttemptRow | null }>(BEGIN_ATTEMPT_SQL, [
-          orderId,
-          leaseUntil,
-          maxAttempts,
-        ]);
-        const begun = rows[0]?.a;
+      const count = { text: BEGIN_ATTEMPT_SQL, values: [orderId, leaseUntil, maxAttempts] };
+      return withTightTransaction(pool, count, async (rows, tx): Promise<AttemptBegun | null> => {
+        const begun = (rows[0] as { a: AttemptRow | null } | undefined)?.a;
         if (!begun) return null;
         const order = toStoredOrder(begun.order);
         const items = begun.items.map(toStoredItem);
@@ -120,12 +119,16 @@ export function postgresProcessing(pool: pg.Pool): ProcessingStore {
         if (!price) return { order, items, catalog, reserved: null };
         // The order's row lock is held since the count: the reservation finds it queued. Short of stock, it
         // writes nothing, and the count commits.
-        const reserved = await applyReservation(tx, price({ order, items, catalog }));
-        return { order, items, catalog, reserved: reserved === 'short' ? 'short' : 'applied' };
+        const [reserved] = await tx.commitWith<{ result: ReserveResult }>(
+          reservationCall(price({ order, items, catalog })),
+        );
+        return { order, items, catalog, reserved: reserved!.result === 'short' ? 'short' : 'applied' };
       });
     },
-    reserve(reservation) {
-      return applyReservation(pool, reservation);
+    async reserve(reservation) {
+      const { text, values } = reservationCall(reservation);
+      const { rows } = await pool.query<{ result: ReserveResult }>(text, [...values]);
+      return rows[0]!.result;
     },
     async settle(s: Settlement) {
       const { rows } = await pool.query<{ settled: boolean }>(SETTLE_ORDER_SQL, settleArgs(s));
