@@ -570,16 +570,7 @@ describe(`the store port on ${TEST_STORE}`, () => {
     const walden = await stockOf(WALDEN);
     const orderId = await accepted([{ listingId: WALDEN, copies: 1 }]);
     await reserveAll(orderId, [{ listingId: WALDEN, copies: 1 }]);
-    await store.processing.settle({
-      orderId,
-      fromPhase: 'reserved',
-      itemStatus: S.ORDERED,
-      clearCharges: false,
-      zeroTax: false,
-      giveBack: [],
-      ledger: null,
-      now: T0 + 3000,
-    });
+    await store.processing.settle({ ...approval(orderId, 'unused'), ledger: null, now: T0 + 3000 });
     const item = (await store.items.getItem((await store.orders.get(orderId))!.items[0]!.orderItemId))!;
     expect(item).toMatchObject({ status: S.ORDERED, statusChangedAt: T0 + 3000, currency: 'USD' });
     const move = {
