@@ -64,7 +64,8 @@ export async function openSqliteStore(dbPath: string, options: SqliteStoreOption
     throw err;
   }
   if (options.waitUnblocked) db.pragma('busy_timeout = 0');
-  else if (options.busyTimeoutMs !== undefined) db.pragma(`busy_timeout = ${Math.trunc(options.busyTimeoutMs)}`);
+  else if (options.busyTimeoutMs !== undefined)
+    db.pragma(`busy_timeout = ${Math.trunc(options.busyTimeoutMs)}`);
   db.pragma(`wal_autocheckpoint = ${Math.trunc(options.checkpointPages ?? WORKER_CHECKPOINT_PAGES)}`);
   const itemsByStatus = db.prepare<[], { status: number; count: number }>(
     'SELECT status, count(*) AS count FROM order_items GROUP BY status',
