@@ -10,7 +10,7 @@ import type {
 } from '../store.port.js';
 import { toPricingCatalog, type ListingWithVendorRow } from './catalog.js';
 import { BEGIN_ATTEMPT, RESERVE_ORDER, SETTLE_ORDER } from './order-functions.js';
-import { withTightTransaction, type Statement } from './postgres.pool.js';
+import { inOneTransaction, withTightTransaction, type Statement } from './postgres.pool.js';
 import { toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './postgres.rows.js';
 
 /** Copies per listing, in listing id order: the order every writer locks listings in. */
@@ -33,14 +33,6 @@ const SETTLE_ORDER_SQL = `
   SELECT ${SETTLE_ORDER.name}($1::bigint, $2::text, $3::boolean, $4::int, $5::boolean, $6::bigint, $7::bigint,
     $8::int, $9::bigint[], $10::int[], $11::text, $12::bigint, $13::text, $14::bigint, $15::text, $16::text,
     $17::text, $18::text) AS settled`;
-
-// settleMany: the same function over a JSON array of settleArgs arrays, in the array's order.
-const SETTLE_MANY_SQL = `
-  SELECT ${SETTLE_ORDER.name}((a->>0)::bigint, a->>1, (a->>2)::boolean, (a->>3)::int, (a->>4)::boolean,
-    (a->>5)::bigint, (a->>6)::bigint, (a->>7)::int, ARRAY(SELECT jsonb_array_elements_text(a->8)::bigint),
-    ARRAY(SELECT jsonb_array_elements_text(a->9)::int), a->>10, (a->>11)::bigint, a->>12, (a->>13)::bigint,
-    a->>14, a->>15, a->>16, a->>17) AS settled
-  FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS t(a, n) ORDER BY n`;
 
 /** The settle function's arguments, in its order. */
 function settleArgs(s: Settlement): unknown[] {
@@ -134,14 +126,15 @@ export function postgresProcessing(pool: pg.Pool): ProcessingStore {
       const { rows } = await pool.query<{ settled: boolean }>(SETTLE_ORDER_SQL, settleArgs(s));
       return rows[0]?.settled === true;
     },
-    // One statement, so one transaction; orders in id order, as every writer of several orders locks them.
+    // One transaction of one round trip; orders in id order, as every writer of several orders locks them.
     async settleMany(settlements) {
       const order = settlements.map((s, i) => ({ s, i })).sort((a, b) => a.s.orderId - b.s.orderId);
-      const { rows } = await pool.query<{ settled: boolean }>(SETTLE_MANY_SQL, [
-        JSON.stringify(order.map(({ s }) => settleArgs(s))),
-      ]);
+      const results = await inOneTransaction(
+        pool,
+        order.map(({ s }) => ({ text: SETTLE_ORDER_SQL, values: settleArgs(s) })),
+      );
       const settled: boolean[] = [];
-      order.forEach(({ i }, n) => (settled[i] = rows[n]?.settled === true));
+      order.forEach(({ i }, n) => (settled[i] = results[n]?.[0]?.settled === true));
       return settled;
     },
     async ledgerHas(entryKey) {
