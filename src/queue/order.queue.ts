@@ -1,4 +1,5 @@
 import { Queue, type JobsOptions, type Telemetry } from 'bullmq';
+import { groupCalls } from '../group-calls.js';
 import type { RedisClient } from '../redis/redis.js';
 import { z } from 'zod';
 import type { Logger } from '../logger.js';
@@ -55,28 +56,6 @@ export interface BullOrderQueue extends OrderQueue {
   countsFrom(reads: CountReads, states: readonly CountedState[]): Promise<Record<string, number>>;
 }
 
-/**
- * `enqueueMany` for one order at a time: the orders enqueued in one turn of the event loop (those accepted
- * together, in one commit) go in one round trip to Redis, and each caller learns how theirs went.
- */
-function together(
-  enqueueMany: (orderIds: readonly number[]) => Promise<void>,
-): (orderId: number) => Promise<void> {
-  let pending: { orderIds: number[]; added: Promise<void> } | undefined;
-  return (orderId) => {
-    if (!pending) {
-      const batch: { orderIds: number[]; added?: Promise<void> } = { orderIds: [] };
-      batch.added = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
-        pending = undefined;
-        return enqueueMany(batch.orderIds);
-      });
-      pending = batch as { orderIds: number[]; added: Promise<void> };
-    }
-    pending.orderIds.push(orderId);
-    return pending.added;
-  };
-}
-
 /** The producer side; it owns `connection` and closes it with the queue. */
 export function createOrderQueue(
   connection: RedisClient,
@@ -108,7 +87,11 @@ export function createOrderQueue(
       })),
     );
   };
-  const enqueueTogether = together(enqueueMany);
+  // The orders enqueued in one turn (those accepted together, in one commit) go to Redis in one round trip.
+  const enqueueTogether = groupCalls(
+    (orderIds: readonly number[]) => enqueueMany(orderIds).then(() => orderIds.map(() => undefined)),
+    Infinity,
+  );
   return {
     queue,
     async enqueue(orderId) {
