@@ -33,7 +33,11 @@ export interface RetentionOptions {
    * BENCHMARKS.md, Retention).
    */
   pauseMs?: number;
-  /** Free pages given back per step (SQLite), each step one short write. */
+  /**
+   * Free pages given back per batch at most (SQLite), each batch one short write. Each page moved from the end of
+   * the file rewrites its parent pages: measured 0.04 to 0.3 ms a page on a warm 140 MB file, and a batch of 256
+   * held the lock 214.8 ms on the million-event file (BENCHMARKS.md, Retention), so 64 at most, starting at 8.
+   */
   reclaimPages?: number;
   signal?: AbortSignal;
 }
@@ -48,7 +52,11 @@ export interface RetentionCounts {
   longestBatchMs: number;
   /** Which step the longest batch was: deliveries, events, cursors or reclaim. */
   longestBatch: string;
+  /** The longest batch of each step (ms; 0 for a step that made none). */
+  longestBatchMsByStep: Record<RetentionStep, number>;
 }
+
+export type RetentionStep = 'deliveries' | 'events' | 'cursors' | 'reclaim';
 
 export type RetentionResult =
   | { ran: true; counts: RetentionCounts }
@@ -83,7 +91,7 @@ export async function pruneOnce(
   options: RetentionOptions,
   stop: AbortSignal,
 ): Promise<RetentionCounts> {
-  const { batchSize = 500, batchTargetMs = 50, pauseMs = 100, reclaimPages = 256 } = options;
+  const { batchSize = 500, batchTargetMs = 50, pauseMs = 100, reclaimPages = 64 } = options;
   const timer = options.timer ?? (() => performance.now());
   const now = deps.clock();
   const before = now - deps.config.EVENT_RETENTION_DAYS * DAY_MS;
@@ -95,6 +103,7 @@ export async function pruneOnce(
     batches: 0,
     longestBatchMs: 0,
     longestBatch: '',
+    longestBatchMsByStep: { deliveries: 0, events: 0, cursors: 0, reclaim: 0 },
   };
   /**
    * Runs `step` until it does less than it was asked or the pass is stopped; returns the total it did. A step
@@ -102,7 +111,7 @@ export async function pruneOnce(
    * 551 ms in BENCHMARKS.md, Retention) and doubles while its batches are quick; a slow one cuts the next to
    * what would have taken the target, and at least by half.
    */
-  const batches = async (name: string, step: (size: number) => Promise<number>, full: number) => {
+  const batches = async (name: RetentionStep, step: (size: number) => Promise<number>, full: number) => {
     let total = 0;
     let size = Math.max(1, Math.ceil(full / 8));
     while (!stop.aborted) {
@@ -110,6 +119,7 @@ export async function pruneOnce(
       const done = await step(size);
       const ms = timer() - began;
       if (ms > counts.longestBatchMs) Object.assign(counts, { longestBatchMs: ms, longestBatch: name });
+      counts.longestBatchMsByStep[name] = Math.max(counts.longestBatchMsByStep[name], ms);
       counts.batches++;
       total += done;
       if (done < size) break;

@@ -67,4 +67,31 @@ describe('a retention pass over a store whose batches are slow', () => {
     expect(store.sizes.slice(0, 4)).toEqual([25, 50, 100, 200]);
     expect(Math.max(...store.sizes)).toBe(200);
   });
+
+  it('then the reclaim step gives pages back 8 at first and at most 64 a batch, and the pass tells the longest batch of each step', async () => {
+    const store = slowStore(100, 1);
+    let free = 300;
+    const pages: number[] = [];
+    const retention = store.deps.store.retention;
+    // Each page given back costs 2 ms on the pass's timer, so the step's longest is its largest batch's.
+    let reclaimMs = 0;
+    const timer = () => store.timer() + reclaimMs;
+    retention.reclaimSpace = async (size) => {
+      pages.push(size);
+      const done = Math.min(size, free);
+      free -= done;
+      reclaimMs += done * 2;
+      return done;
+    };
+    const counts = await pruneOnce(
+      store.deps,
+      { batchTargetMs: 1000, pauseMs: 0, timer },
+      new AbortController().signal,
+    );
+    expect(counts.pagesReclaimed).toBe(300);
+    expect(pages.slice(0, 5)).toEqual([8, 16, 32, 64, 64]);
+    expect(Math.max(...pages)).toBe(64);
+    expect(counts.longestBatchMsByStep).toEqual({ deliveries: 0, events: 126, cursors: 0, reclaim: 128 });
+    expect(counts.longestBatch).toBe('reclaim');
+  });
 });
