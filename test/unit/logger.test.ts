@@ -23,7 +23,8 @@ describe('the logger', () => {
       'placed',
     );
     const text = JSON.stringify(lines);
-    for (const secret of ['sk-binding', 'sk-top', 'tok-1', 'tok-2', 'sig-1']) expect(text).not.toContain(secret);
+    for (const secret of ['sk-binding', 'sk-top', 'tok-1', 'tok-2', 'sig-1'])
+      expect(text).not.toContain(secret);
     expect(lines[0]).toMatchObject({
       requestId: 'r-1',
       secretKey: '[redacted]',
