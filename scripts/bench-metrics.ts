@@ -4,13 +4,16 @@
 // a private one), a private Redis, and the Procfile's web and clock as production runs them (the clock publishes
 // the store counts every STORE_COUNTS_EVERY_S = 5 s). Measured from outside, over HTTP:
 //   - one scrape at a time, each a full collection (METRICS_REUSE_MS = 1000 apart and more): 60 scrapes, each
-//     beside a /healthz half-way between two (the floor: the same round trip on the same idle process);
+//     beside a /healthz half-way between two (the floor: the same round trip on the same idle process); fetch
+//     keeps its connection alive between them, as Prometheus does; and the same again with a new connection for
+//     each request (node:http, no agent), as a scraper that does not keep connections alive;
 //   - /healthz alone: one request every 5 ms for --seconds / 2;
 //   - /healthz while 5 clients scrape in a loop, for --seconds: its p50/p99/max, and the scrapes' own times.
 // Beside them, the clock's count (the scan a scrape no longer makes), timed in this process on the same store.
 // --write puts the table into the "## Metrics (SQLite)" or "## Metrics (PostgreSQL)" section of BENCHMARKS.md.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -54,6 +57,23 @@ async function timed(url: string): Promise<number> {
   await res.arrayBuffer();
   if (!res.ok) throw new Error(`${url}: ${res.status}`);
   return performance.now() - began;
+}
+
+/** One GET on a new connection (closed after it), read to its end: milliseconds from connecting to the last byte. */
+function timedNewConnection(url: string): Promise<number> {
+  const began = performance.now();
+  return new Promise((resolve, reject) => {
+    http
+      .get(url, { agent: false }, (res) => {
+        res.on('data', () => undefined);
+        res.on('end', () =>
+          res.statusCode === 200
+            ? resolve(performance.now() - began)
+            : reject(new Error(`${url}: ${res.statusCode}`)),
+        );
+      })
+      .on('error', reject);
+  });
 }
 
 /** /healthz every 5 ms (each waits for the one before) until `until`. */
@@ -126,13 +146,23 @@ async function main(): Promise<void> {
     // the same idle, cold process, doing nothing, so that what the machine's load adds shows beside the scrape.
     const alone: number[] = [];
     const pairedHealth: number[] = [];
+    const aloneNew: number[] = [];
+    const pairedHealthNew: number[] = [];
     for (let i = 0; i < ALONE; i++) {
       await sleep(550);
       pairedHealth.push(await timed(`${base}/healthz`));
       await sleep(550);
       alone.push(await timed(metricsUrl));
+      await sleep(550);
+      pairedHealthNew.push(await timedNewConnection(`${base}/healthz`));
+      await sleep(550);
+      aloneNew.push(await timedNewConnection(metricsUrl));
     }
     say(`one scrape at a time: p50 ${ms(percentile(alone, 50))} ms, p99 ${ms(percentile(alone, 99))} ms`);
+    say(
+      `one scrape at a time, a new connection each: p50 ${ms(percentile(aloneNew, 50))} ms, ` +
+        `p99 ${ms(percentile(aloneNew, 99))} ms`,
+    );
 
     const idle = await sampleHealth(`${base}/healthz`, Date.now() + (SECONDS * 1000) / 2);
     say(`/healthz alone: p99 ${ms(percentile(idle, 99))} ms`);
@@ -159,8 +189,10 @@ async function main(): Promise<void> {
       '',
       '| measured | p50 ms | p99 ms | max ms | samples |',
       '|---|--:|--:|--:|--:|',
-      `| one scrape of \`/metrics\` at a time, 1.1 s apart (each a full collection) | ${sampleCells(alone)} |`,
+      `| one scrape of \`/metrics\` at a time, 1.1 s apart (each a full collection; fetch, its connection kept alive) | ${sampleCells(alone)} |`,
       `| \`/healthz\` half-way between two of those scrapes (the same round trip, no work: the floor) | ${sampleCells(pairedHealth)} |`,
+      `| the same scrape on a new connection each (node:http without keep-alive; taking turns with the row above) | ${sampleCells(aloneNew)} |`,
+      `| \`/healthz\` on a new connection, half-way between two of those (the floor of that row) | ${sampleCells(pairedHealthNew)} |`,
       `| \`/healthz\`, nothing else running | ${sampleCells(idle)} |`,
       `| \`/healthz\` while ${SCRAPERS} clients scrape in a loop (${SECONDS} s) | ${sampleCells(busy)} |`,
       `| a scrape, while ${SCRAPERS} clients scrape in a loop (one collection per second, \`METRICS_REUSE_MS\`) | ${sampleCells(underLoad)} |`,

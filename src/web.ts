@@ -6,7 +6,7 @@ import { closeDeps, createDeps } from './container.js';
 import { whenReady } from './redis/redis-lock.js';
 import type { Deps } from './deps.js';
 import { createApp } from './http/app.js';
-import { createHttpServer } from './http/http-server.js';
+import { KEEP_ALIVE_TIMEOUT_MS, createHttpServer } from './http/http-server.js';
 import { createDeploymentRegistry, metricsListener } from './http/metrics.js';
 import { DASHBOARD_LOCKOUT, Lockout } from './redis/lockout.js';
 import { mountQueueDashboard } from './http/queue-dashboard.js';
@@ -83,7 +83,10 @@ export async function startWeb(
   // Metrics first: a web process whose metrics port is taken stops before it takes API requests. In a
   // WEB_CONCURRENCY cluster every worker listens on the same METRICS_PORT, which node's cluster turns into one
   // listener, the primary's, handing each scrape to one worker; that worker answers for the whole cluster.
+  // Prometheus keeps its connection to a target open between scrapes (15 s or 1 min apart); node's default of 5 s
+  // closed it before each, so that every scrape paid a new connection.
   const metricsServer = http.createServer(
+    { keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS },
     createMetricsListener(deps, processMetrics, config.METRICS_REUSE_MS),
   );
   const metricsPort = await listening(metricsServer, config.METRICS_PORT, config.METRICS_HOST);

@@ -57,8 +57,14 @@ export function metricsListener(
   // A text collected less than `reuseMs` ago is served again: scrapers in a loop cost one collection per period.
   let last: { text: string; at: number } | null = null;
   const collectNow = sharedInFlight(async () => {
-    const [own, shared] = await Promise.all([processMetrics(), deployment.metrics()]);
-    const text = `${own.trimEnd()}\n\n${shared}`;
+    // The deployment's reads first: their one pipeline goes to Redis as this tick ends, and this process's own
+    // series are collected (on the next turn of the loop) while Redis answers, not before the pipeline is sent.
+    const shared = deployment.metrics();
+    const own = new Promise<string>((resolve, reject) =>
+      setImmediate(() => processMetrics().then(resolve, reject)),
+    );
+    const [ownText, sharedText] = await Promise.all([own, shared]);
+    const text = `${ownText.trimEnd()}\n\n${sharedText}`;
     last = { text, at: Date.now() };
     return text;
   });

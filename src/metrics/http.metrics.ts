@@ -1,6 +1,7 @@
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { API_ROUTES, fullPathPattern } from '../http/api-routes.js';
 import { SvcStatus } from '../http/status-codes.js';
+import { collectAhead } from './collect-ahead.js';
 
 // Every label takes its value from a closed set, whatever clients send: a request can never add a series.
 // Route templates (a path matching none is 'unmatched'; the whole dashboard is one route), known methods, the
@@ -62,6 +63,8 @@ export interface ProcessMetrics {
 export function createProcessMetrics(): ProcessMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  // Their /proc and heap figures read a little before each scrape is due, not in it (collect-ahead.ts).
+  collectAhead(registry.getMetricsAsArray());
   const requests = new Counter({
     name: 'http_requests_total',
     help: 'HTTP requests answered, by method, route template, HTTP status and Svc-Status codes',

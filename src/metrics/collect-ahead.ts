@@ -1,0 +1,86 @@
+// prom-client's default collectors (collectDefaultMetrics) read their figures when a scrape asks: /proc/self/status
+// and /proc/self/fd synchronously, v8's heap statistics, the event loop delay histogram. Measured on a scrape
+// after a second idle, that is about 2 ms of the scrape's event loop (warm 1.3 ms), before the scrape can send
+// its one Redis pipeline. Collected ahead instead: once a process is scraped at a steady interval, the figures
+// are read on a timer a little before the next scrape is due, and that scrape only formats them.
+
+export interface CollectAheadOptions {
+  /** Figures older than this are read again at scrape time, as without this (and on a first scrape). */
+  maxAgeMs?: number;
+  /** How long before the next expected scrape the figures are read. */
+  leadMs?: number;
+  /** Scrapes further apart than this schedule nothing: a process scraped that rarely collects at scrape time. */
+  maxIntervalMs?: number;
+  now?: () => number;
+}
+
+export interface CollectAhead {
+  /** Figures read on the timer so far (tests). */
+  readonly ahead: number;
+  /** Stops the timer (a scrape starts it again). */
+  stop(): void;
+}
+
+type Collect = (this: object) => unknown;
+
+/**
+ * Replaces the `collect` of `metrics` (prom-client metrics whose collect is synchronous) so that a scrape reads
+ * their figures only when none were read in the last `maxAgeMs`; each scrape schedules one read `leadMs` before
+ * the next scrape is due (the interval between the last two). A timer runs only while the process is scraped:
+ * when scrapes stop, one read at most follows the last, and none after.
+ */
+export function collectAhead(metrics: readonly object[], options: CollectAheadOptions = {}): CollectAhead {
+  const {
+    maxAgeMs = 1000,
+    leadMs = 250,
+    maxIntervalMs = 5 * 60_000,
+    now = () => performance.now(),
+  } = options;
+  const collectors = metrics.flatMap((metric) => {
+    const collect = (metric as { collect?: Collect }).collect;
+    return typeof collect === 'function' ? [{ metric, collect }] : [];
+  });
+  let readAt = -Infinity;
+  let lastScrape: number | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let inScrape = false;
+  let ahead = 0;
+  const readAll = () => {
+    for (const { metric, collect } of collectors) collect.call(metric);
+    readAt = now();
+  };
+  // The first collector a scrape asks does this for all of them (a registry asks them all in one tick).
+  const scraped = () => {
+    const at = now();
+    if (at - readAt > maxAgeMs) readAll();
+    clearTimeout(timer);
+    timer = undefined;
+    const interval = lastScrape === undefined ? undefined : at - lastScrape;
+    lastScrape = at;
+    if (interval === undefined || interval <= leadMs || interval > maxIntervalMs) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      ahead++;
+      readAll();
+    }, interval - leadMs);
+    timer.unref();
+  };
+  for (const { metric } of collectors)
+    (metric as { collect?: Collect }).collect = () => {
+      if (inScrape) return;
+      inScrape = true;
+      queueMicrotask(() => {
+        inScrape = false;
+      });
+      scraped();
+    };
+  return {
+    get ahead() {
+      return ahead;
+    },
+    stop() {
+      clearTimeout(timer);
+      timer = undefined;
+    },
+  };
+}
