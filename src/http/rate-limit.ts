@@ -4,6 +4,7 @@ import type { Logger } from '../logger.js';
 import { ApiError } from './errors.js';
 import { authOf } from './respond.js';
 import { SvcStatus } from './status-codes.js';
+import { luaScript } from '../redis/lua-script.js';
 
 // A token bucket per access key in one Redis hash, refilled from the caller's clock (all web processes of a
 // deployment share a host clock or NTP): `capacity` tokens at most, `perMs` tokens added per millisecond.
@@ -11,7 +12,7 @@ import { SvcStatus } from './status-codes.js';
 // full and leaves it in debt, so that the key's next requests wait until the debt is paid back. `paid`: tokens
 // the same request took already (its cost charged in two steps), so that "full" still means full.
 // Returns {1, 0} when the tokens were taken, else {0, milliseconds until enough will be there}.
-const TAKE_TOKEN = `
+const TAKE_TOKEN = luaScript(`
 local capacity = tonumber(ARGV[1])
 local perMs = tonumber(ARGV[2])
 local now = tonumber(ARGV[3])
@@ -34,7 +35,7 @@ else
 end
 redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(at))
 redis.call('PEXPIRE', KEYS[1], math.ceil((capacity - math.min(tokens, 0)) / perMs) + 1000)
-return {allowed, waitMs}`;
+return {allowed, waitMs}`);
 
 export interface RateLimitOptions {
   redis: RedisClient;
@@ -61,7 +62,7 @@ export function createRateLimiter({ redis, prefix, perSecond, clock }: Omit<Rate
   return async (accessKey: string, cost = 1, paid = 0): Promise<RateDecision> => {
     const key = `${prefix}:ratelimit:${accessKey}`;
     const args = [capacity, perMs, clock(), cost, paid];
-    const [allowed, waitMs] = (await redis.eval(TAKE_TOKEN, 1, key, ...args)) as [number, number];
+    const [allowed, waitMs] = (await TAKE_TOKEN(redis, [key], args)) as [number, number];
     return { allowed: allowed === 1, retryAfterMs: waitMs };
   };
 }

@@ -1,4 +1,5 @@
 import type { RedisClient } from './redis.js';
+import { luaScript } from './lua-script.js';
 
 /**
  * Fair webhook delivery across every worker process, kept in Redis: each endpoint (webhook) may have at most
@@ -46,7 +47,7 @@ export interface EndpointGateOptions {
 // how long a slot is held at most, the holder's token, how long an attempt under way makes the endpoint slow.
 // Returns {1, 0} when a slot was taken, {2, ms} while the circuit is open, {3, 1 when slow else 0} when every slot
 // is taken (slow: a failure in a row so far, or a holder that took its slot longer ago than that).
-const ENTER = `
+const ENTER = luaScript(`
 local now = tonumber(ARGV[1])
 local openUntil = tonumber(redis.call('HGET', KEYS[2], 'openUntil') or '0')
 if openUntil > now then return {2, openUntil - now} end
@@ -60,14 +61,14 @@ if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then
 end
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[4])
 redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]))
-return {1, 0}`;
+return {1, 0}`);
 
 // KEYS as ENTER. ARGV: now, the holder's token, 'ok' | 'failed' | 'none', failures that open the circuit, first
 // pause, longest pause, how long the breaker is remembered. A success closes the circuit and forgets the count;
 // a failure while the circuit is open (an attempt that started before it opened) is not counted. After a pause
 // the count stands one short of opening, so the first attempt that fails again opens it for twice as long.
 // Returns the pause opened, or 0.
-const LEAVE = `
+const LEAVE = luaScript(`
 local now = tonumber(ARGV[1])
 redis.call('ZREM', KEYS[1], ARGV[2])
 if ARGV[3] == 'ok' then
@@ -84,7 +85,7 @@ if failures < threshold then return 0 end
 local pauses = redis.call('HINCRBY', KEYS[2], 'pauses', 1)
 local pause = math.floor(math.min(tonumber(ARGV[5]) * 2 ^ math.min(pauses - 1, 32), tonumber(ARGV[6])))
 redis.call('HSET', KEYS[2], 'openUntil', now + pause, 'failures', threshold - 1)
-return pause`;
+return pause`);
 
 const DAY_MS = 86_400_000;
 /** An attempt under way longer than this makes its endpoint slow: others wait in the queue, not in a slot. */
@@ -117,7 +118,7 @@ export function createEndpointGate(options: EndpointGateOptions): EndpointGate {
   const tryEnter = async (webhookId: number): Promise<GateEntry> => {
     const token = `${process.pid}-${Date.now()}-${(sequence += 1)}`;
     const args = [clock(), options.perEndpoint, options.holdMs, token, SLOW_AFTER_MS];
-    const [kind, n] = (await redis.eval(ENTER, 2, ...keys(webhookId), ...args)) as [number, number];
+    const [kind, n] = (await ENTER(redis, keys(webhookId), args)) as [number, number];
     if (kind === 1) return { kind: 'enter', token };
     return kind === 2 ? { kind: 'paused', waitMs: Math.max(0, n) } : { kind: 'busy', slow: n === 1 };
   };
@@ -135,7 +136,7 @@ export function createEndpointGate(options: EndpointGateOptions): EndpointGate {
       const { breakerFailures, pauseMs, maxPauseMs } = options;
       const remember = Math.max(DAY_MS, maxPauseMs * 2);
       const args = [clock(), token, result, breakerFailures, pauseMs, maxPauseMs, remember];
-      const paused = (await redis.eval(LEAVE, 2, ...keys(webhookId), ...args)) as number;
+      const paused = (await LEAVE(redis, keys(webhookId), args)) as number;
       const [first] = waiting.get(webhookId) ?? [];
       first?.();
       return paused;

@@ -2,6 +2,7 @@ import type { Request } from 'express';
 import { whenReady } from './redis-lock.js';
 import type { RedisClient } from './redis.js';
 import type { Logger } from '../logger.js';
+import { luaScript } from './lua-script.js';
 
 export interface LockoutPolicy {
   name: string;
@@ -11,7 +12,7 @@ export interface LockoutPolicy {
 }
 
 // Sliding window of failures in a sorted set; the lock is a key of its own that outlives the window.
-const RECORD_FAILURE = `
+const RECORD_FAILURE = luaScript(`
 local now = tonumber(ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
 redis.call('ZADD', KEYS[1], now, ARGV[5])
@@ -21,7 +22,7 @@ if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then
   redis.call('DEL', KEYS[1])
   return 1
 end
-return 0`;
+return 0`);
 
 /**
  * "N failures in a window lock the subject for a while", kept in Redis so that it holds across web processes.
@@ -72,16 +73,8 @@ export class Lockout {
     const { windowMs, maxFailures, lockMs } = this.policy;
     const member = `${now}-${process.pid}-${++this.sequence}`;
     try {
-      const locked = await this.redis.eval(
-        RECORD_FAILURE,
-        2,
-        ...this.keys(subject),
-        now,
-        windowMs,
-        maxFailures,
-        lockMs,
-        member,
-      );
+      const args = [now, windowMs, maxFailures, lockMs, member];
+      const locked = await RECORD_FAILURE(this.redis, this.keys(subject), args);
       if (locked === 1) this.remember(subject, now, now + lockMs);
       return locked === 1;
     } catch (err) {

@@ -1,14 +1,15 @@
 import crypto from 'node:crypto';
 import type { RedisClient } from './redis.js';
+import { luaScript } from './lua-script.js';
 
 // Only the holder of the token may release or extend: a lease that expired and was taken by another process
 // must not be deleted by its former holder.
-const RELEASE = `
+const RELEASE = luaScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`;
-const EXTEND = `
+return 0`);
+const EXTEND = luaScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return 0`;
+return 0`);
 
 export interface LockOptions {
   /** How long the lease lives unless extended; it is extended every third of it while held. */
@@ -40,7 +41,7 @@ export async function withLock<T>(
   } finally {
     clearInterval(timer);
     // A release that fails leaves the lease to expire on its own.
-    await redis.eval(RELEASE, 1, key, token).catch(() => undefined);
+    await RELEASE(redis, [key], [token]).catch(() => undefined);
   }
 }
 
@@ -61,7 +62,7 @@ async function acquire(
 async function extend(redis: RedisClient, key: string, token: string, ttlMs: number, lost: AbortController) {
   if (lost.signal.aborted) return;
   try {
-    if ((await redis.eval(EXTEND, 1, key, token, ttlMs)) !== 1) lost.abort(new Error(`lock ${key} lost`));
+    if ((await EXTEND(redis, [key], [token, ttlMs])) !== 1) lost.abort(new Error(`lock ${key} lost`));
   } catch (err) {
     // Without Redis nobody can tell whether the lease still holds: stop rather than risk two holders.
     lost.abort(err);
