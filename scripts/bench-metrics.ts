@@ -50,21 +50,30 @@ const say = (line: string) => process.stderr.write(`[bench-metrics] ${line}\n`);
 
 const ms = (value: number) => value.toFixed(2);
 
-/** One GET, read to its end: milliseconds from sending to the last byte. */
-async function timed(url: string): Promise<number> {
+/** The web's own time for a scrape, from its `Server-Timing: collect;dur=…` header, into `into`. */
+function serverTime(header: string | null | undefined, into?: number[]): void {
+  const dur = /collect;dur=([\d.]+)/.exec(header ?? '')?.[1];
+  if (into && dur !== undefined) into.push(Number(dur));
+}
+
+/** One GET, read to its end: milliseconds from sending to the last byte (`server`: the web's own times). */
+async function timed(url: string, server?: number[]): Promise<number> {
   const began = performance.now();
   const res = await fetch(url);
   await res.arrayBuffer();
   if (!res.ok) throw new Error(`${url}: ${res.status}`);
+  serverTime(res.headers.get('server-timing'), server);
   return performance.now() - began;
 }
 
 /** One GET on a new connection (closed after it), read to its end: milliseconds from connecting to the last byte. */
-function timedNewConnection(url: string): Promise<number> {
+function timedNewConnection(url: string, server?: number[]): Promise<number> {
   const began = performance.now();
   return new Promise((resolve, reject) => {
     http
       .get(url, { agent: false }, (res) => {
+        const header = res.headers['server-timing'];
+        serverTime(Array.isArray(header) ? header[0] : header, server);
         res.on('data', () => undefined);
         res.on('end', () =>
           res.statusCode === 200
@@ -148,21 +157,23 @@ async function main(): Promise<void> {
     const pairedHealth: number[] = [];
     const aloneNew: number[] = [];
     const pairedHealthNew: number[] = [];
+    const serverMs: number[] = [];
     for (let i = 0; i < ALONE; i++) {
       await sleep(550);
       pairedHealth.push(await timed(`${base}/healthz`));
       await sleep(550);
-      alone.push(await timed(metricsUrl));
+      alone.push(await timed(metricsUrl, serverMs));
       await sleep(550);
       pairedHealthNew.push(await timedNewConnection(`${base}/healthz`));
       await sleep(550);
-      aloneNew.push(await timedNewConnection(metricsUrl));
+      aloneNew.push(await timedNewConnection(metricsUrl, serverMs));
     }
     say(`one scrape at a time: p50 ${ms(percentile(alone, 50))} ms, p99 ${ms(percentile(alone, 99))} ms`);
     say(
       `one scrape at a time, a new connection each: p50 ${ms(percentile(aloneNew, 50))} ms, ` +
         `p99 ${ms(percentile(aloneNew, 99))} ms`,
     );
+    say(`the web's own time: p50 ${ms(percentile(serverMs, 50))} ms, p99 ${ms(percentile(serverMs, 99))} ms`);
 
     const idle = await sampleHealth(`${base}/healthz`, Date.now() + (SECONDS * 1000) / 2);
     say(`/healthz alone: p99 ${ms(percentile(idle, 99))} ms`);
@@ -193,6 +204,7 @@ async function main(): Promise<void> {
       `| \`/healthz\` half-way between two of those scrapes (the same round trip, no work: the floor) | ${sampleCells(pairedHealth)} |`,
       `| the same scrape on a new connection each (node:http without keep-alive; taking turns with the row above) | ${sampleCells(aloneNew)} |`,
       `| \`/healthz\` on a new connection, half-way between two of those (the floor of that row) | ${sampleCells(pairedHealthNew)} |`,
+      `| the web's own time for each of those ${serverMs.length} full collections, request to text (its \`Server-Timing\` header) | ${sampleCells(serverMs)} |`,
       `| \`/healthz\`, nothing else running | ${sampleCells(idle)} |`,
       `| \`/healthz\` while ${SCRAPERS} clients scrape in a loop (${SECONDS} s) | ${sampleCells(busy)} |`,
       `| a scrape, while ${SCRAPERS} clients scrape in a loop (one collection per second, \`METRICS_REUSE_MS\`) | ${sampleCells(underLoad)} |`,

@@ -76,12 +76,16 @@ export function metricsListener(
       res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' }).end('not found: GET /metrics\n');
       return;
     }
+    const began = performance.now();
     const text = await collect().catch((err: unknown) => err as Error);
     if (text instanceof Error) {
       res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' }).end(`metrics: ${text.message}\n`);
       return;
     }
-    res.writeHead(200, { 'Content-Type': Registry.PROMETHEUS_CONTENT_TYPE });
+    // The process's own time for this scrape (the collection, or the reuse of a recent text), for whoever
+    // measures scrapes from outside: what the service spends, apart from the network and the host's scheduling.
+    const serverTiming = `collect;dur=${(performance.now() - began).toFixed(2)}`;
+    res.writeHead(200, { 'Content-Type': Registry.PROMETHEUS_CONTENT_TYPE, 'Server-Timing': serverTiming });
     res.end(req.method === 'HEAD' ? undefined : text);
   };
 }

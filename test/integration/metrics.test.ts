@@ -123,9 +123,10 @@ describe('GET /metrics after known traffic', () => {
     ).toBeUndefined();
   });
 
-  it('serves the Prometheus text format, every line a valid sample', async () => {
+  it('serves the Prometheus text format, every line a valid sample, with its own time in Server-Timing', async () => {
     const res = await supertest(metrics).get('/metrics');
     expect(res.headers['content-type']).toBe('text/plain; version=0.0.4; charset=utf-8');
+    expect(res.headers['server-timing']).toMatch(/^collect;dur=\d+\.\d{2}$/);
     expect(parseSamples(res.text).length).toBeGreaterThan(50);
     const types = [...res.text.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]);
     expect(new Set(types).size).toBe(types.length);
