@@ -121,6 +121,8 @@ describe('a computation shared by concurrent callers', () => {
     const res = { writeHead: () => res, end: (text: string) => sent.push(text) } as unknown as ServerResponse;
     const req = { url: '/metrics', method: 'GET' } as IncomingMessage;
     const scrapes = Array.from({ length: 1000 }, () => route(req, res));
+    // The process's own series are collected on the turn after the scrape sends its Redis reads.
+    await new Promise((resolve) => setImmediate(resolve));
     finish('own_series 1\n');
     await Promise.all(scrapes);
     expect(collections).toBe(1);
