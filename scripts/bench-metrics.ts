@@ -28,7 +28,7 @@ import {
   waitForWeb,
 } from './bench-processes.js';
 import { freshStore, parseStoreKinds, serviceEnv, stopPostgresServer } from './bench-stores.js';
-import { generateOrders } from './generate-orders.js';
+import { BENCH_STORE_SHAPE, generateOrders } from './generate-orders.js';
 import { freePort, startPrivateRedis } from './redis.js';
 
 const { values } = parseArgs({
@@ -99,13 +99,7 @@ async function main(): Promise<void> {
   stopAllOnInterrupt();
   const store = await freshStore(KIND, 'bench_metrics');
   say(`filling a ${KIND} store with ${ORDERS} orders`);
-  const generated = await generateOrders(store, {
-    orders: ORDERS,
-    clients: 2000,
-    vendors: 1000,
-    listings: 50_000,
-    seed: 1,
-  });
+  const generated = await generateOrders(store, { orders: ORDERS, ...BENCH_STORE_SHAPE });
   say(`${generated.orders} orders, ${generated.items} items in ${generated.seconds} s`);
 
   // The scan the clock makes every STORE_COUNTS_EVERY_S, once per deployment; a scrape used to make it.

@@ -25,7 +25,7 @@ import { replaceSection } from './benchmarks-file.js';
 import { sampleCells, sleep } from './bench-samples.js';
 import { running, startEntry, stopAllOnInterrupt, stopProcess, waitForWeb } from './bench-processes.js';
 import { freshStore, parseStoreKinds, serviceEnv, stopPostgresServer } from './bench-stores.js';
-import { generateOrders } from './generate-orders.js';
+import { BENCH_STORE_SHAPE, generateOrders } from './generate-orders.js';
 import { freePort, startPrivateRedis } from './redis.js';
 
 const { values } = parseArgs({
@@ -228,13 +228,7 @@ async function main(): Promise<void> {
   process.env.BENCH_POSTGRES_DURABLE ??= 'true';
   const store = await freshStore(KIND, 'bench_retention');
   say(`${KIND}: ${ORDERS} orders`);
-  const generated = await generateOrders(store, {
-    orders: ORDERS,
-    clients: 2000,
-    vendors: 1000,
-    listings: 50_000,
-    seed: 1,
-  });
+  const generated = await generateOrders(store, { orders: ORDERS, ...BENCH_STORE_SHAPE });
 
   const now = Date.now();
   const sqlite = KIND === 'sqlite' ? sqliteSide((store.env as { DB_PATH: string }).DB_PATH, now) : undefined;

@@ -27,7 +27,7 @@ import {
   storeFromEnv,
   type BenchStore,
 } from './bench-stores.js';
-import { generateOrders, type GenerateSummary } from './generate-orders.js';
+import { BENCH_STORE_SHAPE, generateOrders, type GenerateSummary } from './generate-orders.js';
 
 const DAY = 86_400_000;
 const { values } = parseArgs({
@@ -133,7 +133,7 @@ async function postgresBench(): Promise<Bench> {
     process.stderr.write(`generating ${Number(values.orders).toLocaleString('en')} orders\n`);
     generated = await generateOrders(target, {
       orders: Number(values.orders),
-      ...{ clients: 2000, vendors: 1000, listings: 50_000, seed: 1 },
+      ...BENCH_STORE_SHAPE,
     });
     process.stderr.write(`${JSON.stringify(generated)}\n`);
   }

@@ -26,6 +26,9 @@ export interface GenerateOptions {
   seed: number;
 }
 
+/** The store every benchmark fills (and this script's defaults): clients, vendors and listings of a large marketplace. */
+export const BENCH_STORE_SHAPE = { clients: 2000, vendors: 1000, listings: 50_000, seed: 1 } as const;
+
 export interface GenerateSummary {
   store: string;
   orders: number;
@@ -322,10 +325,10 @@ async function main(): Promise<void> {
       store: { type: 'string', default: defaultStoreKind() },
       db: { type: 'string', default: 'data/bench.db' },
       orders: { type: 'string', default: '1000000' },
-      clients: { type: 'string', default: '2000' },
-      vendors: { type: 'string', default: '1000' },
-      listings: { type: 'string', default: '50000' },
-      seed: { type: 'string', default: '1' },
+      clients: { type: 'string', default: String(BENCH_STORE_SHAPE.clients) },
+      vendors: { type: 'string', default: String(BENCH_STORE_SHAPE.vendors) },
+      listings: { type: 'string', default: String(BENCH_STORE_SHAPE.listings) },
+      seed: { type: 'string', default: String(BENCH_STORE_SHAPE.seed) },
     },
   });
   const [kind] = parseStoreKinds(values.store);
