@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Gauge, Registry } from 'prom-client';
 import type { Deps } from '../deps.js';
+import { scrapeCadence } from '../metrics/collect-ahead.js';
 import { sharedMetrics } from '../metrics/metrics.recorder.js';
 import { registerOrderStoreGauges } from '../metrics/order-store.metrics.js';
 import { registerProcessHeartbeats } from '../metrics/process-heartbeat.js';
@@ -43,11 +44,17 @@ export function createDeploymentRegistry(deps: Pick<Deps, 'redis' | 'config' | '
   return registry;
 }
 
+/** How long before a scrape expected at a steady interval its text is collected (when `reuseMs` is longer). */
+const AHEAD_MS = 250;
+
 /**
  * The metrics listener's requests (METRICS_PORT, never the API port): GET /metrics is this process's (or this
  * cluster's) own series followed by the deployment-wide ones; anything else is 404. Concurrent scrapes share one
  * collection, and a text collected less than `reuseMs` ago is answered again, so however many scrape, at once or
- * in a loop, they cost Redis and the event loop one collection per `reuseMs`.
+ * in a loop, they cost Redis and the event loop one collection per `reuseMs`. A target scraped at a steady
+ * interval (Prometheus's) has its text collected 250 ms before each scrape is due, and the scrape answers it
+ * as a text collected less than `reuseMs` ago: the scrape waits for no read of Redis or the process. A scrape
+ * that comes early, or late by more than `reuseMs`, collects as before.
  */
 export function metricsListener(
   processMetrics: () => Promise<string>,
@@ -70,6 +77,11 @@ export function metricsListener(
   });
   const collect = async () =>
     last && reuseMs > 0 && Date.now() - last.at < reuseMs ? last.text : collectNow();
+  // A failed collection ahead is left for the scrape, which collects again and answers 500 if it fails too.
+  const ahead =
+    reuseMs > AHEAD_MS
+      ? scrapeCadence(() => void collectNow().catch(() => undefined), { leadMs: AHEAD_MS })
+      : null;
   return async (req, res) => {
     const path = (req.url ?? '').split('?')[0];
     if (path !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
@@ -77,6 +89,7 @@ export function metricsListener(
       return;
     }
     const began = performance.now();
+    ahead?.scraped();
     const text = await collect().catch((err: unknown) => err as Error);
     if (text instanceof Error) {
       res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' }).end(`metrics: ${text.message}\n`);
