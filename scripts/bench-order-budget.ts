@@ -3,7 +3,7 @@
 // statement) over a run of real orders, one web and one worker, divided by the orders. The server is a private
 // one with fsync and synchronous_commit on, as operators run it (or DATABASE_URL's server, which must preload
 // pg_stat_statements). Writes the "Order budget on PostgreSQL" section of BENCHMARKS.md.
-//   node --import tsx scripts/bench-order-budget.ts [--orders 1000] [--label now] [--no-write]
+//   node --import tsx scripts/bench-order-budget.ts [--orders 1000] [--label now] [--top 12] [--no-write]
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -21,10 +21,13 @@ const { values } = parseArgs({
   options: {
     orders: { type: 'string', default: '1000' },
     label: { type: 'string', default: 'now' },
+    top: { type: 'string', default: '12' },
     'no-write': { type: 'boolean', default: false },
   },
 });
 const ORDERS = Number(values.orders);
+// How many of the statements that took the server longest are printed.
+const TOP = Number(values.top);
 const IN_FLIGHT = 32;
 // Background work (relay, backpressure figure, clock) costs per second, not per order: measured over an idle
 // window of this length and subtracted.
@@ -140,7 +143,7 @@ async function main() {
       times: measured.times,
     };
     // Where the server's time goes (printed, not written): the statements that took longest over the run.
-    for (const [query, ms] of [...run.times].sort(([, a], [, b]) => b - a).slice(0, 12))
+    for (const [query, ms] of [...run.times].sort(([, a], [, b]) => b - a).slice(0, TOP))
       say(`${((1000 * ms) / ORDERS).toFixed(0).padStart(5)} µs per order executing \`${short(query)}\``);
     await Promise.all([...running].map(stopProcess));
     await client.end();

@@ -39,10 +39,14 @@ function orderFunction(base: string, params: string, returns: string, body: stri
   return { name, create: `CREATE FUNCTION ${name}${definition}` };
 }
 
-// The event of a change with its outbox rows, as recordEvent writes it: the sequence first, then the snapshot.
+// The event of a change with its outbox rows, as recordEvent writes it. Its sequence is counted by the step's
+// one UPDATE of the order (EVENT_SEQ), which took the order's row lock before anything else: a second UPDATE of
+// a row this transaction already changed would run the row's foreign-key checks again (PostgreSQL checks a key
+// whenever the old row version is the transaction's own), each a FOR KEY SHARE lock of the client's and the
+// card's rows, which every order of a client shares.
 const EVENT_STEP = `
-    UPDATE orders SET event_seq = event_seq + 1 WHERE order_id = p_order_id;
     ${bind(EVENT_SQL, ['p_order_id', 'p_event_id', 'p_now', 'p_event_type', 'p_event_trace'])};`;
+const EVENT_SEQ = `event_seq = event_seq + CASE WHEN p_event_id IS NULL THEN 0 ELSE 1 END`;
 
 const ITEMS_JSON = `coalesce((SELECT json_agg(i ORDER BY i.order_item_id) FROM order_items i
                             WHERE i.order_id = p_order_id), '[]')`;
@@ -103,7 +107,8 @@ BEGIN
     v_found := v_found + 1;
   END LOOP;
   IF v_found <> cardinality(p_take_ids) THEN RETURN 'short'; END IF;
-  UPDATE orders SET phase = p_phase, tax_cents = p_tax_cents, tax_model = p_tax_model, total_cents = p_total_cents
+  UPDATE orders SET phase = p_phase, tax_cents = p_tax_cents, tax_model = p_tax_model, total_cents = p_total_cents,
+         ${EVENT_SEQ}
    WHERE order_id = p_order_id;
   -- An item rejected now (no longer QUEUED) is a change the event reports.
   UPDATE order_items i
@@ -140,7 +145,7 @@ export const SETTLE_ORDER = orderFunction(
   v_entry bigint;
 BEGIN
   UPDATE orders SET phase = 'settled', payment_version = payment_version + p_release,
-         tax_cents = CASE WHEN p_zero_tax AND tax_cents IS NOT NULL THEN 0 ELSE tax_cents END
+         tax_cents = CASE WHEN p_zero_tax AND tax_cents IS NOT NULL THEN 0 ELSE tax_cents END, ${EVENT_SEQ}
    WHERE order_id = p_order_id AND phase = p_from_phase
      AND (p_lease_free_at IS NULL OR lease_until IS NULL OR lease_until <= p_lease_free_at);
   IF NOT FOUND THEN RETURN false; END IF;
