@@ -89,6 +89,8 @@ export async function closeDeps(deps: Deps): Promise<void> {
   // A Redis that went away and came back can leave a close waiting on a reply that never comes: bounded.
   await settledWithin(deps.outcomes.close(), CLOSE_WAIT_MS);
   await settledWithin(deps.queue.close(), CLOSE_WAIT_MS);
+  // Samples recorded without waiting (a job's order outcome) are still sent: no sample is lost to a clean stop.
+  await settledWithin(deps.metrics.flush(), CLOSE_WAIT_MS);
   deps.redis.disconnect();
   await deps.store.close();
 }

@@ -1,7 +1,7 @@
-import type { ChainableCommander } from 'ioredis';
 import type { RedisClient } from '../redis/redis.js';
 import { ItemStatus } from '../domain/item-status.js';
 import type { Logger } from '../logger.js';
+import { MetricIncrements } from './metric-increments.js';
 import { SharedCounter, SharedHistogram } from './shared.metrics.js';
 
 const JOB_DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -76,36 +76,91 @@ export interface MetricsRecorder {
   recordReconcileActions(counts: Readonly<Record<string, number>>): Promise<void>;
   /** Counts one webhook delivery attempt by its outcome (not a deferral: no attempt was made). */
   recordWebhookAttempt(outcome: string): Promise<void>;
+  /** Resolves once everything recorded before it has been sent (or logged as lost): called before Redis closes. */
+  flush(): Promise<void>;
 }
 
+/**
+ * Each call's promise resolves once the flush that carries it has ended. Calls share flushes (see groupedSends),
+ * so a worker whose jobs finish together sends their metrics in one pipeline, not two per job.
+ */
 export function createMetricsRecorder(redis: RedisClient, prefix: string, logger: Logger): MetricsRecorder {
   const metrics = sharedMetrics(redis, prefix);
-  const send = async (fill: (pipeline: ChainableCommander) => void) => {
-    const pipeline = redis.pipeline();
-    fill(pipeline);
+  const { add, flush } = groupedSends(redis, logger);
+  return {
+    recordJob: ({ queue, name, seconds, result }) =>
+      add((m) => metrics.jobDuration.observe(m, { queue, job: name, result }, seconds)),
+    recordOrderSettled: (itemStatuses) =>
+      add((m) => {
+        metrics.ordersSettled.inc(m, { outcome: outcomeOf(itemStatuses) });
+        const byStatus = new Map<number, number>();
+        for (const status of itemStatuses) byStatus.set(status, (byStatus.get(status) ?? 0) + 1);
+        for (const [status, n] of byStatus) metrics.itemsSettled.inc(m, { status: String(status) }, n);
+      }),
+    recordReconcileActions: (counts) =>
+      add((m) => {
+        metrics.reconcilePasses.inc(m, {});
+        for (const [kind, n] of Object.entries(counts)) {
+          if (Number.isInteger(n) && n > 0) metrics.reconcileActions.inc(m, { kind }, n);
+        }
+      }),
+    recordWebhookAttempt: (outcome) => add((m) => metrics.webhookAttempts.inc(m, { outcome })),
+    flush,
+  };
+}
+
+interface Batch {
+  increments: MetricIncrements;
+  sent: Promise<void>;
+  resolve: () => void;
+}
+
+/**
+ * Group commits of increments: what is added in one event-loop turn, or while a flush is in flight, is summed
+ * into the next flush, sent as one pipeline on the turn after; one flush is in flight at a time.
+ */
+function groupedSends(redis: RedisClient, logger: Logger) {
+  let queued: Batch | undefined;
+  let inFlight: Batch | undefined;
+
+  const send = async ({ increments }: Batch) => {
     try {
-      await pipeline.exec();
+      const pipeline = redis.pipeline();
+      increments.appendTo(pipeline);
+      // A pipeline sent while Redis is away resolves with an error per command: thrown, so it is logged once.
+      const failed = (await pipeline.exec())?.find(([err]) => err)?.[0];
+      if (failed) throw failed;
     } catch (err) {
       logger.warn({ err: (err as Error).message }, 'metrics not recorded: redis unavailable');
     }
   };
-  return {
-    recordJob: ({ queue, name, seconds, result }) =>
-      send((p) => metrics.jobDuration.observe(p, { queue, job: name, result }, seconds)),
-    recordOrderSettled: (itemStatuses) =>
-      send((p) => {
-        metrics.ordersSettled.inc(p, { outcome: outcomeOf(itemStatuses) });
-        const byStatus = new Map<number, number>();
-        for (const status of itemStatuses) byStatus.set(status, (byStatus.get(status) ?? 0) + 1);
-        for (const [status, n] of byStatus) metrics.itemsSettled.inc(p, { status: String(status) }, n);
-      }),
-    recordReconcileActions: (counts) =>
-      send((p) => {
-        metrics.reconcilePasses.inc(p, {});
-        for (const [kind, n] of Object.entries(counts)) {
-          if (Number.isInteger(n) && n > 0) metrics.reconcileActions.inc(p, { kind }, n);
-        }
-      }),
-    recordWebhookAttempt: (outcome) => send((p) => metrics.webhookAttempts.inc(p, { outcome })),
+  const run = async () => {
+    while (queued) {
+      await new Promise((resolve) => setImmediate(resolve));
+      const batch: Batch = queued;
+      queued = undefined;
+      inFlight = batch;
+      await send(batch);
+      inFlight = undefined;
+      batch.resolve();
+    }
   };
+  return {
+    add(fill: (increments: MetricIncrements) => void): Promise<void> {
+      const running = queued ?? inFlight;
+      queued ??= newBatch();
+      fill(queued.increments);
+      if (!running) void run();
+      return queued.sent;
+    },
+    async flush(): Promise<void> {
+      for (let last = queued ?? inFlight; last; last = queued ?? inFlight) await last.sent;
+    },
+  };
+}
+
+function newBatch(): Batch {
+  let resolve = () => {};
+  const sent = new Promise<void>((r) => (resolve = r));
+  return { increments: new MetricIncrements(), sent, resolve };
 }

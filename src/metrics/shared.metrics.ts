@@ -1,6 +1,6 @@
-import type { ChainableCommander } from 'ioredis';
 import type { RedisClient } from '../redis/redis.js';
 import type { Metric, Registry } from 'prom-client';
+import type { MetricIncrements } from './metric-increments.js';
 import type { ScrapeReads } from './scrape-reads.js';
 
 // Cross-process metrics: workers and the clock run in processes that serve no HTTP, so what they count is
@@ -76,9 +76,9 @@ abstract class SharedMetric {
 export class SharedCounter extends SharedMetric {
   readonly type = 'counter';
 
-  /** Queues the increment on a pipeline, so one job's metrics reach Redis in one round trip. */
-  inc(pipeline: ChainableCommander, labels: Labels, amount = 1): void {
-    if (amount !== 0) pipeline.hincrby(this.key, encodeLabels(labels), amount);
+  /** Adds to `increments`, which the recorder sends to Redis with everything else of its flush. */
+  inc(increments: MetricIncrements, labels: Labels, amount = 1): void {
+    if (amount !== 0) increments.add(this.key, encodeLabels(labels), amount);
   }
 
   protected values(hash: Record<string, string>): MetricValue[] {
@@ -106,12 +106,12 @@ export class SharedHistogram extends SharedMetric {
     super(redis, prefix, name, help);
   }
 
-  observe(pipeline: ChainableCommander, labels: Labels, value: number): void {
+  observe(increments: MetricIncrements, labels: Labels, value: number): void {
     const field = encodeLabels(labels);
     const bucket = this.buckets.find((le) => value <= le);
-    pipeline.hincrby(this.key, `b|${bucket ?? '+Inf'}|${field}`, 1);
-    pipeline.hincrbyfloat(this.key, `s|${field}`, value);
-    pipeline.hincrby(this.key, `c|${field}`, 1);
+    increments.add(this.key, `b|${bucket ?? '+Inf'}|${field}`, 1);
+    increments.addFloat(this.key, `s|${field}`, value);
+    increments.add(this.key, `c|${field}`, 1);
   }
 
   protected values(hash: Record<string, string>): MetricValue[] {

@@ -31,7 +31,8 @@ export async function startOrderWorker(config: Config, logger: Logger) {
           attemptOrder({ ...processDeps, logger: logger.child({ jobId: job.id, orderId }) }, orderId),
         );
         if (outcome === 'missing') throw new UnrecoverableError(`order ${orderId} does not exist`);
-        if (itemStatuses) await deps.metrics.recordOrderSettled(itemStatuses);
+        // Not awaited: it joins the flush of the job's own recordJob (job-processor.ts), whose wait covers both.
+        if (itemStatuses) void deps.metrics.recordOrderSettled(itemStatuses);
         else if (outcome === 'failed') await countOutcome(deps, orderId);
         return 'completed';
       },

@@ -62,7 +62,8 @@ export async function startWebhookWorker(deps: Deps) {
         );
         // Its endpoint is busy or paused: the job waits in the queue, not in a slot, and is not an attempt.
         if (typeof outcome === 'object') return { waitMs: outcome.waitMs };
-        await deps.metrics.recordWebhookAttempt(outcome);
+        // Not awaited: it joins the flush of the job's own recordJob (job-processor.ts), whose wait covers both.
+        void deps.metrics.recordWebhookAttempt(outcome);
         return 'completed';
       },
     }),

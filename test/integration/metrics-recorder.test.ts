@@ -1,0 +1,117 @@
+import crypto from 'node:crypto';
+import type { ChainableCommander } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { inject } from 'vitest';
+import { freePort } from '../../scripts/redis.js';
+import type { Logger } from '../../src/logger.js';
+import {
+  createMetricsRecorder,
+  sharedMetrics,
+  type MetricsRecorder,
+} from '../../src/metrics/metrics.recorder.js';
+import { whenReady } from '../../src/redis/redis-lock.js';
+import { createRedis, type RedisClient } from '../../src/redis/redis.js';
+
+// The recorder alone on the run's real Redis: what a worker's metrics cost in round trips, and that nothing
+// recorded is lost or counted twice. test/integration/metrics.test.ts sees the same series through /metrics.
+
+let redis: RedisClient;
+const prefix = `t${crypto.randomBytes(5).toString('hex')}`;
+const warnings: string[] = [];
+const logger = { warn: (_: unknown, message: string) => void warnings.push(message) } as unknown as Logger;
+
+beforeAll(async () => {
+  redis = createRedis({ REDIS_URL: inject('redisUrl'), REDIS_CLUSTER: false }, 'test-metrics');
+  await whenReady(redis, 10_000);
+});
+afterEach(async () => {
+  vi.restoreAllMocks();
+  warnings.length = 0;
+  const keys = await redis.keys(`${prefix}:*`);
+  if (keys.length) await redis.del(...keys);
+});
+afterAll(() => redis.disconnect());
+
+/** The pipelines the recorder sends, each as the number of commands it carried. */
+function countPipelines() {
+  const pipeline = vi.spyOn(redis, 'pipeline');
+  return () => pipeline.mock.results.map((r) => (r.value as ChainableCommander).length);
+}
+
+/** What the order worker records for one job: its outcome without waiting, then its duration. */
+async function orderJob(recorder: MetricsRecorder, itemStatuses: number[], seconds: number) {
+  void recorder.recordOrderSettled(itemStatuses);
+  await recorder.recordJob({ queue: 'orders', name: 'process-order', seconds, result: 'completed' });
+}
+
+describe('the metrics recorder', () => {
+  it('when two order jobs finish in one turn, then their four calls reach Redis as one pipeline of summed fields', async () => {
+    const recorder = createMetricsRecorder(redis, prefix, logger);
+    const pipelines = countPipelines();
+    await Promise.all([orderJob(recorder, [5, 5], 0.125), orderJob(recorder, [5], 0.25)]);
+
+    // One field each: the outcome, the items' status, and the duration's bucket, sum and count.
+    expect(pipelines()).toEqual([5]);
+    const series = '[["job","process-order"],["queue","orders"],["result","completed"]]';
+    expect(await redis.hgetall(`${prefix}:metrics:bookorders_job_duration_seconds`)).toEqual({
+      [`b|0.25|${series}`]: '2',
+      [`s|${series}`]: '0.375',
+      [`c|${series}`]: '2',
+    });
+    const metrics = sharedMetrics(redis, prefix);
+    expect((await metrics.ordersSettled.get()).values).toEqual([
+      { labels: { outcome: 'ordered' }, value: 2 },
+    ]);
+    expect((await metrics.itemsSettled.get()).values).toEqual([{ labels: { status: '5' }, value: 3 }]);
+    expect(warnings).toEqual([]);
+  });
+
+  it('when calls come while a flush is in flight, then they wait for it and share the next one', async () => {
+    const recorder = createMetricsRecorder(redis, prefix, logger);
+    const pipelines = countPipelines();
+    const done: string[] = [];
+    const first = recorder.recordWebhookAttempt('delivered').then(() => done.push('first'));
+    // The flush was scheduled first, so on this turn it has sent its pipeline and waits for the reply.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(pipelines()).toEqual([1]);
+    const later = [1, 2].map(() => recorder.recordWebhookAttempt('delivered').then(() => done.push('later')));
+    await Promise.all([first, ...later]);
+
+    expect(done).toEqual(['first', 'later', 'later']);
+    expect(pipelines()).toEqual([1, 1]);
+    const attempts = await sharedMetrics(redis, prefix).webhookAttempts.get();
+    expect(attempts.values).toEqual([{ labels: { outcome: 'delivered' }, value: 3 }]);
+  });
+
+  it('when calls are not awaited, then flush() waits until they are in Redis', async () => {
+    const recorder = createMetricsRecorder(redis, prefix, logger);
+    await recorder.flush();
+    void recorder.recordReconcileActions({ requeued: 2 });
+    void recorder.recordOrderSettled([19]);
+    await recorder.flush();
+
+    const metrics = sharedMetrics(redis, prefix);
+    expect((await metrics.reconcileActions.get()).values).toEqual([
+      { labels: { kind: 'requeued' }, value: 2 },
+    ]);
+    expect((await metrics.ordersSettled.get()).values).toEqual([
+      { labels: { outcome: 'declined' }, value: 1 },
+    ]);
+  });
+
+  it('when Redis is unavailable, then the calls of one flush resolve and it is logged once', async () => {
+    const away = createRedis(
+      { REDIS_URL: `redis://127.0.0.1:${await freePort()}`, REDIS_CLUSTER: false },
+      'away',
+    );
+    away.on('error', () => {});
+    try {
+      const recorder = createMetricsRecorder(away, prefix, logger);
+      await Promise.all([orderJob(recorder, [5], 0.01), orderJob(recorder, [19], 0.02)]);
+      await recorder.flush();
+      expect(warnings).toEqual(['metrics not recorded: redis unavailable']);
+    } finally {
+      away.disconnect();
+    }
+  });
+});
