@@ -3,10 +3,13 @@
 // A fresh store filled by generate-orders.ts (--orders orders; PostgreSQL: a database on DATABASE_URL's server or
 // a private one), a private Redis, and the Procfile's web and clock as production runs them (the clock publishes
 // the store counts every STORE_COUNTS_EVERY_S = 5 s). Measured from outside, over HTTP:
-//   - one scrape at a time, each a full collection (METRICS_REUSE_MS = 1000 apart and more): 60 scrapes, each
-//     beside a /healthz half-way between two (the floor: the same round trip on the same idle process); fetch
-//     keeps its connection alive between them, as Prometheus does; and the same again with a new connection for
-//     each request (node:http, no agent), as a scraper that does not keep connections alive;
+//   - one scrape at a time, each a full collection: 60 scrapes, each beside a /healthz half-way between two (the
+//     floor: the same round trip on the same idle process); fetch keeps its connection alive between them, as
+//     Prometheus does; and the same again with a new connection for each request (node:http, no agent), as a
+//     scraper that does not keep connections alive. Their gaps alternate 1.2 and 2.2 s, so that the listener
+//     cannot collect ahead of them (a text collected ahead would be more than METRICS_REUSE_MS old, or not yet);
+//   - 60 scrapes at a steady 1.5 s, as Prometheus scrapes a target: each answered with a text collected 250 ms
+//     before it was due, again beside a /healthz half-way between two;
 //   - /healthz alone: one request every 5 ms for --seconds / 2;
 //   - /healthz while 5 clients scrape in a loop, for --seconds: its p50/p99/max, and the scrapes' own times.
 // Beside them, the clock's count (the scan a scrape no longer makes), timed in this process on the same store.
@@ -45,6 +48,10 @@ const SECONDS = Number(values.seconds);
 const SCRAPERS = 5;
 /** Full collections one at a time (a p99 of 60 is their second largest). */
 const ALONE = 60;
+/** Gaps between scrapes that the listener cannot foresee: each scrape collects its own text. */
+const UNFORESEEN_GAPS_MS = [1200, 2200];
+/** Prometheus's cadence, shortened: scrapes this far apart are answered with a text collected ahead. */
+const STEADY_GAP_MS = 1500;
 
 const say = (line: string) => process.stderr.write(`[bench-metrics] ${line}\n`);
 
@@ -152,15 +159,31 @@ async function main(): Promise<void> {
     const aloneNew: number[] = [];
     const pairedHealthNew: number[] = [];
     const serverMs: number[] = [];
+    const [shortGap, longGap] = UNFORESEEN_GAPS_MS as [number, number];
     for (let i = 0; i < ALONE; i++) {
-      await sleep(550);
+      await sleep(shortGap / 2);
       pairedHealth.push(await timed(`${base}/healthz`));
-      await sleep(550);
+      await sleep(shortGap / 2);
       alone.push(await timed(metricsUrl, serverMs));
-      await sleep(550);
+      await sleep(longGap / 2);
       pairedHealthNew.push(await timedNewConnection(`${base}/healthz`));
-      await sleep(550);
+      await sleep(longGap / 2);
       aloneNew.push(await timedNewConnection(metricsUrl, serverMs));
+    }
+    const steady: number[] = [];
+    const steadyHealth: number[] = [];
+    const steadyServerMs: number[] = [];
+    for (let i = 0; i < ALONE + 2; i++) {
+      await sleep(STEADY_GAP_MS / 2);
+      const health = await timed(`${base}/healthz`);
+      await sleep(STEADY_GAP_MS / 2);
+      const scrapeServer: number[] = [];
+      const scrape = await timed(metricsUrl, scrapeServer);
+      // The first two set the cadence (the first after the long gap above collects its own text).
+      if (i < 2) continue;
+      steadyHealth.push(health);
+      steady.push(scrape);
+      steadyServerMs.push(...scrapeServer);
     }
     say(`one scrape at a time: p50 ${ms(percentile(alone, 50))} ms, p99 ${ms(percentile(alone, 99))} ms`);
     say(
@@ -168,6 +191,10 @@ async function main(): Promise<void> {
         `p99 ${ms(percentile(aloneNew, 99))} ms`,
     );
     say(`the web's own time: p50 ${ms(percentile(serverMs, 50))} ms, p99 ${ms(percentile(serverMs, 99))} ms`);
+    say(
+      `a steady ${STEADY_GAP_MS} ms apart: p50 ${ms(percentile(steady, 50))} ms, p99 ${ms(percentile(steady, 99))} ms; ` +
+        `the web's own time p99 ${ms(percentile(steadyServerMs, 99))} ms`,
+    );
 
     const idle = await sampleHealth(`${base}/healthz`, Date.now() + (SECONDS * 1000) / 2);
     say(`/healthz alone: p99 ${ms(percentile(idle, 99))} ms`);
@@ -194,11 +221,14 @@ async function main(): Promise<void> {
       '',
       '| measured | p50 ms | p99 ms | max ms | samples |',
       '|---|--:|--:|--:|--:|',
-      `| one scrape of \`/metrics\` at a time, 1.1 s apart (each a full collection; fetch, its connection kept alive) | ${sampleCells(alone)} |`,
+      `| one scrape of \`/metrics\` at a time, 1.2 or 2.2 s apart (unforeseen: each a full collection; fetch, its connection kept alive) | ${sampleCells(alone)} |`,
       `| \`/healthz\` half-way between two of those scrapes (the same round trip, no work: the floor) | ${sampleCells(pairedHealth)} |`,
       `| the same scrape on a new connection each (node:http without keep-alive; taking turns with the row above) | ${sampleCells(aloneNew)} |`,
       `| \`/healthz\` on a new connection, half-way between two of those (the floor of that row) | ${sampleCells(pairedHealthNew)} |`,
       `| the web's own time for each of those ${serverMs.length} full collections, request to text (its \`Server-Timing\` header) | ${sampleCells(serverMs)} |`,
+      `| one scrape at a time, a steady ${STEADY_GAP_MS / 1000} s apart as Prometheus scrapes (fetch, kept alive; each answered with the text collected 250 ms before it was due) | ${sampleCells(steady)} |`,
+      `| \`/healthz\` half-way between two of those (the floor of that row) | ${sampleCells(steadyHealth)} |`,
+      `| the web's own time for each of those steady scrapes (\`Server-Timing\`) | ${sampleCells(steadyServerMs)} |`,
       `| \`/healthz\`, nothing else running | ${sampleCells(idle)} |`,
       `| \`/healthz\` while ${SCRAPERS} clients scrape in a loop (${SECONDS} s) | ${sampleCells(busy)} |`,
       `| a scrape, while ${SCRAPERS} clients scrape in a loop (one collection per second, \`METRICS_REUSE_MS\`) | ${sampleCells(underLoad)} |`,
@@ -208,7 +238,8 @@ async function main(): Promise<void> {
         "whole deployment and publishes the counts in Redis; a scrape reads them, the shared series, the queue's " +
         'counts and the heartbeats in one pipeline (one round trip), so its cost does not ' +
         'grow with the store; and a text collected less than `METRICS_REUSE_MS` (1000) ago is served again, so ' +
-        'scrapers in a loop cost the web one collection per second however many they are. Aim (issue 19): a scrape at most 10 ms, `/healthz` p99 at most 25 ms while 5 clients scrape.',
+        'scrapers in a loop cost the web one collection per second however many they are. A target scraped at a ' +
+        'steady interval has its text collected 250 ms before each scrape is due. Aim (issue 19): a scrape at most 10 ms, `/healthz` p99 at most 25 ms while 5 clients scrape.',
     ].join('\n');
     process.stdout.write(`${section}\n`);
     if (values.write)
