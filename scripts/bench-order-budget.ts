@@ -38,6 +38,7 @@ const FLUSH_S = 11;
 const sleep = (s: number) => new Promise((r) => setTimeout(r, s * 1000));
 
 const say = (line: string) => process.stderr.write(`[bench-order-budget] ${line}\n`);
+const perOrder = (n: number) => (n / ORDERS).toFixed(2);
 
 interface Counts {
   xacts: number;
@@ -145,13 +146,19 @@ async function main() {
     // Where the server's time goes (printed, not written): the statements that took longest over the run.
     for (const [query, ms] of [...run.times].sort(([, a], [, b]) => b - a).slice(0, TOP))
       say(`${((1000 * ms) / ORDERS).toFixed(0).padStart(5)} µs per order executing \`${short(query)}\``);
+    // Updates that added no index entry (HOT) among all, per table (the setup's few included).
+    const hot = await client.query<{ relname: string; upd: string; hot: string }>(
+      `SELECT relname, n_tup_upd AS upd, n_tup_hot_upd AS hot FROM pg_stat_user_tables
+        WHERE relname IN ('orders', 'order_items', 'listings') ORDER BY relname`,
+    );
+    for (const r of hot.rows)
+      say(`${r.relname}: ${perOrder(Number(r.upd))} updates per order, ${r.hot} of ${r.upd} HOT`);
     await Promise.all([...running].map(stopProcess));
     await client.end();
     await store.remove();
 
     const background = (idle.xacts / IDLE_S) * (seconds + FLUSH_S);
     const backgroundSent = (idle.sent / IDLE_S) * (seconds + FLUSH_S);
-    const perOrder = (n: number) => (n / ORDERS).toFixed(2);
     const lines = [
       `${ORDERS} real orders (Prefer: respond-async, ${IN_FLIGHT} in flight), one web and one worker, PostgreSQL with`,
       'fsync and synchronous_commit on; the server counts. Background work measured idle for',
