@@ -55,6 +55,7 @@ export interface CollectAheadOptions extends ScrapeCadenceOptions {
   /** Figures older than this are read again at scrape time, as without this (and on a first scrape). */
   maxAgeMs?: number;
 }
+
 export interface CollectAhead {
   /** Figures read on the timer so far (tests). */
   readonly ahead: number;
