@@ -81,14 +81,33 @@ export async function chargeMore(res: Response, tokens: number, what: string): P
   if (charge && tokens > 0) await charge(tokens, what);
 }
 
+/** Keys remembered as refused at once (see rateLimit); past this many, the longest remembered is forgotten. */
+const MAX_REFUSED_KEYS = 10_000;
+
 /**
  * 4291 with `Retry-After` (whole seconds, at least 1) once an access key has spent its bucket. Runs after
  * authentication, so only a key's owner can spend its budget. Fails open when Redis is unreachable: the
  * limit protects the service and should not be the reason every client is refused.
+ *
+ * A key refused on arrival is refused again by this process, without asking Redis, until its bucket holds a
+ * token again: no process adds tokens (they only take them; the refill follows the clock that the bucket already
+ * takes the processes to share), so until then Redis would refuse it too, and a caller sending in a loop past its
+ * limit costs Redis nothing more. The time is the one Redis gave less its rounding up (1 ms), counted from this
+ * process's clock read before asking: a key is never refused here longer than Redis would refuse it.
  */
 export function rateLimit(options: RateLimitOptions): RequestHandler {
   const take = createRateLimiter(options);
+  const refusedUntil = new Map<string, number>();
+  const refusal = (retryAfterMs: number, what?: string) => {
+    const retryAfterS = Math.max(1, Math.ceil(retryAfterMs / 1000));
+    return new ApiError(
+      SvcStatus.RATE_LIMITED,
+      `Svc-Access-Key: ${what ?? `more than ${options.perSecond} requests per second`}; retry after ${retryAfterS} s`,
+      { 'Retry-After': String(retryAfterS) },
+    );
+  };
   const spend = async (accessKey: string, cost: number, paid: number, what?: string) => {
+    const asked = options.clock();
     let decision: RateDecision;
     try {
       decision = await take(accessKey, cost, paid);
@@ -97,15 +116,25 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
       return;
     }
     if (decision.allowed) return;
-    const retryAfterS = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
-    throw new ApiError(
-      SvcStatus.RATE_LIMITED,
-      `Svc-Access-Key: ${what ?? `more than ${options.perSecond} requests per second`}; retry after ${retryAfterS} s`,
-      { 'Retry-After': String(retryAfterS) },
-    );
+    // A one-token request's wait is the time until the bucket holds one token: what any request needs.
+    if (cost === 1 && paid === 0) {
+      refusedUntil.delete(accessKey);
+      if (refusedUntil.size >= MAX_REFUSED_KEYS) refusedUntil.delete(refusedUntil.keys().next().value!);
+      refusedUntil.set(accessKey, asked + decision.retryAfterMs - 1);
+    }
+    throw refusal(decision.retryAfterMs, what);
+  };
+  /** Throws 4291 while `accessKey` is remembered as refused; forgets it once its time has passed. */
+  const stillRefused = (accessKey: string) => {
+    const until = refusedUntil.get(accessKey);
+    if (until === undefined) return;
+    const waitMs = until - options.clock();
+    if (waitMs > 0) throw refusal(waitMs);
+    refusedUntil.delete(accessKey);
   };
   return async (_req, res, next) => {
     const { accessKey } = authOf(res);
+    stillRefused(accessKey);
     await spend(accessKey, 1, 0);
     const charge: ExtraCharge = (tokens, what) =>
       spend(accessKey, tokens, 1, `${what}, more than ${options.perSecond} requests per second allow now`);

@@ -1,5 +1,5 @@
 import type { App } from '../../src/http/app.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { freePort } from '../../scripts/redis.js';
 import { createSigningClient } from '../../src/client/signing-client.js';
 import { createWebApp } from '../../src/web.js';
@@ -48,6 +48,34 @@ describe('rate limit per access key (RATE_LIMIT_PER_S)', () => {
     expect(statusOf(await signed(app, client, 'GET', '/v1/orders/1'))).toBe('4291');
     now += Number(refused.headers['retry-after']) * 1000 - 999;
     expect(statusOf(await signed(app, client, 'GET', '/v1/orders/1'))).toBe('4041');
+  });
+
+  it('when a refused key keeps sending, then the process refuses it alike without asking Redis until its wait has passed', async () => {
+    const client = await service.client('looping client');
+    const evalsha = vi.spyOn(service.deps.redis, 'evalsha');
+    const asked = () =>
+      evalsha.mock.calls.filter((call) => String(call[2]).endsWith(client.accessKey)).length;
+    try {
+      await signed(app, client, 'GET', '/v1/orders/1');
+      await signed(app, client, 'GET', '/v1/orders/1');
+      const first = await signed(app, client, 'GET', '/v1/orders/1');
+      expect(statusOf(first)).toBe('4291');
+      expect(asked()).toBe(3);
+      now += 500;
+      for (let i = 0; i < 5; i++) {
+        const again = await signed(app, client, 'GET', '/v1/orders/1');
+        expect(statusOf(again)).toBe('4291');
+        expect(again.headers['retry-after']).toBe('1');
+        expect(again.body.messages).toEqual(first.body.messages);
+      }
+      expect(asked()).toBe(3);
+      // The bucket holds a token again 1 s after the refusal: Redis is asked, and the key is served.
+      now += 500;
+      expect(statusOf(await signed(app, client, 'GET', '/v1/orders/1'))).toBe('4041');
+      expect(asked()).toBe(4);
+    } finally {
+      evalsha.mockRestore();
+    }
   });
 
   it('counts only authenticated requests: a bad signature does not spend the key owner’s budget', async () => {
