@@ -237,7 +237,15 @@ describe.each(['direct', 'pgbouncer'] as const)('a PostgreSQL server restart (%s
       async () => Number(await probe.scalar("SELECT count(*) FROM orders WHERE phase <> 'settled'")) === 0,
       60_000,
       'every accepted order settled',
-    );
+    ).catch(async (err: Error) => {
+      // What is left, and what the processes said last, to tell a lost job from a slow one.
+      const left = await probe.all(
+        "SELECT order_id, phase, attempts, lease_until FROM orders WHERE phase <> 'settled' ORDER BY order_id",
+      );
+      throw new Error(
+        `${err.message}; unsettled: ${JSON.stringify(left)}; the processes printed:\n${tails()}`,
+      );
+    });
     await until(
       () => clockLog.slice(clockLinesAway).some((line) => line.msg === 'reconcile pass done'),
       30_000,
