@@ -17,7 +17,11 @@ export async function openStore(
     Partial<
       Pick<
         Config,
-        'SECRETS_KEY_PREVIOUS' | 'WEB_DB_BUSY_TIMEOUT_MS' | 'DATABASE_POOLING' | 'DATABASE_DIRECT_URL'
+        | 'SECRETS_KEY_PREVIOUS'
+        | 'WEB_DB_BUSY_TIMEOUT_MS'
+        | 'DATABASE_POOLING'
+        | 'DATABASE_DIRECT_URL'
+        | 'DATABASE_TIMEOUT_MS'
       >
     >,
   role = 'service',
@@ -45,6 +49,8 @@ async function openAdapter(
       poolSize: config.DB_POOL_SIZE,
       applicationName: role,
       pooling: config.DATABASE_POOLING,
+      // The operator's commands (a large catalog import, a re-seal) may take as long as they need.
+      timeoutMs: role === 'admin' ? 0 : (config.DATABASE_TIMEOUT_MS ?? 0),
       sealer,
       // A session for LISTEN: DATABASE_DIRECT_URL, else DATABASE_URL unless it is a transaction pooler.
       listenUrl:

@@ -19,8 +19,12 @@ const SOCKET_CODES = new Set([
  */
 const POSTGRES_UNAVAILABLE = /^(08...|57P0[123]|53300)$/;
 
-/** node-postgres's own errors, without a code, for a connection that ended under it. */
-const PG_CONNECTION_ENDED = /^Connection terminated|is not queryable/;
+/**
+ * node-postgres's own errors, without a code: a connection that ended under it, or no connection within the
+ * pool's connectionTimeoutMillis (DATABASE_TIMEOUT_MS).
+ */
+const PG_CONNECTION_ENDED =
+  /^Connection terminated|is not queryable|^timeout exceeded when trying to connect/;
 
 /**
  * Whether a store call failed because the store is down, restarting, unreachable or busy (SQLite's write lock):

@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import pg from 'pg';
+import { isStoreUnavailable } from '../store-errors.js';
 
 /** What both a pool and a client checked out of it can run: a statement with positional parameters. */
 export interface Queryable {
@@ -49,6 +50,11 @@ export interface PoolOptions {
    * connections, so no statement is named (prepared) per connection. Otherwise each is prepared once (default).
    */
   pooling?: Pooling;
+  /**
+   * How long a statement, or getting a connection, may wait for the database before it fails as unavailable
+   * (StoreTimeoutError, or node-postgres' connection timeout); 0 (default): as long as it takes.
+   */
+  timeoutMs?: number;
 }
 
 // Statements with a `*` are run unnamed: a column added by a newer process's migration would change their result
@@ -56,16 +62,8 @@ export interface PoolOptions {
 const PREPARABLE = /^[^*;]+$/;
 const STALE_PLAN = '0A000';
 
-/**
- * A client that prepares each statement it runs with parameters once per connection (a named statement, named
- * by a hash of its text): the server parses it once, and plans it once when a generic plan serves (measured in
- * BENCHMARKS.md, "Orders end to end, compiled"). Statements without parameters
- * (BEGIN, COMMIT, migrations) and statements with a `*` run as before. Should a schema change still make a
- * prepared statement stale, the execution that finds it fails as any failed statement does, and this connection
- * prepares its statements under new names from then on.
- */
+/** A statement name per text: a hash of it (remembered for the few hundred texts the adapter has). */
 const names = new Map<string, string>();
-/** A statement's name: a hash of its text (remembered for the few hundred texts the adapter has). */
 function statementName(text: string): string {
   let name = names.get(text);
   if (name === undefined) {
@@ -76,25 +74,84 @@ function statementName(text: string): string {
   return name;
 }
 
-class PreparingClient extends pg.Client {
-  private generation = 0;
-
-  override query(...args: unknown[]): never {
-    const [text, values, callback] = args;
-    if (
-      typeof text !== 'string' ||
-      !Array.isArray(values) ||
-      callback !== undefined ||
-      !PREPARABLE.test(text)
-    )
-      return (super.query as (...a: unknown[]) => never)(...args);
-    const name = `${statementName(text)}g${this.generation}`;
-    const run = super.query({ name, text, values }) as Promise<pg.QueryResult>;
-    return run.catch((err: unknown) => {
-      if ((err as { code?: string }).code === STALE_PLAN) this.generation++;
-      throw err;
-    }) as never;
+/** What a store call that waited `timeoutMs` for an answer fails with: the store is unavailable (store-errors.ts). */
+export class StoreTimeoutError extends Error {
+  readonly code = 'ETIMEDOUT';
+  constructor(timeoutMs: number) {
+    super(`the database gave no answer within ${timeoutMs} ms (DATABASE_TIMEOUT_MS)`);
+    this.name = 'StoreTimeoutError';
   }
+}
+
+/**
+ * The adapter's connection. With `prepare`, each statement it runs with parameters is prepared once per
+ * connection (a named statement, named by a hash of its text): the server parses it once, and plans it once
+ * when a generic plan serves (measured in BENCHMARKS.md, "Orders end to end, compiled"). Statements without
+ * parameters (BEGIN, COMMIT, migrations) and statements with a `*` run as before. Should a schema change still
+ * make a prepared statement stale, the execution that finds it fails as any failed statement does, and this
+ * connection prepares its statements under new names from then on.
+ *
+ * With `timeoutMs`, a statement with no answer after that long fails with StoreTimeoutError and the connection is
+ * closed (the server, or the pooler, ends whatever it ran: an open transaction is rolled back). A transaction
+ * pooler such as PgBouncer keeps a query waiting while its server is away (`query_wait_timeout`, 120 s by
+ * default), and a host that stopped answering keeps it waiting for as long as TCP does: without a bound, a web
+ * request would wait as long, instead of being answered 503.
+ */
+function clientClass(prepare: boolean, timeoutMs: number): typeof pg.Client {
+  return class StoreClient extends pg.Client {
+    private generation = 0;
+
+    override query(...args: unknown[]): never {
+      const [text, values, callback] = args;
+      if (typeof text !== 'string') return (super.query as (...a: unknown[]) => never)(...args);
+      if (typeof callback === 'function') {
+        // The pool's own query() (pool.query) calls back; it is timed, not prepared, as before.
+        const done = callback as (err: unknown, result?: pg.QueryResult) => void;
+        this.timed(text, values, false).then((result) => done(undefined, result), done);
+        return undefined as never;
+      }
+      return this.timed(text, values, prepare && Array.isArray(values) && PREPARABLE.test(text)) as never;
+    }
+
+    private timed(text: string, values: unknown, named: boolean): Promise<pg.QueryResult> {
+      const run = (
+        named
+          ? super.query({
+              name: `${statementName(text)}g${this.generation}`,
+              text,
+              values: values as unknown[],
+            })
+          : super.query(text, values as unknown[] | undefined)
+      ) as Promise<pg.QueryResult>;
+      let timedOut = false;
+      const timer =
+        timeoutMs > 0
+          ? setTimeout(() => {
+              timedOut = true;
+              // Closed as by end() (`_ending`, which pg-pool reads too: no 'error' event), but at once: the
+              // pending statements fail with "Connection terminated", and the pool drops the client.
+              const self = this as unknown as {
+                _ending: boolean;
+                connection: { stream: { destroy(): void } };
+              };
+              self._ending = true;
+              self.connection.stream.destroy();
+            }, timeoutMs)
+          : undefined;
+      return run.then(
+        (result) => {
+          clearTimeout(timer);
+          return result;
+        },
+        (err: unknown) => {
+          clearTimeout(timer);
+          if (timedOut) throw new StoreTimeoutError(timeoutMs);
+          if (named && (err as { code?: string }).code === STALE_PLAN) this.generation++;
+          throw err;
+        },
+      );
+    }
+  };
 }
 
 /**
@@ -105,12 +162,14 @@ class PreparingClient extends pg.Client {
  */
 export function createPool(
   url: string,
-  { poolSize = 10, applicationName, pooling = 'direct' }: PoolOptions = {},
+  { poolSize = 10, applicationName, pooling = 'direct', timeoutMs = 0 }: PoolOptions = {},
 ): pg.Pool {
+  const prepare = pooling !== 'transaction';
   const pool = new pg.Pool({
-    Client: pooling === 'transaction' ? pg.Client : PreparingClient,
+    Client: prepare || timeoutMs > 0 ? clientClass(prepare, timeoutMs) : pg.Client,
     connectionString: url,
     max: poolSize,
+    ...(timeoutMs > 0 ? { connectionTimeoutMillis: timeoutMs } : {}),
     types: numberTypes,
     ...(applicationName ? { application_name: applicationName } : {}),
   });
@@ -203,7 +262,8 @@ const MAX_GROUP = 16;
  * trip (inOneTransaction: one commit, one flush of the log for the group). Alone, a call is its own statement,
  * as before; under load, a group costs one round trip and one commit. Each call is the same guarded statement
  * as alone, so a group changes only the commits; should a group fail (a deadlock with a writer elsewhere, say),
- * nothing of it was kept and each call runs again alone, answering (or failing) for itself. `answer` reads a
+ * nothing of it was kept and each call runs again alone, answering (or failing) for itself; should the store
+ * be unavailable, every call of the group fails as it would have alone. `answer` reads a
  * call's result from its rows.
  */
 export function groupedCalls<R>(
@@ -234,8 +294,10 @@ export function groupedCalls<R>(
           group.map((w) => w.call),
         );
         group.forEach((w, i) => w.resolve(answer(rows[i] ?? [])));
-      } catch {
-        await Promise.all(group.map(alone));
+      } catch (err) {
+        // The store away: each call alone would wait for it again. Otherwise each answers for itself.
+        if (isStoreUnavailable(err)) for (const w of group) w.reject(err);
+        else await Promise.all(group.map(alone));
       }
     }
     sending = false;

@@ -26,13 +26,23 @@ export type PostgresStoreOptions = PoolOptions &
 
 /**
  * The store on the PostgreSQL database at `url`: a pool of `poolSize` connections (default 10), every
- * migration applied before it resolves. Many processes may open it at once.
+ * migration applied before it resolves. Many processes may open it at once. With `timeoutMs`, a statement the
+ * database does not answer in time fails as the store being unavailable (postgres.pool.ts).
  */
 export async function openPostgresStore(url: string, options: PostgresStoreOptions): Promise<Store> {
   const pool = createPool(url, options);
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => (closing ??= pool.end());
-  const migrate = () => migratePostgres(pool, { sealer: options.sealer });
+  // Migrations may rightly take long (an index on a large table, another process's migration lock): they run
+  // on a connection of their own, without the statements' timeout.
+  const migrate = async () => {
+    const untimed = createPool(url, { ...options, poolSize: 1, timeoutMs: 0 });
+    try {
+      return await migratePostgres(untimed, { sealer: options.sealer });
+    } finally {
+      await untimed.end();
+    }
+  };
   let secrets: StoreSecrets;
   try {
     await migrate();
