@@ -54,6 +54,21 @@ describe.skipIf(THROUGH_PGBOUNCER)('prepared statements on a direct connection t
     }
   });
 
+  it("prepares the pool's own queries (pool.query) too", async () => {
+    const single = createPool(store.env.DATABASE_URL!, { poolSize: 1 });
+    try {
+      for (const id of [1, 2]) await single.query('SELECT id FROM t WHERE a = $1', [id * 10]);
+      const client = await single.connect();
+      try {
+        expect(await prepared(client)).toEqual(['SELECT id FROM t WHERE a = $1']);
+      } finally {
+        client.release();
+      }
+    } finally {
+      await single.end();
+    }
+  });
+
   it('with DATABASE_POOLING=transaction names no statement', async () => {
     const unnamed = createPool(store.env.DATABASE_URL!, { poolSize: 1, pooling: 'transaction' });
     const client = await unnamed.connect();

@@ -104,13 +104,12 @@ function clientClass(prepare: boolean, timeoutMs: number): typeof pg.Client {
     override query(...args: unknown[]): never {
       const [text, values, callback] = args;
       if (typeof text !== 'string') return (super.query as (...a: unknown[]) => never)(...args);
-      if (typeof callback === 'function') {
-        // The pool's own query() (pool.query) calls back; it is timed, not prepared, as before.
-        const done = callback as (err: unknown, result?: pg.QueryResult) => void;
-        this.timed(text, values, false).then((result) => done(undefined, result), done);
-        return undefined as never;
-      }
-      return this.timed(text, values, prepare && Array.isArray(values) && PREPARABLE.test(text)) as never;
+      const run = this.timed(text, values, prepare && Array.isArray(values) && PREPARABLE.test(text));
+      if (typeof callback !== 'function') return run as never;
+      // The pool's own query() (pool.query) calls back.
+      const done = callback as (err: unknown, result?: pg.QueryResult) => void;
+      run.then((result) => done(undefined, result), done);
+      return undefined as never;
     }
 
     private timed(text: string, values: unknown, named: boolean): Promise<pg.QueryResult> {
