@@ -57,15 +57,19 @@ export async function startOrderWorker(config: Config, logger: Logger) {
     },
   );
   worker.on('error', (err) => logger.error({ err }, 'worker error'));
+  // Orders being given up on after a job's last attempt: stop() waits for them before the store closes.
+  const givingUp = new Set<Promise<void>>();
   worker.on('failed', (job, err) => {
     logger.warn({ jobId: job?.id, attemptsMade: job?.attemptsMade, err: err.message }, 'job failed');
     const orderId = (job?.data as OrderJobData | undefined)?.orderId;
     if (job && orderId && job.attemptsMade >= (job.opts.attempts ?? 1)) {
       // No lease is asked for: this job's own last attempt holds it. A stalled twin still paying cannot
       // charge: giving up releases the payment with a versioned target that also declines a later authorisation.
-      void failOrder(processDeps, orderId)
+      const done = failOrder(processDeps, orderId)
         .then(() => countOutcome(deps, orderId))
-        .catch((e: unknown) => logger.error({ err: e, orderId }, 'could not fail order'));
+        .catch((e: unknown) => logger.error({ err: e, orderId }, 'could not fail order'))
+        .finally(() => givingUp.delete(done));
+      givingUp.add(done);
     }
   });
   await worker.waitUntilReady();
@@ -78,6 +82,7 @@ export async function startOrderWorker(config: Config, logger: Logger) {
     async stop() {
       // close() waits for the jobs in flight to finish; nothing is handed back half-done.
       await Promise.all([worker.close(), webhooks.stop()]);
+      await Promise.all(givingUp);
       await stopHeartbeat();
       connection.disconnect();
       await closeDeps(deps);
