@@ -30,18 +30,23 @@ const ACCEPT_SQL = `
   SELECT a.*, coalesce((SELECT json_agg(i ORDER BY i.order_item_id) FROM items i), '[]') AS items
     FROM accepted a`;
 
-// The order and its items in one statement, hence one snapshot.
-const ORDER_WITH_ITEMS_SQL = `
-  SELECT o.*, coalesce((SELECT json_agg(i ORDER BY i.order_item_id) FROM order_items i
-                         WHERE i.order_id = o.order_id), '[]') AS items
-    FROM orders o WHERE o.order_id = $1`;
-
-const ORDERS_WITH_ITEMS_SQL = `
-  SELECT o.*, coalesce((SELECT json_agg(i ORDER BY i.order_item_id) FROM order_items i
-                         WHERE i.order_id = o.order_id), '[]') AS items
-    FROM orders o WHERE o.order_id = ANY($1::bigint[])`;
+// The order and its items in one statement, hence one snapshot. Both as JSON of their rows (as the order
+// functions return them): the statement's result type does not change when a column is added, so it is prepared
+// once per connection (postgres.pool.ts prepares no statement with a `*`).
+const ORDER_WITH_ITEMS = `
+  SELECT row_to_json(o) AS r, coalesce((SELECT json_agg(i ORDER BY i.order_item_id) FROM order_items i
+                                         WHERE i.order_id = o.order_id), '[]') AS items
+    FROM orders o`;
+const ORDER_WITH_ITEMS_SQL = `${ORDER_WITH_ITEMS} WHERE o.order_id = $1`;
+const ORDERS_WITH_ITEMS_SQL = `${ORDER_WITH_ITEMS} WHERE o.order_id = ANY($1::bigint[])`;
 
 export type OrderWithItemsRow = OrderRow & { items: ItemRow[] };
+/** A row of ORDER_WITH_ITEMS: the order's row and its items' rows, as JSON. */
+interface JsonOrderWithItemsRow {
+  r: OrderRow;
+  items: ItemRow[];
+}
+const fromJson = ({ r, items }: JsonOrderWithItemsRow): OrderWithItems => toOrderWithItems({ ...r, items });
 
 /** The order with its items (sorted by order_item_id), read in one snapshot; only the client's when given. */
 export async function readOrder(
@@ -50,12 +55,12 @@ export async function readOrder(
   clientId: number | null = null,
 ): Promise<OrderWithItems | null> {
   if (!canBeId(orderId)) return null;
-  const { rows } = await db.query<OrderWithItemsRow>(
+  const { rows } = await db.query<JsonOrderWithItemsRow>(
     clientId === null ? ORDER_WITH_ITEMS_SQL : `${ORDER_WITH_ITEMS_SQL} AND o.client_id = $2`,
     clientId === null ? [orderId] : [orderId, clientId],
   );
   const row = rows[0];
-  return row ? toOrderWithItems(row) : null;
+  return row ? fromJson(row) : null;
 }
 
 /** A row of an order with its items as one JSON array (sorted by order_item_id). */
@@ -124,8 +129,8 @@ export function postgresOrders(pool: pg.Pool): OrderStore {
     async getMany(orderIds) {
       const ids = [...new Set(orderIds)].filter(canBeId);
       if (ids.length === 0) return [];
-      const { rows } = await pool.query<OrderWithItemsRow>(ORDERS_WITH_ITEMS_SQL, [ids]);
-      return rows.map(toOrderWithItems);
+      const { rows } = await pool.query<JsonOrderWithItemsRow>(ORDERS_WITH_ITEMS_SQL, [ids]);
+      return rows.map(fromJson);
     },
     async countUnsettled() {
       const { rows } = await pool.query<{ n: number }>(
