@@ -56,10 +56,14 @@ export function scheduleStoreCounts(
       const turn = await deps.redis.set(turnKey(deps.prefix), '1', 'PX', Math.max(1, everyMs - 250), 'NX');
       if (turn !== 'OK') return;
       const started = performance.now();
-      await publishStoreCounts(deps.store, deps.redis, deps.prefix);
-      const spaced = Math.ceil((performance.now() - started) * COUNT_SPACING);
-      // A long count holds the turn longer (from now), for every clock of the deployment.
-      if (spaced > everyMs) await deps.redis.pexpire(turnKey(deps.prefix), spaced);
+      try {
+        await publishStoreCounts(deps.store, deps.redis, deps.prefix);
+      } finally {
+        // A long count, or one that failed after a while (DATABASE_TIMEOUT_MS), holds the turn longer (from now),
+        // for every clock of the deployment.
+        const spaced = Math.ceil((performance.now() - started) * COUNT_SPACING);
+        if (spaced > everyMs) await deps.redis.pexpire(turnKey(deps.prefix), spaced);
+      }
     } catch (err) {
       deps.logger.warn(
         { err: (err as Error).message },

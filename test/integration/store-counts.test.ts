@@ -21,39 +21,58 @@ beforeAll(async () => {
   await whenReady(redis, 10_000);
 });
 afterAll(async () => {
-  const keys = await redis.keys(`${prefix}:*`);
+  const keys = await redis.keys(`${prefix}*`);
   if (keys.length) await redis.del(...keys);
   redis.disconnect();
 });
 
+const COUNT_MS = 200;
+const EVERY_MS = 1000;
+
+/**
+ * Two clocks of one deployment, each ticking every second (STORE_COUNTS_EVERY_S=1, the least), over counts that
+ * take COUNT_MS and then `end`: how many counts ran in the 1.5 s after the first ended, and the turn's time left.
+ * Without the spacing the turn is free again 750 ms after it was taken, and the next tick counts.
+ */
+async function countsAfterOne(keys: string, end: () => StoreCounts) {
+  let counted = 0;
+  let ended = false;
+  const store = {
+    async counts(): Promise<StoreCounts> {
+      counted += 1;
+      await sleep(COUNT_MS);
+      ended = true;
+      return end();
+    },
+  };
+  const clocks = [1, 2].map(() => scheduleStoreCounts({ store, redis, prefix: keys, logger }, EVERY_MS));
+  try {
+    await until(() => ended, 10_000, 'a count ended');
+    await sleep(1.5 * EVERY_MS);
+    return { counted, held: await redis.pttl(`${keys}:metrics:store-counts:turn`) };
+  } finally {
+    await Promise.all(clocks.map((clock) => clock.stop()));
+  }
+}
+
 describe("the clock's store counts", () => {
   it('when a count takes long, then no clock counts again for COUNT_SPACING times as long', async () => {
-    const COUNT_MS = 200;
-    const EVERY_MS = 1000;
-    let counted = 0;
-    const store = {
-      async counts(): Promise<StoreCounts> {
-        counted += 1;
-        await sleep(COUNT_MS);
-        return { itemsByStatus: [{ status: 5, count: 3 }], unsettledByPhase: [] };
-      },
-    };
-    // Two clocks of one deployment, each ticking every second (STORE_COUNTS_EVERY_S=1, the least).
-    const clocks = [1, 2].map(() => scheduleStoreCounts({ store, redis, prefix, logger }, EVERY_MS));
-    try {
-      await until(
-        async () => (await redis.get(`${prefix}:metrics:store-counts`)) !== null,
-        10_000,
-        'published',
-      );
-      // Without the spacing the turn is free again 750 ms after it was taken, and the next tick counts.
-      await sleep(1.5 * EVERY_MS);
-      expect(counted).toBe(1);
-      const held = await redis.pttl(`${prefix}:metrics:store-counts:turn`);
-      expect(held).toBeGreaterThan(0);
-    } finally {
-      await Promise.all(clocks.map((clock) => clock.stop()));
-    }
+    const after = await countsAfterOne(`${prefix}a`, () => ({
+      itemsByStatus: [{ status: 5, count: 3 }],
+      unsettledByPhase: [],
+    }));
+    expect(after.counted).toBe(1);
+    expect(after.held).toBeGreaterThan(0);
+    expect(await redis.get(`${prefix}a:metrics:store-counts`)).not.toBeNull();
     expect(warnings).toEqual([]);
+  });
+
+  it('when a count fails after a while (a timeout), then it is spaced as well, and logged', async () => {
+    const after = await countsAfterOne(`${prefix}b`, () => {
+      throw new Error('the database gave no answer within 200 ms (DATABASE_TIMEOUT_MS)');
+    });
+    expect(after.counted).toBe(1);
+    expect(after.held).toBeGreaterThan(0);
+    expect(warnings).toEqual(['store counts not published; the next tick tries again']);
   });
 });
