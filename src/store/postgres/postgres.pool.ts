@@ -60,6 +60,13 @@ export interface PoolOptions {
 // Statements with a `*` are run unnamed: a column added by a newer process's migration would change their result
 // type, which a prepared statement refuses (0A000 "cached plan must not change result type").
 const PREPARABLE = /^[^*;]+$/;
+
+/**
+ * Put in a statement whose best plan depends on its values, it keeps the statement unnamed (it holds a `*`), so
+ * the server plans it for each call's values: a prepared statement may settle on one generic plan for all of them
+ * after five calls.
+ */
+export const PLAN_EACH_CALL = '/* planned for each call */';
 const STALE_PLAN = '0A000';
 
 /** A statement name per text: a hash of it (remembered for the few hundred texts the adapter has). */
