@@ -33,9 +33,10 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
   const pool = createPool(url, options);
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => (closing ??= pool.end());
-  // Migrations may rightly take long (an index on a large table, another process's migration lock): they run
-  // on a connection of their own, without the statements' timeout.
+  // Migrations may rightly take long (an index on a large table, another process's migration lock): with a
+  // timeout, they run on a connection of their own without it.
   const migrate = async () => {
+    if (!options.timeoutMs) return migratePostgres(pool, { sealer: options.sealer });
     const untimed = createPool(url, { ...options, poolSize: 1, timeoutMs: 0 });
     try {
       return await migratePostgres(untimed, { sealer: options.sealer });
