@@ -1,28 +1,24 @@
 import crypto from 'node:crypto';
 import type { ChainableCommander } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { inject } from 'vitest';
 import { freePort } from '../../scripts/redis.js';
-import type { Logger } from '../../src/logger.js';
 import {
   createMetricsRecorder,
   sharedMetrics,
   type MetricsRecorder,
 } from '../../src/metrics/metrics.recorder.js';
-import { whenReady } from '../../src/redis/redis-lock.js';
 import { createRedis, type RedisClient } from '../../src/redis/redis.js';
+import { connectTestRedis, warningsLogger } from '../helpers/test-redis.js';
 
 // The recorder alone on the run's real Redis: what a worker's metrics cost in round trips, and that nothing
 // recorded is lost or counted twice. test/integration/metrics.test.ts sees the same series through /metrics.
 
 let redis: RedisClient;
 const prefix = `t${crypto.randomBytes(5).toString('hex')}`;
-const warnings: string[] = [];
-const logger = { warn: (_: unknown, message: string) => void warnings.push(message) } as unknown as Logger;
+const { logger, warnings } = warningsLogger();
 
 beforeAll(async () => {
-  redis = createRedis({ REDIS_URL: inject('redisUrl'), REDIS_CLUSTER: false }, 'test-metrics');
-  await whenReady(redis, 10_000);
+  redis = await connectTestRedis('test-metrics');
 });
 afterEach(async () => {
   vi.restoreAllMocks();

@@ -1,11 +1,9 @@
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inject } from 'vitest';
-import type { Logger } from '../../src/logger.js';
 import { scheduleStoreCounts } from '../../src/metrics/order-store.metrics.js';
-import { whenReady } from '../../src/redis/redis-lock.js';
-import { createRedis, type RedisClient } from '../../src/redis/redis.js';
+import type { RedisClient } from '../../src/redis/redis.js';
 import type { StoreCounts } from '../../src/store/store.port.js';
+import { connectTestRedis, warningsLogger } from '../helpers/test-redis.js';
 import { sleep, until } from '../helpers/wait.js';
 
 // The clock's counts of the whole store, on the run's real Redis: their cost grows with the store, so a count
@@ -13,12 +11,10 @@ import { sleep, until } from '../helpers/wait.js';
 
 let redis: RedisClient;
 const prefix = `t${crypto.randomBytes(5).toString('hex')}`;
-const warnings: string[] = [];
-const logger = { warn: (_: unknown, message: string) => void warnings.push(message) } as unknown as Logger;
+const { logger, warnings } = warningsLogger();
 
 beforeAll(async () => {
-  redis = createRedis({ REDIS_URL: inject('redisUrl'), REDIS_CLUSTER: false }, 'test-store-counts');
-  await whenReady(redis, 10_000);
+  redis = await connectTestRedis('test-store-counts');
 });
 afterAll(async () => {
   const keys = await redis.keys(`${prefix}*`);
