@@ -18,6 +18,8 @@ export interface Setup {
   durable: boolean;
   /** The sandbox processor's delay per authorisation, ms. */
   latencyMs: number;
+  /** Orders settled end to end before the measured phases (--warmup). */
+  warmup: number;
   /** Orders posted at once. */
   inFlight: number;
   /** Listings the orders are drawn from. */
@@ -177,7 +179,7 @@ export function ordersSection(s: Setup, runs: Run[]): string {
     `node --import tsx scripts/bench-orders.ts --orders ${s.orders} --stores ${s.stores.join(',')} ` +
     `--workers ${s.workers.join(',')}${s.rounds > 1 ? ` --rounds ${s.rounds}` : ''}` +
     `${s.durable ? ' --durable' : ''}${s.latencyMs ? ` --latency-ms ${s.latencyMs}` : ''}` +
-    `${s.concurrency !== 8 ? ` --concurrency ${s.concurrency}` : ''}`;
+    `${s.concurrency !== 8 ? ` --concurrency ${s.concurrency}` : ''}${s.warmup ? ` --warmup ${s.warmup}` : ''}`;
   return [
     `Command: \`${command}\` (${os.cpus().length} cores, ${new Date().toISOString().slice(0, 10)}; ${s.versions})`,
     '',
@@ -186,7 +188,8 @@ export function ordersSection(s: Setup, runs: Run[]): string {
       ? '`fsync`, `synchronous_commit` and `full_page_writes` on, as operators run it), a fresh queue on one'
       : '`fsync`, `synchronous_commit` and `full_page_writes` off, as scripts/postgres.ts starts it for tests), a fresh queue on one',
     `private Redis, one web process, N worker processes of ${s.concurrency} jobs each (DB_POOL_SIZE 10 per process), ` +
-      `${s.latencyMs ? `a payment latency of ${s.latencyMs} ms,` : 'no payment latency,'}`,
+      `${s.latencyMs ? `a payment latency of ${s.latencyMs} ms,` : 'no payment latency,'}` +
+      `${s.warmup ? ` warmed up by ${s.warmup} orders settled end to end before anything is measured,` : ''}`,
     `logs at info as JSON lines to a file. Orders of one copy of one of ${s.listings} listings drawn at random, posted by ${s.inFlight}`,
     'concurrent signed clients with `Prefer: respond-async`. **Backlog drain**: ' +
       `${s.orders} orders accepted over HTTP while the queue is paused, then the queue resumed once every worker is ready;`,

@@ -4,9 +4,11 @@
 // BullMQ's own rate for no-op jobs on the same Redis. Writes the "Orders end to end" section of BENCHMARKS.md.
 //   node --import tsx scripts/bench-orders.ts [--orders 2000] [--stores sqlite,postgres] [--workers 1,2,4]
 //     [--rounds 1] [--pooling direct,pgbouncer] [--durable] [--pgbench] [--latency-ms 0] [--concurrency 8]
-//     [--no-write]
+//     [--warmup 0] [--no-write]
 // --durable: PostgreSQL with fsync and synchronous_commit on; --pgbench: pgbench against the same server before
 // and after the runs; --latency-ms: SANDBOX_PAYMENT_LATENCY_MS; --concurrency: WORKER_CONCURRENCY.
+// --warmup N: N orders posted and settled end to end before the measured phases, so that every process runs
+// code V8 has compiled already, as one that has been up for a while does (0: processes start cold, as before).
 // --pooling: on PostgreSQL, each run once on a direct connection and once through a private PgBouncer in
 // transaction mode (DATABASE_POOLING=transaction) in front of the same server, in the same round; the runs
 // through PgBouncer are printed, not written (use --no-write).
@@ -59,6 +61,7 @@ const { values } = parseArgs({
     pgbench: { type: 'boolean', default: false },
     'latency-ms': { type: 'string', default: '0' },
     concurrency: { type: 'string', default: '8' },
+    warmup: { type: 'string', default: '0' },
     'no-write': { type: 'boolean', default: false },
   },
 });
@@ -76,6 +79,7 @@ const CONCURRENCY = Number(values.concurrency);
 /** The sandbox processor's delay per authorisation (SANDBOX_PAYMENT_LATENCY_MS), as a remote processor's. */
 const LATENCY_MS = values['latency-ms'];
 const IN_FLIGHT = 32;
+const WARMUP = Number(values.warmup);
 const UNSETTLED = `SELECT count(*) FROM orders WHERE phase <> 'settled'`;
 const LAST_SETTLED = 'SELECT max(status_changed_at) FROM order_items';
 
@@ -190,11 +194,20 @@ async function runOnce({
   };
   try {
     await waitForWeb(baseUrl, children.web!);
+    const startWorkers = async () => {
+      for (let i = 1; i <= workers; i++)
+        children[`worker ${i}`] = startEntry('workers/order.worker.ts', env, logFile);
+      await waitForWorkers(logFile, workers);
+    };
+    if (WARMUP > 0) {
+      await startWorkers();
+      await postOrders(baseUrl, buyer, WARMUP);
+      await lastSettlement(probe);
+      say(`${label}, ${workers} worker(s): ${WARMUP} orders to warm up, settled`);
+    }
     await queue.pause();
     const idleAcceptRate = await postOrders(baseUrl, buyer, ORDERS);
-    for (let i = 1; i <= workers; i++)
-      children[`worker ${i}`] = startEntry('workers/order.worker.ts', env, logFile);
-    await waitForWorkers(logFile, workers);
+    if (WARMUP === 0) await startWorkers();
 
     let before = readCpu();
     const resumed = Date.now();
@@ -304,6 +317,7 @@ async function main() {
         concurrency: CONCURRENCY,
         durable: values.durable,
         latencyMs: Number(LATENCY_MS),
+        warmup: WARMUP,
         inFlight: IN_FLIGHT,
         listings: LOAD_LISTINGS.length,
         noop,
