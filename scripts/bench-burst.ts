@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { postAsyncOrder, prepareBuyer, refusedBusy, timed } from './bench-buyer.js';
-import { serviceEnv } from './bench-stores.js';
+import { ANY_UNSETTLED, serviceEnv } from './bench-stores.js';
 import { running, startEntry, stopProcess, waitFor, waitForWeb, waitForWorkers } from './bench-processes.js';
 import { ensureRedis, freePort } from './redis.js';
 
@@ -52,7 +52,7 @@ async function main() {
         );
         const probe = store.probe();
         await waitFor(
-          async () => (await probe.scalar("SELECT count(*) FROM orders WHERE phase <> 'settled'")) === 0,
+          async () => (await probe.scalar(ANY_UNSETTLED)) === 0,
           'every order settled',
           300_000,
           50,

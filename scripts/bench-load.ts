@@ -32,6 +32,7 @@ import {
   waitForWorkers,
 } from './bench-processes.js';
 import {
+  ANY_UNSETTLED,
   defaultStoreKind,
   freshStore,
   parseStoreKinds,
@@ -122,11 +123,7 @@ async function drainBacklog(
     const cpuBefore = cpu();
     const resumed = Date.now();
     await deps.queue.queue.resume();
-    await waitFor(
-      async () => (await probe.scalar("SELECT count(*) FROM orders WHERE phase <> 'settled'")) === 0,
-      'the backlog to drain',
-      300_000,
-    );
+    await waitFor(async () => (await probe.scalar(ANY_UNSETTLED)) === 0, 'the backlog to drain', 300_000);
     const last = await probe.scalar<number>(
       'SELECT max(status_changed_at) FROM order_items WHERE client_id = ?',
       client.clientId,
