@@ -48,6 +48,19 @@ const EVENT_STEP = `
     ${bind(EVENT_SQL, ['p_order_id', 'p_event_id', 'p_now', 'p_event_type', 'p_event_trace'])};`;
 const EVENT_SEQ = `event_seq = event_seq + CASE WHEN p_event_id IS NULL THEN 0 ELSE 1 END`;
 
+/**
+ * A settled order's pending items take its final status. `+i.status`: the status is not an index term, so the
+ * items are found by their order (order_items_order). Without statistics (a new database, or one not analysed
+ * since it grew) PostgreSQL took order_items_status for `status = 1`, even on an empty table, and each settlement
+ * then read every pending item of every order: a cost that grew with the backlog. $1 order id, $2 status, $3
+ * now, $4 whether the shipping and tax charges are cleared.
+ */
+export const SETTLE_ITEMS_SQL = `UPDATE order_items i
+     SET status = $2, updated_at = $3, status_changed_at = $3,
+         shipcost_cents = CASE WHEN $4 THEN 0 ELSE i.shipcost_cents END,
+         tax_cents = CASE WHEN $4 THEN 0 ELSE i.tax_cents END
+   WHERE i.order_id = $1 AND +i.status = 1`;
+
 const ITEMS_JSON = `coalesce((SELECT json_agg(i ORDER BY i.order_item_id) FROM order_items i
                             WHERE i.order_id = p_order_id), '[]')`;
 
@@ -149,11 +162,7 @@ BEGIN
    WHERE order_id = p_order_id AND phase = p_from_phase
      AND (p_lease_free_at IS NULL OR lease_until IS NULL OR lease_until <= p_lease_free_at);
   IF NOT FOUND THEN RETURN false; END IF;
-  UPDATE order_items i
-     SET status = p_item_status, updated_at = p_now, status_changed_at = p_now,
-         shipcost_cents = CASE WHEN p_clear_charges THEN 0 ELSE i.shipcost_cents END,
-         tax_cents = CASE WHEN p_clear_charges THEN 0 ELSE i.tax_cents END
-   WHERE i.order_id = p_order_id AND i.status = 1;
+  ${bind(SETTLE_ITEMS_SQL, ['p_order_id', 'p_item_status', 'p_now', 'p_clear_charges'])};
   IF cardinality(p_give_ids) > 0 THEN
     PERFORM 1 FROM listings WHERE listing_id = ANY(p_give_ids) ORDER BY listing_id FOR UPDATE;
     UPDATE listings l SET stock = l.stock + t.copies

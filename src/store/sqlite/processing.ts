@@ -19,6 +19,17 @@ import { eventRecorder } from './webhooks.js';
 /** Raised inside a reservation to roll it back whole when a listing no longer has the stock. */
 class ShortOfStock extends Error {}
 
+/**
+ * A settled order's pending items take its final status. `+status` (SQLite's way of keeping a term off the
+ * indexes): the items are found by their order (order_items_order). SQLite gathers no statistics unless told
+ * to, and without them it took order_items_status for `status = 1`: each settlement read every pending item of
+ * every order, a cost that grew with the backlog.
+ */
+export const SETTLE_ITEMS_SQL = `UPDATE order_items SET status = @status, updated_at = @now, status_changed_at = @now,
+            shipcost_cents = CASE WHEN @clear = 1 THEN 0 ELSE shipcost_cents END,
+            tax_cents = CASE WHEN @clear = 1 THEN 0 ELSE tax_cents END
+      WHERE order_id = @orderId AND +status = 1`;
+
 /** The worker's atomic steps: count an attempt, apply a priced reservation, settle. */
 export function sqliteProcessing(db: Db): ProcessingStore {
   const read = orderReader(db);
@@ -48,12 +59,7 @@ export function sqliteProcessing(db: Db): ProcessingStore {
       WHERE order_id = @orderId AND phase = @fromPhase
         AND (@leaseFreeAt IS NULL OR lease_until IS NULL OR lease_until <= @leaseFreeAt)`,
   );
-  const settleItems = db.prepare(
-    `UPDATE order_items SET status = @status, updated_at = @now, status_changed_at = @now,
-            shipcost_cents = CASE WHEN @clear = 1 THEN 0 ELSE shipcost_cents END,
-            tax_cents = CASE WHEN @clear = 1 THEN 0 ELSE tax_cents END
-      WHERE order_id = @orderId AND status = 1`,
-  );
+  const settleItems = db.prepare(SETTLE_ITEMS_SQL);
   const writeLedger = ledgerWriter(db);
   const recordEvent = eventRecorder(db);
 
