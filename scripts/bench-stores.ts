@@ -40,7 +40,6 @@ export function parseStoreKinds(value: string): StoreKind[] {
   });
 }
 
-/** The store kind the environment picks: PostgreSQL when DATABASE_URL is set. */
 /**
  * 0 once every order is settled, else 1. It stops at the first unsettled order, where a count reads them all: a
  * count of a backlog of thousands, polled every 20 ms, was a tenth of the PostgreSQL server's CPU in a drain
@@ -48,6 +47,7 @@ export function parseStoreKinds(value: string): StoreKind[] {
  */
 export const ANY_UNSETTLED = `SELECT count(*) FROM (SELECT 1 FROM orders WHERE phase <> 'settled' LIMIT 1) AS o`;
 
+/** The store kind the environment picks: PostgreSQL when DATABASE_URL is set. */
 export const defaultStoreKind = (): StoreKind => (process.env.DATABASE_URL ? 'postgres' : 'sqlite');
 
 /** `temporary`: removed at the end of the run, so a SECRETS_KEY file generated beside it need not be told. */
