@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import type pg from 'pg';
 import { PRICING_SQL } from './catalog.js';
 import { INSERT_SQL as LEDGER_SQL } from './ledger.js';
+import { itemsJsonOf } from './orders.js';
 import { EVENT_SQL } from './webhooks.js';
 
 /**
@@ -61,8 +62,7 @@ export const SETTLE_ITEMS_SQL = `UPDATE order_items i
          tax_cents = CASE WHEN $4 THEN 0 ELSE i.tax_cents END
    WHERE i.order_id = $1 AND +i.status = 1`;
 
-const ITEMS_JSON = `coalesce((SELECT json_agg(i ORDER BY i.order_item_id) FROM order_items i
-                            WHERE i.order_id = p_order_id), '[]')`;
+const ITEMS_JSON = itemsJsonOf('p_order_id');
 
 /**
  * Counts an attempt (the order's row lock), then reads the order, its items and, when the attempt is to reserve

@@ -30,13 +30,14 @@ const ACCEPT_SQL = `
   SELECT a.*, coalesce((SELECT json_agg(i ORDER BY i.order_item_id) FROM items i), '[]') AS items
     FROM accepted a`;
 
+/** The items of the order `orderId` (an SQL expression) as one JSON array of their rows, by order_item_id. */
+export const itemsJsonOf = (orderId: string): string =>
+  `coalesce((SELECT json_agg(i ORDER BY i.order_item_id) FROM order_items i WHERE i.order_id = ${orderId}), '[]')`;
+
 // The order and its items in one statement, hence one snapshot. Both as JSON of their rows (as the order
 // functions return them): the statement's result type does not change when a column is added, so it is prepared
 // once per connection (postgres.pool.ts prepares no statement with a `*`).
-const ORDER_WITH_ITEMS = `
-  SELECT row_to_json(o) AS r, coalesce((SELECT json_agg(i ORDER BY i.order_item_id) FROM order_items i
-                                         WHERE i.order_id = o.order_id), '[]') AS items
-    FROM orders o`;
+const ORDER_WITH_ITEMS = `SELECT row_to_json(o) AS r, ${itemsJsonOf('o.order_id')} AS items FROM orders o`;
 const ORDER_WITH_ITEMS_SQL = `${ORDER_WITH_ITEMS} WHERE o.order_id = $1`;
 const ORDERS_WITH_ITEMS_SQL = `${ORDER_WITH_ITEMS} WHERE o.order_id = ANY($1::bigint[])`;
 
