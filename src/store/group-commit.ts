@@ -1,5 +1,13 @@
 import { groupCalls } from '../group-calls.js';
-import type { AcceptResult, NewOrder, OrderStore, ProcessingStore, Settlement } from './store.port.js';
+import type {
+  AcceptResult,
+  AttemptBegun,
+  AttemptRequest,
+  NewOrder,
+  OrderStore,
+  ProcessingStore,
+  Settlement,
+} from './store.port.js';
 
 /** Most orders accepted in one transaction; more wait for the next. */
 export const MAX_GROUP = 64;
@@ -29,5 +37,37 @@ export function groupSettlements(processing: ProcessingStore, maxGroup = MAX_GRO
   return {
     ...processing,
     settle: groupCalls((group: readonly Settlement[]) => processing.settleMany(group), maxGroup),
+  };
+}
+
+/**
+ * Attempts begun together (a worker's jobs that started in the same turn) share a transaction
+ * (`beginAttemptMany`): one commit for the group, and on PostgreSQL two round trips for it instead of two each.
+ * Two attempts at one order never share a group. Should a group fail (a deadlock with a writer elsewhere, say),
+ * nothing of it was kept and each attempt begins again alone, answering for itself.
+ */
+export function groupAttempts(processing: ProcessingStore, maxGroup = MAX_GROUP): ProcessingStore {
+  const alone = ({ orderId, lease, price }: AttemptRequest) => processing.beginAttempt(orderId, lease, price);
+  // Each attempt's own outcome, so that one failing alone fails for itself only.
+  const settled = (attempts: Promise<AttemptBegun | null>[]) => Promise.allSettled(attempts);
+  const begin = groupCalls(
+    async (group: readonly AttemptRequest[]): Promise<PromiseSettledResult<AttemptBegun | null>[]> => {
+      if (group.length === 1) return settled([alone(group[0]!)]);
+      try {
+        return settled((await processing.beginAttemptMany(group)).map((b) => Promise.resolve(b)));
+      } catch {
+        return settled(group.map(alone));
+      }
+    },
+    maxGroup,
+    (request) => String(request.orderId),
+  );
+  return {
+    ...processing,
+    async beginAttempt(orderId, lease, price) {
+      const outcome = await begin({ orderId, lease, price });
+      if (outcome.status === 'rejected') throw outcome.reason;
+      return outcome.value;
+    },
   };
 }

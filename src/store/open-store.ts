@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import { createSealer } from '../domain/secrets.js';
-import { groupCommits, groupSettlements } from './group-commit.js';
+import { groupAttempts, groupCommits, groupSettlements } from './group-commit.js';
 import { resolveSecretsKey } from './secrets-key.js';
 import type { Store } from './store.port.js';
 
@@ -9,8 +9,8 @@ const toStderr = (message: string): void => void process.stderr.write(`${message
 /**
  * The store every process uses: PostgreSQL when DATABASE_URL is set, else the SQLite file at DB_PATH; its
  * secrets under SECRETS_KEY (on SQLite without it, the data folder's secrets.key, generated once and told to
- * `note`, stderr by default). Single orders accepted together share a transaction, and so do settlements
- * (group-commit.ts).
+ * `note`, stderr by default). Single orders accepted together share a transaction, and so do attempts and
+ * settlements (group-commit.ts).
  */
 export async function openStore(
   config: Pick<Config, 'DATABASE_URL' | 'DB_PATH' | 'DB_POOL_SIZE' | 'SECRETS_KEY'> &
@@ -31,7 +31,7 @@ export async function openStore(
   return {
     ...store,
     orders: groupCommits(store.orders),
-    processing: groupSettlements(store.processing),
+    processing: groupAttempts(groupSettlements(store.processing)),
   };
 }
 

@@ -8,7 +8,14 @@ import { loadConfig } from '../../src/config.js';
 import { ItemStatus as S } from '../../src/domain/item-status.js';
 import { addCard, createClient } from '../../src/services/client-keys.js';
 import { openStore } from '../../src/store/open-store.js';
-import type { NewOrder, Reservation, Settlement, Store, StoredItem } from '../../src/store/store.port.js';
+import type {
+  AttemptStart,
+  NewOrder,
+  Reservation,
+  Settlement,
+  Store,
+  StoredItem,
+} from '../../src/store/store.port.js';
 import type { Probe } from '../../src/store/store.probe.js';
 import { LISTINGS, VENDORS } from '../helpers/fixtures.js';
 import { openProbe, TEST_STORE, testStoreEnv, type TestStoreEnv } from '../helpers/test-store.js';
@@ -384,6 +391,146 @@ describe(`the store port on ${TEST_STORE}`, () => {
     expect(attempts.find((a) => a!.reserved === null)!.order.phase).toBe('reserved');
     expect((await store.orders.get(orderId))!.order).toMatchObject({ attempts: 2, phase: 'reserved' });
     expect(await stockOf(WALDEN)).toBe(walden - 2);
+  });
+
+  it('begins a group of attempts in one transaction, each as alone; the last copy goes to one of them', async () => {
+    const lease = { leaseUntil: T0 + 10, maxAttempts: 5 };
+    const middlemarch = await stockOf(MIDDLEMARCH);
+    const walden = await stockOf(WALDEN);
+    // Two orders want every copy of Middlemarch (one with Walden as well): the first in id order gets them.
+    const first = await accepted([
+      { listingId: WALDEN, copies: 1 },
+      { listingId: MIDDLEMARCH, copies: middlemarch },
+    ]);
+    const second = await accepted([{ listingId: MIDDLEMARCH, copies: middlemarch }]);
+    const reserved = await accepted([{ listingId: WALDEN, copies: 1 }]);
+    await store.processing.beginAttempt(reserved, lease, (start) =>
+      reservationFor(reserved, start.items, [{ listingId: WALDEN, copies: 1 }]),
+    );
+    const taking = (orderId: number) => (start: AttemptStart) => {
+      return reservationFor(
+        orderId,
+        start.items,
+        [...new Set(start.items.map((i) => i.listingId))].map((listingId) => ({
+          listingId,
+          copies: start.items.filter((i) => i.listingId === listingId).length,
+        })),
+      );
+    };
+    // Out of id order, with an order already reserved (not priced) and one that does not exist.
+    const begun = await store.processing.beginAttemptMany([
+      { orderId: second, lease, price: taking(second) },
+      { orderId: 987_655, lease },
+      {
+        orderId: reserved,
+        lease,
+        price: () => {
+          throw new Error('priced a reserved order');
+        },
+      },
+      { orderId: first, lease, price: taking(first) },
+    ]);
+    expect(
+      begun.map((b) => b && { reserved: b.reserved, phase: b.order.phase, attempts: b.order.attempts }),
+    ).toEqual([
+      { reserved: 'short', phase: 'queued', attempts: 1 },
+      null,
+      { reserved: null, phase: 'reserved', attempts: 2 },
+      { reserved: 'applied', phase: 'queued', attempts: 1 },
+    ]);
+    expect(await store.orders.phaseOf(first)).toBe('reserved');
+    expect(await store.orders.phaseOf(second)).toBe('queued');
+    expect(await stockOf(MIDDLEMARCH)).toBe(0);
+    expect(await stockOf(WALDEN)).toBe(walden - 2);
+    expect((await store.orders.get(second))!.order.attempts).toBe(1);
+    // Give the copies back for the cases after this one.
+    const back = { listingId: MIDDLEMARCH, copies: middlemarch };
+    expect(await store.processing.settle({ ...giveUp(first), fromPhase: 'reserved', giveBack: [back] })).toBe(
+      true,
+    );
+    expect(await stockOf(MIDDLEMARCH)).toBe(middlemarch);
+  });
+
+  it('lets two groups of attempts take the same listings in opposite order of their orders without a deadlock', async () => {
+    const BLEAK_HOUSE = 1002;
+    const lease = { leaseUntil: T0 + 10, maxAttempts: 5 };
+    const [walden, bleak] = [await stockOf(WALDEN), await stockOf(BLEAK_HOUSE)];
+    const request = (orderId: number, listingId: number) => ({
+      orderId,
+      lease,
+      price: (start: AttemptStart) => reservationFor(orderId, start.items, [{ listingId, copies: 1 }]),
+    });
+    for (let round = 0; round < 8; round += 1) {
+      // By order id, the first group takes Walden then Bleak House, the second Bleak House then Walden.
+      const ids = [];
+      for (let n = 0; n < 4; n += 1) ids.push(await accepted([{ listingId: WALDEN, copies: 1 }]));
+      const [a1, a2, b1, b2] = ids as [number, number, number, number];
+      const groups = await Promise.allSettled([
+        store.processing.beginAttemptMany([request(a1, WALDEN), request(a2, BLEAK_HOUSE)]),
+        store.processing.beginAttemptMany([request(b1, BLEAK_HOUSE), request(b2, WALDEN)]),
+      ]);
+      expect(
+        groups.map((g) => (g.status === 'fulfilled' ? g.value.map((b) => b!.reserved) : g.reason)),
+      ).toEqual([
+        ['applied', 'applied'],
+        ['applied', 'applied'],
+      ]);
+      const giveBack = (orderId: number, listingId: number): Settlement => ({
+        ...giveUp(orderId),
+        fromPhase: 'reserved',
+        giveBack: [{ listingId, copies: 1 }],
+      });
+      await store.processing.settleMany([
+        giveBack(a1, WALDEN),
+        giveBack(a2, BLEAK_HOUSE),
+        giveBack(b1, BLEAK_HOUSE),
+        giveBack(b2, WALDEN),
+      ]);
+      expect([await stockOf(WALDEN), await stockOf(BLEAK_HOUSE)]).toEqual([walden, bleak]);
+    }
+  });
+
+  it('applies none of a group of attempts when one fails, and refuses an order twice', async () => {
+    const lease = { leaseUntil: T0 + 10, maxAttempts: 5 };
+    const walden = await stockOf(WALDEN);
+    const [first, second] = [
+      await accepted([{ listingId: WALDEN, copies: 1 }]),
+      await accepted([{ listingId: WALDEN, copies: 1 }]),
+    ];
+    const take = (orderId: number) => (start: AttemptStart) =>
+      reservationFor(orderId, start.items, [{ listingId: WALDEN, copies: 1 }]);
+    await expect(
+      store.processing.beginAttemptMany([
+        { orderId: first, lease, price: take(first) },
+        {
+          orderId: second,
+          lease,
+          price: () => {
+            throw new Error('pricing failed');
+          },
+        },
+      ]),
+    ).rejects.toThrow('pricing failed');
+    await expect(
+      store.processing.beginAttemptMany([
+        { orderId: first, lease },
+        { orderId: first, lease },
+      ]),
+    ).rejects.toThrow('twice');
+    for (const orderId of [first, second])
+      expect((await store.orders.get(orderId))!.order).toMatchObject({ attempts: 0, phase: 'queued' });
+    expect(await stockOf(WALDEN)).toBe(walden);
+    // Attempts asked for together are grouped (open-store.ts), each with its own answer; one that fails alone
+    // fails for itself.
+    const [a, b] = await Promise.allSettled([
+      store.processing.beginAttempt(first, lease, take(first)),
+      store.processing.beginAttempt(second, lease, () => {
+        throw new Error('pricing failed');
+      }),
+    ]);
+    expect(a).toMatchObject({ status: 'fulfilled', value: { reserved: 'applied' } });
+    expect(b).toMatchObject({ status: 'rejected', reason: { message: 'pricing failed' } });
+    expect(await stockOf(WALDEN)).toBe(walden - 1);
   });
 
   it('lets an attempt and a give-up race: either the order is reserved with its stock, or failed without', async () => {

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { groupCommits, groupSettlements } from '../../src/store/group-commit.js';
+import { groupAttempts, groupCommits, groupSettlements } from '../../src/store/group-commit.js';
 import type {
   AcceptResult,
+  AttemptBegun,
+  AttemptRequest,
   NewOrder,
   OrderStore,
   ProcessingStore,
@@ -96,5 +98,46 @@ describe('grouped settlements', () => {
     const answers = await Promise.all([7, 5, 7, 9].map(settle));
     expect(groups).toEqual([[7, 5, 7], [9]]);
     expect(answers).toEqual([true, true, false, true]);
+  });
+});
+
+describe('grouped attempts', () => {
+  const lease = { leaseUntil: 1, maxAttempts: 5 };
+  const begun = (orderId: number) => ({ order: { orderId } }) as unknown as AttemptBegun;
+  function recordingProcessing(failGroup: boolean) {
+    const groups: number[][] = [];
+    const alone: number[] = [];
+    const processing = {
+      async beginAttemptMany(batch: readonly AttemptRequest[]) {
+        groups.push(batch.map((r) => r.orderId));
+        if (failGroup) throw new Error('deadlock detected');
+        return batch.map((r) => begun(r.orderId));
+      },
+      async beginAttempt(orderId: number) {
+        alone.push(orderId);
+        if (orderId === 13) throw new Error('order 13 failed');
+        return begun(orderId);
+      },
+    } as unknown as ProcessingStore;
+    return { processing, groups, alone };
+  }
+
+  it('begins the attempts of one turn in one beginAttemptMany, each order once a group, a lone one alone', async () => {
+    const { processing, groups, alone } = recordingProcessing(false);
+    const grouped = groupAttempts(processing, 3);
+    const answers = await Promise.all([7, 5, 7, 9].map((id) => grouped.beginAttempt(id, lease)));
+    expect(groups).toEqual([[7, 5, 9]]);
+    expect(alone).toEqual([7]);
+    expect(answers.map((a) => a!.order.orderId)).toEqual([7, 5, 7, 9]);
+  });
+
+  it('begins each attempt of a failed group again alone, each failing for itself only', async () => {
+    const { processing, groups, alone } = recordingProcessing(true);
+    const grouped = groupAttempts(processing);
+    const answers = await Promise.allSettled([4, 13, 6].map((id) => grouped.beginAttempt(id, lease)));
+    expect(groups).toEqual([[4, 13, 6]]);
+    expect(alone.sort((a, b) => a - b)).toEqual([4, 6, 13]);
+    expect(answers.map((a) => a.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(answers[1]).toMatchObject({ reason: { message: 'order 13 failed' } });
   });
 });

@@ -82,6 +82,16 @@ export interface AttemptBegun extends AttemptStart {
   reserved: 'applied' | 'short' | null;
 }
 
+/** What pricing turns an order read by an attempt into: the reservation to apply. */
+export type PriceAttempt = (start: AttemptStart & { catalog: PricingCatalog }) => Reservation;
+
+/** One attempt of a group (beginAttemptMany): beginAttempt's arguments. */
+export interface AttemptRequest {
+  orderId: number;
+  lease: { leaseUntil: number; maxAttempts: number };
+  price?: PriceAttempt;
+}
+
 export interface ProcessingStore {
   /**
    * Counts an attempt at an unsettled order and returns it with its items as they stand after the count; an
@@ -93,8 +103,15 @@ export interface ProcessingStore {
   beginAttempt(
     orderId: number,
     lease: { leaseUntil: number; maxAttempts: number },
-    price?: (start: AttemptStart & { catalog: PricingCatalog }) => Reservation,
+    price?: PriceAttempt,
   ): Promise<AttemptBegun | null>;
+  /**
+   * Begins each attempt as `beginAttempt` would, in one transaction: what each returned, in their order. The
+   * orders are counted in id order, then the listings the reservations take are locked in id order across the
+   * group, as every writer locks them; a reservation short of stock is not written and the others are. An
+   * order may appear once only. When one attempt fails, none is applied.
+   */
+  beginAttemptMany(requests: readonly AttemptRequest[]): Promise<(AttemptBegun | null)[]>;
   /** Applies a priced attempt while the order is still queued, taking every stock change or none. */
   reserve(reservation: Reservation): Promise<ReserveResult>;
   /** Settles the order while it is still in `fromPhase` (and its lease allows); false when it no longer is. */
@@ -106,4 +123,10 @@ export interface ProcessingStore {
   settleMany(settlements: readonly Settlement[]): Promise<boolean[]>;
   /** Whether the ledger holds the entry: an authorisation the ledger knows is accounted for. */
   ledgerHas(entryKey: string): Promise<boolean>;
+}
+
+/** Refuses a group of attempts that names an order twice (beginAttemptMany). */
+export function onceEach(requests: readonly AttemptRequest[]): void {
+  const ids = new Set(requests.map((r) => r.orderId));
+  if (ids.size !== requests.length) throw new Error('a group of attempts names an order twice');
 }

@@ -203,42 +203,55 @@ export interface Statement {
   values: readonly unknown[];
 }
 
-/** The transaction of withTightTransaction: statements inside it, and the last one, which commits. */
+/** The transaction of withTightTransaction: statements inside it, and the last ones, which commit. */
 export interface TightTransaction extends Queryable {
-  /** Runs `statement` and COMMIT in one round trip; the statement's rows. The transaction is over after it. */
-  commitWith<R extends pg.QueryResultRow>(statement: Statement): Promise<R[]>;
+  /**
+   * Runs `statements` and COMMIT in one round trip; each statement's rows, in order. The transaction is over
+   * after it.
+   */
+  commitWith(statements: readonly Statement[]): Promise<pg.QueryResultRow[][]>;
 }
 
 /**
- * withTransaction in two round trips fewer: BEGIN travels with `first`, and `fn` may end the transaction with
- * `commitWith`, its last statement and COMMIT in one round trip (else COMMIT follows on its own). Both go as
- * one simple-protocol message of two statements, so their parameters are written into the text as literals
- * (`inline`): for short statements of numbers and internal words, such as the order functions' calls. Each
- * statement still runs alone, with a snapshot of its own, as under withTransaction; a failing one aborts the
- * transaction, which is rolled back. A lock taken by the last statement is held until its commit only, not for
- * a further round trip.
+ * withTransaction in two round trips fewer: BEGIN travels with the `first` statements, and `fn` may end the
+ * transaction with `commitWith`, its last statements and COMMIT in one round trip (else COMMIT follows on its
+ * own). Each goes as one simple-protocol message of several statements, so their parameters are written into
+ * the text as literals (`inline`): for short statements of numbers and internal words, such as the order
+ * functions' calls. Each statement still runs alone, with a snapshot of its own, as under withTransaction; a
+ * failing one aborts the transaction, which is rolled back. A lock taken by the last statements is held until
+ * their commit only, not for a further round trip.
  */
 export function withTightTransaction<T>(
   pool: pg.Pool,
-  first: Statement,
-  fn: (rows: pg.QueryResultRow[], tx: TightTransaction) => Promise<T>,
+  first: readonly Statement[],
+  fn: (rows: pg.QueryResultRow[][], tx: TightTransaction) => Promise<T>,
 ): Promise<T> {
   return onClient(pool, async (client) => {
     let committed = false;
-    const [, begun] = (await client.query(`BEGIN; ${inline(first)}`)) as unknown as pg.QueryResult[];
+    const begun = (await client.query(
+      `BEGIN; ${first.map(inline).join('; ')}`,
+    )) as unknown as pg.QueryResult[];
     const tx: TightTransaction = {
       query: (text, values) => {
         if (committed) throw new Error('the transaction is committed');
         return client.query(text, values);
       },
-      async commitWith<R extends pg.QueryResultRow>(statement: Statement) {
+      async commitWith(statements) {
         if (committed) throw new Error('the transaction is committed');
         committed = true;
-        const [last] = (await client.query(`${inline(statement)}; COMMIT`)) as unknown as pg.QueryResult<R>[];
-        return last!.rows;
+        if (statements.length === 0) {
+          await client.query('COMMIT');
+          return [];
+        }
+        const text = `${statements.map(inline).join('; ')}; COMMIT`;
+        const results = (await client.query(text)) as unknown as pg.QueryResult[];
+        return results.slice(0, statements.length).map((result) => result.rows);
       },
     };
-    const result = await fn(begun!.rows, tx);
+    const result = await fn(
+      begun.slice(1, 1 + first.length).map((r) => r.rows),
+      tx,
+    );
     if (!committed) await client.query('COMMIT');
     return result;
   });

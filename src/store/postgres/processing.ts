@@ -1,7 +1,9 @@
 import type pg from 'pg';
 import { listingsOf } from '../order.rows.js';
+import { onceEach } from '../port/processing.js';
 import type {
   AttemptBegun,
+  AttemptRequest,
   ProcessingStore,
   Reservation,
   ReserveResult,
@@ -94,29 +96,66 @@ function reservationCall(r: Reservation): Statement {
   };
 }
 
+/** The listings of a group's reservations locked in id order, before any of them is applied. */
+const LOCK_LISTINGS_SQL = `SELECT count(*) FROM (SELECT 1 FROM listings WHERE listing_id = ANY($1::bigint[])
+   ORDER BY listing_id FOR UPDATE) AS l`;
+
+/** An attempt as its count read it, and the reservation its pricing returned, if any. */
+function attemptStart(row: AttemptRow | null | undefined, request: AttemptRequest) {
+  if (!row) return { begun: null, reservation: null };
+  const order = toStoredOrder(row.order);
+  const items = row.items.map(toStoredItem);
+  if (!row.catalog) return { begun: { order, items, catalog: null, reserved: null }, reservation: null };
+  const catalog = toPricingCatalog(row.catalog, listingsOf(items));
+  const begun: AttemptBegun = { order, items, catalog, reserved: null };
+  return { begun, reservation: request.price ? request.price({ order, items, catalog }) : null };
+}
+
+/**
+ * Attempts in one transaction of two round trips: BEGIN with each count and everything pricing reads (the
+ * orders' row locks taken in id order), then the reservations with COMMIT, after one statement that locks every
+ * listing they take in id order (each reservation locks its own in that order too, but one after another they
+ * would not be, across the group). The listings' locks are held for that commit only. The orders' row locks are
+ * held since the counts, so each reservation finds its order queued; one short of stock writes nothing, and the
+ * counts and the other reservations commit.
+ */
+function beginAttempts(pool: pg.Pool) {
+  return async (requests: readonly AttemptRequest[]): Promise<(AttemptBegun | null)[]> => {
+    onceEach(requests);
+    const sorted = [...requests].sort((a, b) => a.orderId - b.orderId);
+    const counts = sorted.map(({ orderId, lease }) => ({
+      text: BEGIN_ATTEMPT_SQL,
+      values: [orderId, lease.leaseUntil, lease.maxAttempts],
+    }));
+    return withTightTransaction(pool, counts, async (rows, tx) => {
+      const starts = sorted.map((request, n) =>
+        attemptStart((rows[n]?.[0] as { a: AttemptRow | null } | undefined)?.a, request),
+      );
+      const reserving = starts.filter((s) => s.reservation !== null);
+      if (reserving.length > 0) {
+        const calls = reserving.map((s) => reservationCall(s.reservation!));
+        const taken = [...new Set(reserving.flatMap((s) => s.reservation!.take.map((t) => t.listingId)))];
+        const lock = reserving.length > 1 ? [{ text: LOCK_LISTINGS_SQL, values: [taken] }] : [];
+        const results = await tx.commitWith([...lock, ...calls]);
+        reserving.forEach((s, n) => {
+          const result = (results[lock.length + n]?.[0] as { result: ReserveResult } | undefined)?.result;
+          s.begun!.reserved = result === 'short' ? 'short' : 'applied';
+        });
+      }
+      const byOrder = new Map(sorted.map((r, n) => [r.orderId, starts[n]!.begun]));
+      return requests.map((r) => byOrder.get(r.orderId) ?? null);
+    });
+  };
+}
+
 /** The worker's atomic steps: count an attempt, apply a priced reservation, settle. */
 export function postgresProcessing(pool: pg.Pool): ProcessingStore {
+  const beginAttemptMany = beginAttempts(pool);
   return {
-    // One transaction of two round trips: BEGIN with the count and everything pricing reads, then the
-    // reservation with COMMIT (the listings it locks are held for its own commit only).
-    beginAttempt(orderId, { leaseUntil, maxAttempts }, price) {
-      const count = { text: BEGIN_ATTEMPT_SQL, values: [orderId, leaseUntil, maxAttempts] };
-      return withTightTransaction(pool, count, async (rows, tx): Promise<AttemptBegun | null> => {
-        const begun = (rows[0] as { a: AttemptRow | null } | undefined)?.a;
-        if (!begun) return null;
-        const order = toStoredOrder(begun.order);
-        const items = begun.items.map(toStoredItem);
-        if (!begun.catalog) return { order, items, catalog: null, reserved: null };
-        const catalog = toPricingCatalog(begun.catalog, listingsOf(items));
-        if (!price) return { order, items, catalog, reserved: null };
-        // The order's row lock is held since the count: the reservation finds it queued. Short of stock, it
-        // writes nothing, and the count commits.
-        const [reserved] = await tx.commitWith<{ result: ReserveResult }>(
-          reservationCall(price({ order, items, catalog })),
-        );
-        return { order, items, catalog, reserved: reserved!.result === 'short' ? 'short' : 'applied' };
-      });
+    async beginAttempt(orderId, lease, price) {
+      return (await beginAttemptMany([{ orderId, lease, price }]))[0]!;
     },
+    beginAttemptMany,
     async reserve(reservation) {
       const { text, values } = reservationCall(reservation);
       const { rows } = await pool.query<{ result: ReserveResult }>(text, [...values]);

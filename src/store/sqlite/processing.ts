@@ -1,9 +1,9 @@
 import { ItemStatus } from '../../domain/item-status.js';
 import { listingsOf } from '../order.rows.js';
+import { onceEach } from '../port/processing.js';
 import type {
   AttemptBegun,
-  AttemptStart,
-  PricingCatalog,
+  AttemptRequest,
   ProcessingStore,
   Reservation,
   ReserveResult,
@@ -91,30 +91,33 @@ export function sqliteProcessing(db: Db): ProcessingStore {
     return 'applied';
   });
 
-  const beginAttempt = db.transaction(
-    (
-      orderId: number,
-      lease: { leaseUntil: number; maxAttempts: number },
-      price: ((start: AttemptStart & { catalog: PricingCatalog }) => Reservation) | undefined,
-    ): AttemptBegun | null => {
-      countAttempt.run({ orderId, ...lease });
-      const stored = read(orderId);
-      if (!stored) return null;
-      const { phase, attempts } = stored.order;
-      if (phase !== 'queued' || attempts > lease.maxAttempts)
-        return { ...stored, catalog: null, reserved: null };
-      const start = { ...stored, catalog: readPricingCatalog(listingsOf(stored.items)) };
-      if (!price) return { ...start, reserved: null };
-      try {
-        // A nested transaction is a savepoint: a reservation short of stock is undone, the count kept.
-        reserve(price(start));
-        return { ...start, reserved: 'applied' };
-      } catch (err) {
-        if (!(err instanceof ShortOfStock)) throw err;
-        return { ...start, reserved: 'short' };
-      }
-    },
-  );
+  const beginOne = ({ orderId, lease, price }: AttemptRequest): AttemptBegun | null => {
+    countAttempt.run({ orderId, ...lease });
+    const stored = read(orderId);
+    if (!stored) return null;
+    const { phase, attempts } = stored.order;
+    if (phase !== 'queued' || attempts > lease.maxAttempts)
+      return { ...stored, catalog: null, reserved: null };
+    const start = { ...stored, catalog: readPricingCatalog(listingsOf(stored.items)) };
+    if (!price) return { ...start, reserved: null };
+    try {
+      // A nested transaction is a savepoint: a reservation short of stock is undone, the count kept.
+      reserve(price(start));
+      return { ...start, reserved: 'applied' };
+    } catch (err) {
+      if (!(err instanceof ShortOfStock)) throw err;
+      return { ...start, reserved: 'short' };
+    }
+  };
+  const beginAttempt = db.transaction(beginOne);
+  // One after the other in order id order under one write lock: each sees the stock the ones before it took.
+  const beginAttemptMany = db.transaction((requests: readonly AttemptRequest[]) => {
+    onceEach(requests);
+    const begun = new Map(
+      [...requests].sort((a, b) => a.orderId - b.orderId).map((r) => [r.orderId, beginOne(r)]),
+    );
+    return requests.map((r) => begun.get(r.orderId) ?? null);
+  });
 
   const settleOne = (s: Settlement): boolean => {
     const { orderId, fromPhase, now } = s;
@@ -137,7 +140,10 @@ export function sqliteProcessing(db: Db): ProcessingStore {
 
   return {
     async beginAttempt(orderId, lease, price) {
-      return beginAttempt.immediate(orderId, lease, price);
+      return beginAttempt.immediate({ orderId, lease, price });
+    },
+    async beginAttemptMany(requests) {
+      return beginAttemptMany.immediate(requests);
     },
     async reserve(reservation) {
       try {
