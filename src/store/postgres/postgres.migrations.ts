@@ -1,3 +1,4 @@
+import { UNSETTLED_BY_AGE_MIGRATION } from '../unsettled-by-age.sql.js';
 import { UNSETTLED_PER_CLIENT_MIGRATION } from '../unsettled-per-client.sql.js';
 import { DELIVERY_CLAIMS_MIGRATION } from './delivery-claims.migration.js';
 import { EVENT_TYPE_MIGRATION } from './event-type.migration.js';
@@ -207,6 +208,7 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   TRACE_CONTEXT_MIGRATION,
   { version: 11, ...RETENTION_MIGRATION },
   OUTBOX_SIGNAL_MIGRATION,
+  { version: 13, ...UNSETTLED_BY_AGE_MIGRATION },
 ];
 
 // Any constant will do, as long as every process of the service takes the same one.

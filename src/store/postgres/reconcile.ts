@@ -4,8 +4,11 @@ import type { ReconcileStore, StaleItem, StaleItemKey, StaleOrder, StaleOrderKey
 const START_ORDER: StaleOrderKey = { createdAt: Number.MIN_SAFE_INTEGER, orderId: 0 };
 const START_ITEM: StaleItemKey = { statusChangedAt: Number.MIN_SAFE_INTEGER, orderItemId: 0 };
 
-// Unsettled orders are exactly those with QUEUED items; served by the partial index orders_unsettled.
-const STALE_ORDERS_SQL = `
+/**
+ * Unsettled orders are exactly those with QUEUED items: a page of them by age is a range of the partial index
+ * orders_unsettled (created_at, order_id, phase), read in order (unsettled-by-age.sql.ts).
+ */
+export const STALE_ORDERS_SQL = `
   SELECT order_id AS "orderId", attempts, created_at AS "createdAt" FROM orders
    WHERE phase <> 'settled' AND created_at < $1 AND (created_at, order_id) > ($2, $3)
    ORDER BY created_at, order_id LIMIT $4`;

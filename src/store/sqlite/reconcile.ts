@@ -4,14 +4,17 @@ import type { Db } from './sqlite.db.js';
 const START_ORDER: StaleOrderKey = { createdAt: Number.MIN_SAFE_INTEGER, orderId: 0 };
 const START_ITEM: StaleItemKey = { statusChangedAt: Number.MIN_SAFE_INTEGER, orderItemId: 0 };
 
+/**
+ * Unsettled orders are exactly those with QUEUED items: a page of them by age is a range of the partial index
+ * orders_unsettled (created_at, order_id, phase), read in order (unsettled-by-age.sql.ts).
+ */
+export const STALE_ORDERS_SQL = `SELECT order_id AS orderId, attempts, created_at AS createdAt FROM orders
+      WHERE phase <> 'settled' AND created_at < ? AND (created_at, order_id) > (?, ?)
+      ORDER BY created_at, order_id LIMIT ?`;
+
 /** Read-only, batched queries for what reconciliation moves on; the moves go through the other stores. */
 export function sqliteReconcile(db: Db): ReconcileStore {
-  // Unsettled orders are exactly those with QUEUED items; served by the partial index orders_unsettled.
-  const staleOrders = db.prepare<[number, number, number, number], StaleOrder>(
-    `SELECT order_id AS orderId, attempts, created_at AS createdAt FROM orders
-      WHERE phase <> 'settled' AND created_at < ? AND (created_at, order_id) > (?, ?)
-      ORDER BY created_at, order_id LIMIT ?`,
-  );
+  const staleOrders = db.prepare<[number, number, number, number], StaleOrder>(STALE_ORDERS_SQL);
   // Served by order_items_status (status, status_changed_at).
   const staleItems = db.prepare<[number, number, number, number, number], StaleItem>(
     `SELECT order_item_id AS orderItemId, order_id AS orderId, status, status_changed_at AS statusChangedAt

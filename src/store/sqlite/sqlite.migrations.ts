@@ -1,3 +1,4 @@
+import { UNSETTLED_BY_AGE_MIGRATION } from '../unsettled-by-age.sql.js';
 import { UNSETTLED_PER_CLIENT_MIGRATION } from '../unsettled-per-client.sql.js';
 import { DELIVERY_CLAIMS_MIGRATION } from './delivery-claims.migration.js';
 import { EVENT_TYPE_MIGRATION } from './event-type.migration.js';
@@ -181,4 +182,5 @@ export const MIGRATIONS: readonly SqliteMigration[] = [
   EVENT_TYPE_MIGRATION,
   TRACE_CONTEXT_MIGRATION,
   { version: 12, ...RETENTION_MIGRATION },
+  { version: 13, ...UNSETTLED_BY_AGE_MIGRATION },
 ];
