@@ -3,10 +3,11 @@
 // (Prefer: respond-async) while the workers run, until every one is final; CPU of each process from /proc;
 // BullMQ's own rate for no-op jobs on the same Redis. Writes the "Orders end to end" section of BENCHMARKS.md.
 //   node --import tsx scripts/bench-orders.ts [--orders 2000] [--stores sqlite,postgres] [--workers 1,2,4]
-//     [--rounds 1] [--pooling direct,pgbouncer] [--durable] [--pgbench] [--latency-ms 0] [--concurrency 8]
+//     [--rounds 1] [--pooling direct,pgbouncer] [--durable] [--pgbench] [--latency-ms 0] [--concurrency N]
 //     [--warmup 0] [--no-write]
 // --durable: PostgreSQL with fsync and synchronous_commit on; --pgbench: pgbench against the same server before
-// and after the runs; --latency-ms: SANDBOX_PAYMENT_LATENCY_MS; --concurrency: WORKER_CONCURRENCY.
+// and after the runs; --latency-ms: SANDBOX_PAYMENT_LATENCY_MS; --concurrency: WORKER_CONCURRENCY (the service's default
+// unless given).
 // --warmup N: N orders posted and settled end to end before the measured phases, so that every process runs
 // code V8 has compiled already, as one that has been up for a while does (0: processes start cold, as before).
 // --pooling: on PostgreSQL, each run once on a direct connection and once through a private PgBouncer in
@@ -61,7 +62,7 @@ const { values } = parseArgs({
     durable: { type: 'boolean', default: false },
     pgbench: { type: 'boolean', default: false },
     'latency-ms': { type: 'string', default: '0' },
-    concurrency: { type: 'string', default: '8' },
+    concurrency: { type: 'string' },
     warmup: { type: 'string', default: '0' },
     'no-write': { type: 'boolean', default: false },
   },
@@ -76,7 +77,8 @@ const STORES = parseStoreKinds(values.stores);
 const WORKERS = values.workers.split(',').map(Number);
 /** Every setup once per round, the rounds one after the other: a burst of load from elsewhere hits one round. */
 const ROUNDS = Number(values.rounds);
-const CONCURRENCY = Number(values.concurrency);
+// The service's own WORKER_CONCURRENCY unless told.
+const CONCURRENCY = Number(values.concurrency ?? loadConfig({}).WORKER_CONCURRENCY);
 /** The sandbox processor's delay per authorisation (SANDBOX_PAYMENT_LATENCY_MS), as a remote processor's. */
 const LATENCY_MS = values['latency-ms'];
 const IN_FLIGHT = 32;
