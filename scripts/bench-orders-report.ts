@@ -1,10 +1,14 @@
 // The "Orders end to end" section of BENCHMARKS.md from the runs of scripts/bench-orders.ts: throughput,
 // the CPU each order costs, and what that leaves on this machine's cores.
 import os from 'node:os';
+import { loadConfig } from '../src/config.js';
 import type { StoreKind } from './bench-stores.js';
 
 /** The whole machine's busy CPU, other users' included: how much of the cores this run had. */
 export const MACHINE = 'machine';
+
+/** The jobs a worker runs at once unless told: the service's own WORKER_CONCURRENCY default. */
+export const DEFAULT_CONCURRENCY = loadConfig({}).WORKER_CONCURRENCY;
 
 /** How the runs were made, as the section states it. */
 export interface Setup {
@@ -179,7 +183,7 @@ export function ordersSection(s: Setup, runs: Run[]): string {
     `node --import tsx scripts/bench-orders.ts --orders ${s.orders} --stores ${s.stores.join(',')} ` +
     `--workers ${s.workers.join(',')}${s.rounds > 1 ? ` --rounds ${s.rounds}` : ''}` +
     `${s.durable ? ' --durable' : ''}${s.latencyMs ? ` --latency-ms ${s.latencyMs}` : ''}` +
-    `${s.concurrency !== 8 ? ` --concurrency ${s.concurrency}` : ''}${s.warmup ? ` --warmup ${s.warmup}` : ''}`;
+    `${s.concurrency !== DEFAULT_CONCURRENCY ? ` --concurrency ${s.concurrency}` : ''}${s.warmup ? ` --warmup ${s.warmup}` : ''}`;
   return [
     `Command: \`${command}\` (${os.cpus().length} cores, ${new Date().toISOString().slice(0, 10)}; ${s.versions})`,
     '',

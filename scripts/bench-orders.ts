@@ -49,7 +49,7 @@ import { machineBusySeconds, treeCpuSeconds } from './process-stats.js';
 import { startPgBouncer, type RunningPgBouncer } from './pgbouncer.js';
 import { runPgbench } from './pgbench.js';
 import { ensureRedis, freePort, type RunningRedis } from './redis.js';
-import { MACHINE, ordersSection, type Phase, type Run } from './bench-orders-report.js';
+import { DEFAULT_CONCURRENCY, MACHINE, ordersSection, type Phase, type Run } from './bench-orders-report.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const { values } = parseArgs({
@@ -77,8 +77,7 @@ const STORES = parseStoreKinds(values.stores);
 const WORKERS = values.workers.split(',').map(Number);
 /** Every setup once per round, the rounds one after the other: a burst of load from elsewhere hits one round. */
 const ROUNDS = Number(values.rounds);
-// The service's own WORKER_CONCURRENCY unless told.
-const CONCURRENCY = Number(values.concurrency ?? loadConfig({}).WORKER_CONCURRENCY);
+const CONCURRENCY = Number(values.concurrency ?? DEFAULT_CONCURRENCY);
 /** The sandbox processor's delay per authorisation (SANDBOX_PAYMENT_LATENCY_MS), as a remote processor's. */
 const LATENCY_MS = values['latency-ms'];
 const IN_FLIGHT = 32;
