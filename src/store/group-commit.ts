@@ -49,15 +49,17 @@ export function groupSettlements(processing: ProcessingStore, maxGroup = MAX_GRO
 export function groupAttempts(processing: ProcessingStore, maxGroup = MAX_GROUP): ProcessingStore {
   const alone = ({ orderId, lease, price }: AttemptRequest) => processing.beginAttempt(orderId, lease, price);
   // Each attempt's own outcome, so that one failing alone fails for itself only.
-  const settled = (attempts: Promise<AttemptBegun | null>[]) => Promise.allSettled(attempts);
   const begin = groupCalls(
     async (group: readonly AttemptRequest[]): Promise<PromiseSettledResult<AttemptBegun | null>[]> => {
-      if (group.length === 1) return settled([alone(group[0]!)]);
-      try {
-        return settled((await processing.beginAttemptMany(group)).map((b) => Promise.resolve(b)));
-      } catch {
-        return settled(group.map(alone));
+      if (group.length > 1) {
+        try {
+          const begun = await processing.beginAttemptMany(group);
+          return begun.map((value) => ({ status: 'fulfilled', value }));
+        } catch {
+          // Begun again below, each alone.
+        }
       }
+      return Promise.allSettled(group.map(alone));
     },
     maxGroup,
     (request) => String(request.orderId),

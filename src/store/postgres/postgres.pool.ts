@@ -228,9 +228,7 @@ export function withTightTransaction<T>(
 ): Promise<T> {
   return onClient(pool, async (client) => {
     let committed = false;
-    const begun = (await client.query(
-      `BEGIN; ${first.map(inline).join('; ')}`,
-    )) as unknown as pg.QueryResult[];
+    const begun = await inOneMessage(client, first, { begin: true });
     const tx: TightTransaction = {
       query: (text, values) => {
         if (committed) throw new Error('the transaction is committed');
@@ -239,19 +237,10 @@ export function withTightTransaction<T>(
       async commitWith(statements) {
         if (committed) throw new Error('the transaction is committed');
         committed = true;
-        if (statements.length === 0) {
-          await client.query('COMMIT');
-          return [];
-        }
-        const text = `${statements.map(inline).join('; ')}; COMMIT`;
-        const results = (await client.query(text)) as unknown as pg.QueryResult[];
-        return results.slice(0, statements.length).map((result) => result.rows);
+        return inOneMessage(client, statements, { commit: true });
       },
     };
-    const result = await fn(
-      begun.slice(1, 1 + first.length).map((r) => r.rows),
-      tx,
-    );
+    const result = await fn(begun, tx);
     if (!committed) await client.query('COMMIT');
     return result;
   });
@@ -265,11 +254,24 @@ export function inOneTransaction(
   pool: pg.Pool,
   statements: readonly Statement[],
 ): Promise<pg.QueryResultRow[][]> {
-  return onClient(pool, async (client) => {
-    const text = `BEGIN; ${statements.map(inline).join('; ')}; COMMIT`;
-    const results = (await client.query(text)) as unknown as pg.QueryResult[];
-    return results.slice(1, 1 + statements.length).map((result) => result.rows);
-  });
+  return onClient(pool, (client) => inOneMessage(client, statements, { begin: true, commit: true }));
+}
+
+/**
+ * `statements` as one simple-protocol message (their parameters inlined), after BEGIN and before COMMIT when
+ * asked: each statement's rows, in order.
+ */
+async function inOneMessage(
+  client: pg.ClientBase,
+  statements: readonly Statement[],
+  { begin = false, commit = false }: { begin?: boolean; commit?: boolean },
+): Promise<pg.QueryResultRow[][]> {
+  const parts = [...(begin ? ['BEGIN'] : []), ...statements.map(inline), ...(commit ? ['COMMIT'] : [])];
+  const results = (await client.query(parts.join('; '))) as unknown as pg.QueryResult | pg.QueryResult[];
+  // node-postgres answers a message of one statement with its result alone, of several with an array.
+  const each = Array.isArray(results) ? results : [results];
+  const from = begin ? 1 : 0;
+  return each.slice(from, from + statements.length).map((result) => result.rows);
 }
 
 /** Calls one round trip and commit carries at most. */
