@@ -44,6 +44,8 @@ interface Counts {
   xacts: number;
   /** Statements the service sent (top level): its round trips to the server. */
   sent: number;
+  /** Plans the server made (pg_stat_statements plans, top level and in functions): statements planned afresh. */
+  planned: number;
   statements: Map<string, number>;
   /** Milliseconds the server spent executing each statement (total_exec_time), by statement. */
   times: Map<string, number>;
@@ -53,8 +55,14 @@ async function counts(client: pg.Client): Promise<Counts> {
   const xacts = await client.query<{ n: string }>(
     `SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()`,
   );
-  const statements = await client.query<{ query: string; calls: string; toplevel: boolean; ms: number }>(
-    `SELECT query, calls, toplevel, total_exec_time AS ms FROM pg_stat_statements s
+  const statements = await client.query<{
+    query: string;
+    calls: string;
+    plans: string;
+    toplevel: boolean;
+    ms: number;
+  }>(
+    `SELECT query, calls, plans, toplevel, total_exec_time AS ms FROM pg_stat_statements s
        JOIN pg_database d ON d.oid = s.dbid
       WHERE d.datname = current_database()`,
   );
@@ -63,6 +71,7 @@ async function counts(client: pg.Client): Promise<Counts> {
   return {
     xacts: Number(xacts.rows[0]!.n),
     sent: statements.rows.filter((r) => r.toplevel).reduce((sum, r) => sum + Number(r.calls), 0),
+    planned: statements.rows.reduce((sum, r) => sum + Number(r.plans), 0),
     statements: new Map(statements.rows.map((r) => [label(r), Number(r.calls)])),
     times: new Map(statements.rows.map((r) => [label(r), Number(r.ms)])),
   };
@@ -77,7 +86,13 @@ function delta(before: Counts, after: Counts): Counts {
   }
   const times = new Map<string, number>();
   for (const [query, ms] of after.times) times.set(query, ms - (before.times.get(query) ?? 0));
-  return { xacts: after.xacts - before.xacts, sent: after.sent - before.sent, statements, times };
+  return {
+    xacts: after.xacts - before.xacts,
+    sent: after.sent - before.sent,
+    planned: after.planned - before.planned,
+    statements,
+    times,
+  };
 }
 
 // This script's own poll, left out of every count. pg_stat_statements merges statements of the same shape
@@ -95,7 +110,11 @@ async function main() {
     if (!process.env.DATABASE_URL) {
       server = await startPrivatePostgres({
         durable: true,
-        settings: ['shared_preload_libraries=pg_stat_statements', 'pg_stat_statements.track=all'],
+        settings: [
+          'shared_preload_libraries=pg_stat_statements',
+          'pg_stat_statements.track=all',
+          'pg_stat_statements.track_planning=on',
+        ],
       });
       process.env.DATABASE_URL = server.url;
     }
@@ -140,6 +159,7 @@ async function main() {
     const run: Counts = {
       xacts: measured.xacts - polls,
       sent: measured.sent - polls,
+      planned: measured.planned - polls,
       statements: new Map([...measured.statements].filter(([q]) => !isPoll(q))),
       times: measured.times,
     };
@@ -159,6 +179,7 @@ async function main() {
 
     const background = (idle.xacts / IDLE_S) * (seconds + FLUSH_S);
     const backgroundSent = (idle.sent / IDLE_S) * (seconds + FLUSH_S);
+    const backgroundPlanned = (idle.planned / IDLE_S) * (seconds + FLUSH_S);
     const lines = [
       `${ORDERS} real orders (Prefer: respond-async, ${IN_FLIGHT} in flight), one web and one worker, PostgreSQL with`,
       'fsync and synchronous_commit on; the server counts. Background work measured idle for',
@@ -172,6 +193,7 @@ async function main() {
       `| transactions (xact_commit + xact_rollback) | ${perOrder(run.xacts)} |`,
       `| transactions less background | ${perOrder(run.xacts - background)} |`,
       `| statements sent (round trips) less background | ${perOrder(run.sent - backgroundSent)} |`,
+      `| statements planned (top level and in functions) less background | ${perOrder(run.planned - backgroundPlanned)} |`,
       '',
       '| statement | calls per order |',
       '|---|---|',
