@@ -37,8 +37,8 @@ interface OrderFunction {
  * Every statement of these functions is shaped for one plan (a key lookup, a join with the few listings of one
  * order), so each runs a generic plan, planned once per session. Left to choose, PostgreSQL planned the two that
  * join the listings with unnest(p_take_ids, p_take_copies) afresh at every call, for ever: a plan for the
- * arrays' actual length always looks cheaper than one for unnest's default estimate of 100 rows. That planning
- * was a tenth of the server's CPU per order (issue 17).
+ * arrays' actual length always looks cheaper than one for the 10 rows the planner guesses for an array it cannot
+ * see. That planning was a tenth of the server's CPU per order (issue 17).
  */
 const PLAN_ONCE = 'SET plan_cache_mode = force_generic_plan';
 
