@@ -41,7 +41,7 @@ export async function createDeps(
     logger.info(
       'DATABASE_POOLING=transaction without DATABASE_DIRECT_URL: no session on the database (no LISTEN); the service polls',
     );
-  const redis = createRedis(config, `${config.QUEUE_PREFIX}-cmd`, true);
+  const redis = createRedis(config, `${config.QUEUE_PREFIX}-cmd`);
   redis.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
   const usdPer = loadUsdPer();
   const taxRules = loadTaxRules();

@@ -10,23 +10,11 @@ export type RedisConfig = Pick<Config, 'REDIS_URL' | 'REDIS_CLUSTER'>;
 /**
  * A connection for commands that must fail fast when Redis is down (lockouts, rate limits, enqueueing),
  * so a request is never held hostage by a reconnect loop.
- *
- * `pipeline`: commands issued in one turn of the event loop (the web's signature and rate-limit calls of the
- * requests it handles together) go to the server in one write (ioredis' auto-pipelining), each still answered and
- * failed on its own; on the load mix the web's event-loop p99 was lower in five runs of five (issue 17). Left off
- * on a cluster, where ioredis' pipelines have failed on slots that moved, and on BullMQ's connection: its Lua
- * scripts are custom commands, which ioredis has left unsettled when auto-pipelined without an offline queue
- * (ioredis #1511).
  */
-export function createRedis(config: RedisConfig, name: string, pipeline = false): RedisClient {
+export function createRedis(config: RedisConfig, name: string): RedisClient {
   const options = { connectionName: name, maxRetriesPerRequest: 1, connectTimeout: 2000 };
   if (config.REDIS_CLUSTER) return createCluster(config.REDIS_URL, options, { enableOfflineQueue: false });
-  return new Redis(config.REDIS_URL, {
-    ...options,
-    enableOfflineQueue: false,
-    lazyConnect: false,
-    enableAutoPipelining: pipeline,
-  });
+  return new Redis(config.REDIS_URL, { ...options, enableOfflineQueue: false, lazyConnect: false });
 }
 
 /** A connection for BullMQ workers and queue events, which block and must retry for ever. */
