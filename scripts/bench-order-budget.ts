@@ -1,8 +1,10 @@
 // What one order costs PostgreSQL, counted by the server itself (issue 17): transactions (pg_stat_database's
-// xact_commit + xact_rollback of the service's database) and statements (pg_stat_statements calls, by
-// statement) over a run of real orders, one web and one worker, divided by the orders. The server is a private
-// one with fsync and synchronous_commit on, as operators run it (or DATABASE_URL's server, which must preload
-// pg_stat_statements). Writes the "Order budget on PostgreSQL" section of BENCHMARKS.md.
+// xact_commit + xact_rollback of the service's database), statements (pg_stat_statements calls, by
+// statement) and the plans the server made (pg_stat_statements plans, track_planning) over a run of real
+// orders, one web and one worker, divided by the orders. The server is a private one with fsync and
+// synchronous_commit on, as operators run it (or DATABASE_URL's server, which must preload pg_stat_statements,
+// with pg_stat_statements.track_planning on for the plans). Writes the "Order budget on PostgreSQL" section of
+// BENCHMARKS.md.
 //   node --import tsx scripts/bench-order-budget.ts [--orders 1000] [--label now] [--top 12] [--no-write]
 import fs from 'node:fs';
 import os from 'node:os';
@@ -177,9 +179,9 @@ async function main() {
     await client.end();
     await store.remove();
 
-    const background = (idle.xacts / IDLE_S) * (seconds + FLUSH_S);
-    const backgroundSent = (idle.sent / IDLE_S) * (seconds + FLUSH_S);
-    const backgroundPlanned = (idle.planned / IDLE_S) * (seconds + FLUSH_S);
+    // A count of the run less what background work adds at the idle window's rate over the run and the flush.
+    const lessBackground = (counted: number, inIdle: number) =>
+      perOrder(counted - (inIdle / IDLE_S) * (seconds + FLUSH_S));
     const lines = [
       `${ORDERS} real orders (Prefer: respond-async, ${IN_FLIGHT} in flight), one web and one worker, PostgreSQL with`,
       'fsync and synchronous_commit on; the server counts. Background work measured idle for',
@@ -191,9 +193,9 @@ async function main() {
       `| ${values.label} | per order |`,
       '|---|---|',
       `| transactions (xact_commit + xact_rollback) | ${perOrder(run.xacts)} |`,
-      `| transactions less background | ${perOrder(run.xacts - background)} |`,
-      `| statements sent (round trips) less background | ${perOrder(run.sent - backgroundSent)} |`,
-      `| statements planned (top level and in functions) less background | ${perOrder(run.planned - backgroundPlanned)} |`,
+      `| transactions less background | ${lessBackground(run.xacts, idle.xacts)} |`,
+      `| statements sent (round trips) less background | ${lessBackground(run.sent, idle.sent)} |`,
+      `| statements planned (top level and in functions) less background | ${lessBackground(run.planned, idle.planned)} |`,
       '',
       '| statement | calls per order |',
       '|---|---|',
