@@ -1,6 +1,7 @@
 import type { Config } from '../config.js';
 import { createSealer } from '../domain/secrets.js';
 import { groupAttempts, groupCommits, groupSettlements } from './group-commit.js';
+import { groupCatalogReads, groupOrderReads } from './group-reads.js';
 import { resolveSecretsKey } from './secrets-key.js';
 import type { Store } from './store.port.js';
 
@@ -10,7 +11,8 @@ const toStderr = (message: string): void => void process.stderr.write(`${message
  * The store every process uses: PostgreSQL when DATABASE_URL is set, else the SQLite file at DB_PATH; its
  * secrets under SECRETS_KEY (on SQLite without it, the data folder's secrets.key, generated once and told to
  * `note`, stderr by default). Single orders accepted together share a transaction, and so do attempts and
- * settlements (group-commit.ts).
+ * settlements (group-commit.ts); gets of one order and catalog reads asked for together share a statement
+ * (group-reads.ts).
  */
 export async function openStore(
   config: Pick<Config, 'DATABASE_URL' | 'DB_PATH' | 'DB_POOL_SIZE' | 'SECRETS_KEY'> &
@@ -30,7 +32,8 @@ export async function openStore(
   const store = await openAdapter(config, role, note);
   return {
     ...store,
-    orders: groupCommits(store.orders),
+    orders: groupOrderReads(groupCommits(store.orders)),
+    catalog: groupCatalogReads(store.catalog),
     processing: groupAttempts(groupSettlements(store.processing)),
   };
 }

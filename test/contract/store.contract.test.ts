@@ -223,6 +223,31 @@ describe(`the store port on ${TEST_STORE}`, () => {
     expect(await store.orders.phaseOf(orderId)).toBe('queued');
   });
 
+  it("answers gets and catalog reads asked at once each as alone: a client's own order only", async () => {
+    const first = await accepted([{ listingId: WALDEN, copies: 1 }]);
+    const second = await accepted([{ listingId: MIDDLEMARCH, copies: 2 }]);
+    const stranger = clientId + 1000;
+    const [alone, ...together] = [
+      await store.orders.getForClient(clientId, first),
+      ...(await Promise.all([
+        store.orders.getForClient(clientId, first),
+        store.orders.getForClient(stranger, second),
+        store.orders.getForClient(clientId, second),
+        store.orders.getForClient(clientId, 999_999_999),
+      ])),
+    ];
+    expect(together).toEqual([alone, null, await store.orders.get(second), null]);
+    const catalogs = await Promise.all([
+      store.catalog.loadForPricing([WALDEN, MIDDLEMARCH]),
+      store.catalog.loadForPricing([999_999, MIDDLEMARCH]),
+    ]);
+    expect(catalogs).toEqual([
+      await store.catalog.loadForPricing([WALDEN, MIDDLEMARCH]),
+      await store.catalog.loadForPricing([MIDDLEMARCH]),
+    ]);
+    expect(catalogs.map((c) => [...c.listings.keys()])).toEqual([[WALDEN, MIDDLEMARCH], [MIDDLEMARCH]]);
+  });
+
   it('creates one order for concurrent duplicates', async () => {
     const order = newOrder([{ listingId: WALDEN, copies: 1 }]);
     const results = await Promise.all(Array.from({ length: 8 }, () => store.orders.accept(order)));
