@@ -5,37 +5,48 @@ import { ApiError } from './errors.js';
 import { authOf } from './respond.js';
 import { SvcStatus } from './status-codes.js';
 import { luaScript } from '../redis/lua-script.js';
+import { groupCalls } from '../group-calls.js';
 
 // A token bucket per access key in one Redis hash, refilled from the caller's clock (all web processes of a
 // deployment share a host clock or NTP): `capacity` tokens at most, `perMs` tokens added per millisecond.
 // A request takes `cost` tokens; one that costs more than the whole bucket is let through when the bucket is
 // full and leaves it in debt, so that the key's next requests wait until the debt is paid back. `paid`: tokens
 // the same request took already (its cost charged in two steps), so that "full" still means full.
-// Returns {1, 0} when the tokens were taken, else {0, milliseconds until enough will be there}.
-const TAKE_TOKEN = luaScript(`
+// Each key of KEYS is one request's, in the order asked (a key may come twice), with its `now`, `cost` and `paid`
+// at ARGV[3i], ARGV[3i+1], ARGV[3i+2]; for each, in order, {1, 0} when the tokens were taken, else
+// {0, milliseconds until enough will be there}, as one flat array.
+const TAKE_TOKENS = luaScript(`
 local capacity = tonumber(ARGV[1])
 local perMs = tonumber(ARGV[2])
-local now = tonumber(ARGV[3])
-local cost = tonumber(ARGV[4])
-local paid = tonumber(ARGV[5])
-local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
-local tokens = tonumber(state[1]) or capacity
-local at = tonumber(state[2]) or now
-if now > at then
-  tokens = math.min(capacity, tokens + (now - at) * perMs)
-  at = now
+local out = {}
+for i, key in ipairs(KEYS) do
+  local now = tonumber(ARGV[3 * i])
+  local cost = tonumber(ARGV[3 * i + 1])
+  local paid = tonumber(ARGV[3 * i + 2])
+  local state = redis.call('HMGET', key, 'tokens', 'at')
+  local tokens = tonumber(state[1]) or capacity
+  local at = tonumber(state[2]) or now
+  if now > at then
+    tokens = math.min(capacity, tokens + (now - at) * perMs)
+    at = now
+  end
+  local need = math.min(cost, capacity - paid)
+  local allowed, waitMs = 0, 0
+  if tokens >= need then
+    tokens = tokens - cost
+    allowed = 1
+  else
+    waitMs = math.ceil((need - tokens) / perMs)
+  end
+  redis.call('HSET', key, 'tokens', tostring(tokens), 'at', tostring(at))
+  redis.call('PEXPIRE', key, math.ceil((capacity - math.min(tokens, 0)) / perMs) + 1000)
+  out[2 * i - 1] = allowed
+  out[2 * i] = waitMs
 end
-local need = math.min(cost, capacity - paid)
-local allowed, waitMs = 0, 0
-if tokens >= need then
-  tokens = tokens - cost
-  allowed = 1
-else
-  waitMs = math.ceil((need - tokens) / perMs)
-end
-redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(at))
-redis.call('PEXPIRE', KEYS[1], math.ceil((capacity - math.min(tokens, 0)) / perMs) + 1000)
-return {allowed, waitMs}`);
+return out`);
+
+/** Most requests' tokens taken in one call of the script; more wait for the next. */
+const MAX_TAKES = 64;
 
 export interface RateLimitOptions {
   redis: RedisClient;
@@ -52,19 +63,30 @@ export interface RateDecision {
   retryAfterMs: number;
 }
 
+interface Take {
+  accessKey: string;
+  cost: number;
+  paid: number;
+  now: number;
+}
+
 /**
  * Takes `cost` tokens (one by default) of the key's bucket, of a request that paid `paid` already; shared by
- * every web process through Redis.
+ * every web process through Redis. The takes asked for in one turn of the event loop (requests that arrived
+ * together) go to Redis as one call of the script, each taken in the order asked and answered on its own;
+ * should the call fail, each take fails with its error.
  */
 export function createRateLimiter({ redis, prefix, perSecond, clock }: Omit<RateLimitOptions, 'logger'>) {
   const capacity = perSecond * 2;
   const perMs = perSecond / 1000;
-  return async (accessKey: string, cost = 1, paid = 0): Promise<RateDecision> => {
-    const key = `${prefix}:ratelimit:${accessKey}`;
-    const args = [capacity, perMs, clock(), cost, paid];
-    const [allowed, waitMs] = (await TAKE_TOKEN(redis, [key], args)) as [number, number];
-    return { allowed: allowed === 1, retryAfterMs: waitMs };
-  };
+  const takeTogether = groupCalls(async (takes: readonly Take[]): Promise<RateDecision[]> => {
+    const keys = takes.map((take) => `${prefix}:ratelimit:${take.accessKey}`);
+    const args = [capacity, perMs, ...takes.flatMap(({ now, cost, paid }) => [now, cost, paid])];
+    const answers = (await TAKE_TOKENS(redis, keys, args)) as number[];
+    return takes.map((_, i) => ({ allowed: answers[2 * i] === 1, retryAfterMs: answers[2 * i + 1]! }));
+  }, MAX_TAKES);
+  return (accessKey: string, cost = 1, paid = 0): Promise<RateDecision> =>
+    takeTogether({ accessKey, cost, paid, now: clock() });
 }
 
 /** Charges this request `tokens` more than the one it paid on arrival; 4291 when the key's bucket refuses. */

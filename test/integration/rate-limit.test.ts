@@ -1,6 +1,7 @@
 import type { App } from '../../src/http/app.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { freePort } from '../../scripts/redis.js';
+import { createRateLimiter } from '../../src/http/rate-limit.js';
 import { createSigningClient } from '../../src/client/signing-client.js';
 import { createWebApp } from '../../src/web.js';
 import { orderBody } from '../helpers/fixtures.js';
@@ -83,6 +84,26 @@ describe('rate limit per access key (RATE_LIMIT_PER_S)', () => {
     for (let i = 0; i < 4; i++)
       await signed(app, { ...client, secretKey: 'not the secret' }, 'GET', '/v1/orders/1');
     expect(statusOf(await signed(app, client, 'GET', '/v1/orders/1'))).toBe('4041');
+  });
+
+  it('when requests of several keys arrive together, then one call to Redis takes each in turn, as one after the other', async () => {
+    const { redis, config } = service.deps;
+    const take = createRateLimiter({ redis, prefix: config.REDIS_PREFIX, perSecond: 1, clock: () => now });
+    const evalsha = vi.spyOn(redis, 'evalsha');
+    try {
+      const keys = ['AKtogether-a', 'AKtogether-a', 'AKtogether-b', 'AKtogether-a', 'AKtogether-b'];
+      const decisions = await Promise.all(keys.map((key) => take(key)));
+      expect(decisions).toEqual([
+        { allowed: true, retryAfterMs: 0 },
+        { allowed: true, retryAfterMs: 0 },
+        { allowed: true, retryAfterMs: 0 },
+        { allowed: false, retryAfterMs: 1000 },
+        { allowed: true, retryAfterMs: 0 },
+      ]);
+      expect(evalsha).toHaveBeenCalledTimes(1);
+    } finally {
+      evalsha.mockRestore();
+    }
   });
 });
 
