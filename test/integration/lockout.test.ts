@@ -27,6 +27,20 @@ describe('a lockout shared by two web processes', () => {
     expect(await web2.lockedForMs('key-a', t + 1001)).toBeGreaterThan(590_000);
   });
 
+  it('when a burst of checks comes while the connection is being made, then they share one wait for it', async () => {
+    const starting = new Redis(inject('redisUrl'));
+    try {
+      expect(starting.status).not.toBe('ready');
+      const before = starting.listenerCount('ready');
+      const lockout = new Lockout(starting, prefix, policy, logger);
+      const checks = Array.from({ length: 20 }, (_, i) => lockout.lockedForMs(`burst-${i}`, Date.now()));
+      expect(starting.listenerCount('ready') - before).toBe(1);
+      expect(await Promise.all(checks)).toEqual(Array.from({ length: 20 }, () => 0));
+    } finally {
+      starting.disconnect();
+    }
+  });
+
   it('when failures are spread beyond the window, then they do not add up to a lock', async () => {
     const web = new Lockout(redis, prefix, { ...policy, windowMs: 1000 }, logger);
     const t = Date.now();
