@@ -33,9 +33,6 @@ export class Lockout {
   // Per-process memory of recent answers: a lock set elsewhere is seen within CACHE_MS, and a hot key costs one
   // Redis round trip a second instead of one per request.
   private readonly known = new Map<string, { until: number; checkedAt: number }>();
-  // One wait for a connection being made, shared by every check that comes meanwhile: one 'ready' listener, not
-  // one per request of a burst at startup (node warned past ten).
-  private starting: Promise<void> | undefined;
 
   constructor(
     private readonly redis: RedisClient,
@@ -55,12 +52,7 @@ export class Lockout {
     const cached = this.known.get(subject);
     if (cached && now - cached.checkedAt < CACHE_MS) return Math.max(0, cached.until - now);
     // A connection still being made (a process just started) is waited for: failing open is for outages only.
-    if (STARTING.has(this.redis.status)) {
-      this.starting ??= whenReady(this.redis, STARTUP_WAIT_MS)
-        .catch(() => undefined)
-        .finally(() => (this.starting = undefined));
-      await this.starting;
-    }
+    if (STARTING.has(this.redis.status)) await whenReady(this.redis, STARTUP_WAIT_MS).catch(() => undefined);
     try {
       const ttl = await this.redis.pttl(this.keys(subject)[1]);
       this.remember(subject, now, ttl > 0 ? now + ttl : 0);

@@ -69,18 +69,38 @@ async function extend(redis: RedisClient, key: string, token: string, ttlMs: num
   }
 }
 
-/** Resolves when the connection is ready; rejects after `timeoutMs` (a fail-fast connection drops commands until then). */
+/** The next 'ready' of each connection that is not ready yet: one listener however many callers wait for it. */
+const readyWaits = new WeakMap<RedisClient, Promise<void>>();
+
+function nextReady(redis: RedisClient): Promise<void> {
+  let wait = readyWaits.get(redis);
+  if (!wait) {
+    wait = new Promise<void>((resolve) =>
+      redis.once('ready', () => {
+        readyWaits.delete(redis);
+        resolve();
+      }),
+    );
+    readyWaits.set(redis, wait);
+  }
+  return wait;
+}
+
+/**
+ * Resolves when the connection is ready; rejects after `timeoutMs` (a fail-fast connection drops commands until
+ * then). Callers waiting at once share one 'ready' listener (a burst of requests at startup, each checking a
+ * lockout, passed node's ten and it warned of a leak).
+ */
 export function whenReady(redis: RedisClient, timeoutMs: number): Promise<void> {
   if (redis.status === 'ready') return Promise.resolve();
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      redis.off('ready', onReady);
-      reject(new Error(`redis not ready after ${timeoutMs} ms (${redis.status})`));
-    }, timeoutMs);
-    const onReady = () => {
+    const timer = setTimeout(
+      () => reject(new Error(`redis not ready after ${timeoutMs} ms (${redis.status})`)),
+      timeoutMs,
+    );
+    void nextReady(redis).then(() => {
       clearTimeout(timer);
       resolve();
-    };
-    redis.once('ready', onReady);
+    });
   });
 }
