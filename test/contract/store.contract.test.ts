@@ -372,6 +372,7 @@ describe(`the store port on ${TEST_STORE}`, () => {
     const past = await store.processing.beginAttempt(orderId, lease(T0 + 30));
     expect(past!.order).toMatchObject({ attempts: 3, leaseUntil: T0 + 20 });
     expect(past!.catalog).toBeNull();
+    expect((await store.orders.get(orderId))!.order).toMatchObject({ attempts: 3, leaseUntil: T0 + 20 });
     expect(await store.processing.beginAttempt(987_654, lease(T0))).toBeNull();
   });
 
@@ -392,7 +393,11 @@ describe(`the store port on ${TEST_STORE}`, () => {
       return reservationFor(orderId, start.items, [{ listingId: WALDEN, copies: 2 }]);
     });
     expect(applied).toMatchObject({ reserved: 'applied', order: { attempts: 2 } });
-    expect(await store.orders.phaseOf(orderId)).toBe('reserved');
+    expect((await store.orders.get(orderId))!.order).toMatchObject({
+      attempts: 2,
+      leaseUntil: T0 + 10,
+      phase: 'reserved',
+    });
     expect(await stockOf(WALDEN)).toBe(walden - 2);
     // Reserved already: a later attempt neither reads a catalog nor prices.
     const later = await store.processing.beginAttempt(orderId, lease, () => {

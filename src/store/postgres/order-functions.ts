@@ -74,9 +74,14 @@ export const SETTLE_ITEMS_SQL = `UPDATE order_items i
 const ITEMS_JSON = itemsJsonOf('p_order_id');
 
 /**
- * Counts an attempt (the order's row lock), then reads the order, its items and, when the attempt is to reserve
- * it, the pricing catalog of its listings, in a statement after the count: no reservation or settlement comes
- * between. A settled order is read as it is, uncounted; null when there is no such order.
+ * Counts an attempt without writing it: locks the order's row (as the UPDATE that counts it will), reads the
+ * order with its count and lease as the attempt makes them, its items and, when the attempt is to reserve it,
+ * the pricing catalog of its listings, in a statement after the lock: no reservation or settlement comes
+ * between. The caller writes the count in the same transaction, with the reservation (RESERVE_ORDER's
+ * p_attempts) or alone (COUNT_ATTEMPT_SQL): one UPDATE of the order per attempt, so the order's foreign keys are
+ * not checked again (PostgreSQL checks them when a transaction updates a row version of its own, each a FOR KEY
+ * SHARE lock of the client's and the card's rows, which every order of a client shares) and one row version
+ * fewer is written. A settled order is read as it is, unlocked and uncounted; null when there is no such order.
  */
 export const BEGIN_ATTEMPT = orderFunction(
   'bo_begin_attempt',
@@ -85,15 +90,14 @@ export const BEGIN_ATTEMPT = orderFunction(
   `DECLARE
   v_order record;
 BEGIN
-  UPDATE orders SET attempts = attempts + 1,
-         lease_until = CASE WHEN attempts + 1 <= p_max_attempts THEN p_lease_until ELSE lease_until END
-   WHERE order_id = p_order_id AND phase <> 'settled'
-  RETURNING * INTO v_order;
+  SELECT * INTO v_order FROM orders WHERE order_id = p_order_id AND phase <> 'settled' FOR NO KEY UPDATE;
   IF NOT FOUND THEN
     SELECT * INTO v_order FROM orders WHERE order_id = p_order_id;
     IF NOT FOUND THEN RETURN NULL; END IF;
     RETURN json_build_object('counted', false, 'order', row_to_json(v_order), 'items', ${ITEMS_JSON});
   END IF;
+  v_order.attempts := v_order.attempts + 1;
+  IF v_order.attempts <= p_max_attempts THEN v_order.lease_until := p_lease_until; END IF;
   RETURN json_build_object('counted', true, 'order', row_to_json(v_order), 'items', ${ITEMS_JSON},
     'catalog', CASE WHEN v_order.phase = 'queued' AND v_order.attempts <= p_max_attempts THEN
       coalesce((SELECT json_agg(c) FROM (${bind(PRICING_SQL, [
@@ -102,35 +106,51 @@ BEGIN
 END;`,
 );
 
+/** Writes an attempt that BEGIN_ATTEMPT counted and no reservation wrote: $1 order id, $2 its count, $3 its lease. */
+export const COUNT_ATTEMPT_SQL = `UPDATE orders SET attempts = $2, lease_until = $3 WHERE order_id = $1`;
+
 /**
  * Applies a priced reservation while the order is still queued: 'not-queued' when it no longer is, 'short' when
- * a listing lacks the stock (nothing written), else 'applied'. The listings are locked in id order, as every
- * writer locks them, and checked before anything is written, so the take cannot fall short afterwards.
+ * a listing lacks the stock (nothing of it written), else 'applied'. The listings are locked in id order, as
+ * every writer locks them, and checked before anything is written, so the take cannot fall short afterwards.
+ * p_attempts and p_lease_until, when not null, are the attempt BEGIN_ATTEMPT counted in this transaction,
+ * written whatever the result, in the reservation's UPDATE of the order when it applies.
  */
 export const RESERVE_ORDER = orderFunction(
   'bo_reserve_order',
   `p_order_id bigint, p_phase text, p_tax_cents bigint, p_tax_model text, p_total_cents bigint, p_now bigint,
    p_item_ids bigint[], p_costs bigint[], p_shipcosts bigint[], p_taxes bigint[], p_min_days int[],
    p_max_days int[], p_statuses int[], p_take_ids bigint[], p_take_copies int[], p_event_id text,
-   p_event_type text, p_event_trace text`,
+   p_event_type text, p_event_trace text, p_attempts int, p_lease_until bigint`,
   'text',
   `DECLARE
   v_enough boolean;
   v_found int := 0;
+  v_result text := 'applied';
 BEGIN
   PERFORM 1 FROM orders WHERE order_id = p_order_id AND phase = 'queued' FOR UPDATE;
-  IF NOT FOUND THEN RETURN 'not-queued'; END IF;
-  FOR v_enough IN
-    SELECT l.stock >= t.copies FROM listings l
-      JOIN unnest(p_take_ids, p_take_copies) AS t(listing_id, copies) ON t.listing_id = l.listing_id
-     ORDER BY l.listing_id FOR UPDATE OF l
-  LOOP
-    IF NOT v_enough THEN RETURN 'short'; END IF;
-    v_found := v_found + 1;
-  END LOOP;
-  IF v_found <> cardinality(p_take_ids) THEN RETURN 'short'; END IF;
+  IF NOT FOUND THEN
+    v_result := 'not-queued';
+  ELSE
+    FOR v_enough IN
+      SELECT l.stock >= t.copies FROM listings l
+        JOIN unnest(p_take_ids, p_take_copies) AS t(listing_id, copies) ON t.listing_id = l.listing_id
+       ORDER BY l.listing_id FOR UPDATE OF l
+    LOOP
+      EXIT WHEN NOT v_enough;
+      v_found := v_found + 1;
+    END LOOP;
+    IF v_found <> cardinality(p_take_ids) THEN v_result := 'short'; END IF;
+  END IF;
+  IF v_result <> 'applied' THEN
+    IF p_attempts IS NOT NULL THEN
+      ${bind(COUNT_ATTEMPT_SQL, ['p_order_id', 'p_attempts', 'p_lease_until'])};
+    END IF;
+    RETURN v_result;
+  END IF;
   UPDATE orders SET phase = p_phase, tax_cents = p_tax_cents, tax_model = p_tax_model, total_cents = p_total_cents,
-         ${EVENT_SEQ}
+         attempts = coalesce(p_attempts, attempts),
+         lease_until = CASE WHEN p_attempts IS NULL THEN lease_until ELSE p_lease_until END, ${EVENT_SEQ}
    WHERE order_id = p_order_id;
   -- An item rejected now (no longer QUEUED) is a change the event reports.
   UPDATE order_items i

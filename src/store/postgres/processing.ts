@@ -11,7 +11,7 @@ import type {
   StockChange,
 } from '../store.port.js';
 import { toPricingCatalog, type ListingWithVendorRow } from './catalog.js';
-import { BEGIN_ATTEMPT, RESERVE_ORDER, SETTLE_ORDER } from './order-functions.js';
+import { BEGIN_ATTEMPT, COUNT_ATTEMPT_SQL, RESERVE_ORDER, SETTLE_ORDER } from './order-functions.js';
 import { inOneTransaction, withTightTransaction, type Statement } from './postgres.pool.js';
 import { toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './postgres.rows.js';
 
@@ -29,7 +29,7 @@ const BEGIN_ATTEMPT_SQL = `SELECT ${BEGIN_ATTEMPT.name}($1::bigint, $2::bigint, 
 const RESERVE_ORDER_SQL = `
   SELECT ${RESERVE_ORDER.name}($1::bigint, $2::text, $3::bigint, $4::text, $5::bigint, $6::bigint,
     $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::int[], $12::int[], $13::int[],
-    $14::bigint[], $15::int[], $16::text, $17::text, $18::text) AS result`;
+    $14::bigint[], $15::int[], $16::text, $17::text, $18::text, $19::int, $20::bigint) AS result`;
 
 const SETTLE_ORDER_SQL = `
   SELECT ${SETTLE_ORDER.name}($1::bigint, $2::text, $3::boolean, $4::int, $5::boolean, $6::bigint, $7::bigint,
@@ -68,8 +68,17 @@ interface AttemptRow {
   catalog?: ListingWithVendorRow[] | null;
 }
 
-/** The call that applies a reservation while the order is still queued, all of it or none. */
-function reservationCall(r: Reservation): Statement {
+/** An attempt counted in this transaction and not yet written: the order's count and lease as it made them. */
+interface Count {
+  attempts: number;
+  leaseUntil: number | null;
+}
+
+/**
+ * The call that applies a reservation while the order is still queued, all of it or none, and writes `count`,
+ * the attempt of this transaction, whatever its result.
+ */
+function reservationCall(r: Reservation, count: Count | null): Statement {
   const take = perListing(r.take);
   return {
     text: RESERVE_ORDER_SQL,
@@ -92,6 +101,8 @@ function reservationCall(r: Reservation): Statement {
       r.event?.eventId ?? null,
       r.event?.type ?? null,
       r.event?.traceContext ?? null,
+      count?.attempts ?? null,
+      count?.leaseUntil ?? null,
     ],
   };
 }
@@ -102,13 +113,15 @@ const LOCK_LISTINGS_SQL = `SELECT count(*) FROM (SELECT 1 FROM listings WHERE li
 
 /** An attempt as its count read it, and the reservation its pricing returned, if any. */
 function attemptStart(row: AttemptRow | null | undefined, request: AttemptRequest) {
-  if (!row) return { begun: null, reservation: null };
+  if (!row) return { begun: null, reservation: null, count: null };
   const order = toStoredOrder(row.order);
   const items = row.items.map(toStoredItem);
-  if (!row.catalog) return { begun: { order, items, catalog: null, reserved: null }, reservation: null };
+  const count: Count | null = row.counted ? { attempts: order.attempts, leaseUntil: order.leaseUntil } : null;
+  if (!row.catalog)
+    return { begun: { order, items, catalog: null, reserved: null }, reservation: null, count };
   const catalog = toPricingCatalog(row.catalog, listingsOf(items));
   const begun: AttemptBegun = { order, items, catalog, reserved: null };
-  return { begun, reservation: request.price ? request.price({ order, items, catalog }) : null };
+  return { begun, reservation: request.price ? request.price({ order, items, catalog }) : null, count };
 }
 
 /**
@@ -116,8 +129,9 @@ function attemptStart(row: AttemptRow | null | undefined, request: AttemptReques
  * orders' row locks taken in id order), then the reservations with COMMIT, after one statement that locks every
  * listing they take in id order (each reservation locks its own in that order too, but one after another they
  * would not be, across the group). The listings' locks are held for that commit only. The orders' row locks are
- * held since the counts, so each reservation finds its order queued; one short of stock writes nothing, and the
- * counts and the other reservations commit.
+ * held since the counts, so each reservation finds its order queued; one short of stock writes nothing but its
+ * count, and the counts and the other reservations commit. Each count is written once, in its order's
+ * reservation or, without one, alone before COMMIT: one UPDATE of each order.
  */
 function beginAttempts(pool: pg.Pool) {
   return async (requests: readonly AttemptRequest[]): Promise<(AttemptBegun | null)[]> => {
@@ -132,11 +146,17 @@ function beginAttempts(pool: pg.Pool) {
         attemptStart((rows[n]?.[0] as { a: AttemptRow | null } | undefined)?.a, request),
       );
       const reserving = starts.filter((s) => s.reservation !== null);
-      if (reserving.length > 0) {
-        const calls = reserving.map((s) => reservationCall(s.reservation!));
+      const alone = starts
+        .filter((s) => s.reservation === null && s.count !== null)
+        .map(({ begun, count }) => ({
+          text: COUNT_ATTEMPT_SQL,
+          values: [begun!.order.orderId, count!.attempts, count!.leaseUntil],
+        }));
+      if (reserving.length + alone.length > 0) {
+        const calls = reserving.map((s) => reservationCall(s.reservation!, s.count));
         const taken = [...new Set(reserving.flatMap((s) => s.reservation!.take.map((t) => t.listingId)))];
         const lock = reserving.length > 1 ? [{ text: LOCK_LISTINGS_SQL, values: [taken] }] : [];
-        const results = await tx.commitWith([...lock, ...calls]);
+        const results = await tx.commitWith([...lock, ...calls, ...alone]);
         reserving.forEach((s, n) => {
           const result = (results[lock.length + n]?.[0] as { result: ReserveResult } | undefined)?.result;
           s.begun!.reserved = result === 'short' ? 'short' : 'applied';
@@ -157,7 +177,7 @@ export function postgresProcessing(pool: pg.Pool): ProcessingStore {
     },
     beginAttemptMany,
     async reserve(reservation) {
-      const { text, values } = reservationCall(reservation);
+      const { text, values } = reservationCall(reservation, null);
       const { rows } = await pool.query<{ result: ReserveResult }>(text, [...values]);
       return rows[0]!.result;
     },
