@@ -44,6 +44,9 @@ const perOrder = (n: number) => (n / ORDERS).toFixed(2);
 
 interface Counts {
   xacts: number;
+  /** Records and bytes the server wrote to its log (pg_stat_wal, the whole server: private to the run). */
+  walRecords: number;
+  walBytes: number;
   /** Statements the service sent (top level): its round trips to the server. */
   sent: number;
   /** Plans the server made (pg_stat_statements plans, top level and in functions): statements planned afresh. */
@@ -56,6 +59,9 @@ interface Counts {
 async function counts(client: pg.Client): Promise<Counts> {
   const xacts = await client.query<{ n: string }>(
     `SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()`,
+  );
+  const wal = await client.query<{ records: string; bytes: string }>(
+    'SELECT wal_records AS records, wal_bytes AS bytes FROM pg_stat_wal',
   );
   const statements = await client.query<{
     query: string;
@@ -72,6 +78,8 @@ async function counts(client: pg.Client): Promise<Counts> {
     `${r.toplevel ? '' : '(in a function or trigger) '}${r.query}`;
   return {
     xacts: Number(xacts.rows[0]!.n),
+    walRecords: Number(wal.rows[0]!.records),
+    walBytes: Number(wal.rows[0]!.bytes),
     sent: statements.rows.filter((r) => r.toplevel).reduce((sum, r) => sum + Number(r.calls), 0),
     planned: statements.rows.reduce((sum, r) => sum + Number(r.plans), 0),
     statements: new Map(statements.rows.map((r) => [label(r), Number(r.calls)])),
@@ -90,6 +98,8 @@ function delta(before: Counts, after: Counts): Counts {
   for (const [query, ms] of after.times) times.set(query, ms - (before.times.get(query) ?? 0));
   return {
     xacts: after.xacts - before.xacts,
+    walRecords: after.walRecords - before.walRecords,
+    walBytes: after.walBytes - before.walBytes,
     sent: after.sent - before.sent,
     planned: after.planned - before.planned,
     statements,
@@ -160,6 +170,8 @@ async function main() {
     const polls = [...measured.statements].filter(([q]) => isPoll(q)).reduce((sum, [, n]) => sum + n, 0);
     const run: Counts = {
       xacts: measured.xacts - polls,
+      walRecords: measured.walRecords,
+      walBytes: measured.walBytes,
       sent: measured.sent - polls,
       planned: measured.planned - polls,
       statements: new Map([...measured.statements].filter(([q]) => !isPoll(q))),
@@ -196,6 +208,8 @@ async function main() {
       `| transactions less background | ${lessBackground(run.xacts, idle.xacts)} |`,
       `| statements sent (round trips) less background | ${lessBackground(run.sent, idle.sent)} |`,
       `| statements planned (top level and in functions) less background | ${lessBackground(run.planned, idle.planned)} |`,
+      `| log (WAL) records less background | ${lessBackground(run.walRecords, idle.walRecords)} |`,
+      `| log (WAL) kB less background | ${lessBackground(run.walBytes / 1024, idle.walBytes / 1024)} |`,
       '',
       '| statement | calls per order |',
       '|---|---|',
