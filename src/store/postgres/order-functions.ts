@@ -128,7 +128,9 @@ export const RESERVE_ORDER = orderFunction(
   v_found int := 0;
   v_result text := 'applied';
 BEGIN
-  PERFORM 1 FROM orders WHERE order_id = p_order_id AND phase = 'queued' FOR UPDATE;
+  -- The lock an UPDATE of the order takes, which the attempt's transaction holds already: no second lock of the
+  -- row (a stronger FOR UPDATE wrote one more record to the log per order).
+  PERFORM 1 FROM orders WHERE order_id = p_order_id AND phase = 'queued' FOR NO KEY UPDATE;
   IF NOT FOUND THEN
     v_result := 'not-queued';
   ELSE
