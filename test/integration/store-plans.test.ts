@@ -119,5 +119,20 @@ if (TEST_STORE === 'postgres') {
       expect(plan).toContain('"Index Name":"orders_unsettled"');
       expect(plan).not.toContain('"Node Type":"Sort"');
     });
+
+    it("names the phase in none of the orders' indexes, so that a reservation updates its order in place", async () => {
+      // An index naming a column (as a key or in its predicate) makes every change of that column a new entry in
+      // each index of the table; the unsettled orders are found by `settled`, which a reservation leaves as it is.
+      const named = await probe.all<{ name: string }>(
+        `SELECT indexrelid::regclass::text AS name FROM pg_index
+          WHERE indrelid = 'orders'::regclass AND pg_get_indexdef(indexrelid) ~ '\\mphase\\M'`,
+      );
+      expect(named).toEqual([]);
+      const [counted] = await probe.all<{ 'QUERY PLAN': unknown }>(
+        `EXPLAIN (FORMAT JSON) SELECT count(*) FROM orders WHERE client_id = $1 AND NOT settled`,
+        1,
+      );
+      expect(JSON.stringify(counted!['QUERY PLAN'])).toContain('"Index Name":"orders_unsettled_client"');
+    });
   });
 }

@@ -134,14 +134,12 @@ export function postgresOrders(pool: pg.Pool): OrderStore {
       return rows.map(fromJson);
     },
     async countUnsettled() {
-      const { rows } = await pool.query<{ n: number }>(
-        "SELECT count(*) AS n FROM orders WHERE phase <> 'settled'",
-      );
+      const { rows } = await pool.query<{ n: number }>('SELECT count(*) AS n FROM orders WHERE NOT settled');
       return rows[0]?.n ?? 0;
     },
     async countUnsettledOfClient(clientId) {
       const { rows } = await pool.query<{ n: number }>(
-        "SELECT count(*) AS n FROM orders WHERE client_id = $1 AND phase <> 'settled'",
+        'SELECT count(*) AS n FROM orders WHERE client_id = $1 AND NOT settled',
         [clientId],
       );
       return rows[0]?.n ?? 0;

@@ -59,7 +59,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
         'SELECT status, count(*) AS count FROM order_items GROUP BY status ORDER BY status',
       ),
       pool.query<{ phase: 'queued' | 'reserved'; count: number }>(
-        `SELECT phase, count(*) AS count FROM orders WHERE phase <> 'settled' GROUP BY phase ORDER BY phase`,
+        'SELECT phase, count(*) AS count FROM orders WHERE NOT settled GROUP BY phase ORDER BY phase',
       ),
     ]);
     return { itemsByStatus: items.rows, unsettledByPhase: orders.rows };

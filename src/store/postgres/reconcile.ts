@@ -6,11 +6,11 @@ const START_ITEM: StaleItemKey = { statusChangedAt: Number.MIN_SAFE_INTEGER, ord
 
 /**
  * Unsettled orders are exactly those with QUEUED items: a page of them by age is a range of the partial index
- * orders_unsettled (created_at, order_id, phase), read in order (unsettled-by-age.sql.ts).
+ * orders_unsettled (created_at, order_id), read in order (unsettled-apart.migration.ts).
  */
 export const STALE_ORDERS_SQL = `
   SELECT order_id AS "orderId", attempts, created_at AS "createdAt" FROM orders
-   WHERE phase <> 'settled' AND created_at < $1 AND (created_at, order_id) > ($2, $3)
+   WHERE NOT settled AND created_at < $1 AND (created_at, order_id) > ($2, $3)
    ORDER BY created_at, order_id LIMIT $4`;
 
 // Served by order_items_status (status, status_changed_at).
