@@ -13,8 +13,27 @@ export interface RunningRedis {
   process?: ChildProcess;
 }
 
-/** A free TCP port on the loopback interface. */
-export function freePort(): Promise<number> {
+/** Whether a server may listen on `port` on every interface now (as the web does), by listening and closing. */
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, () => server.close(() => resolve(true)));
+  });
+}
+
+/** Ports the kernel gives as the local end of outgoing connections (Linux), or null where it cannot be read. */
+function outgoingPorts(): { low: number; high: number } | null {
+  try {
+    const [low, high] = fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/);
+    return { low: Number(low), high: Number(high) };
+  } catch {
+    return null;
+  }
+}
+
+/** A port the kernel chose free on the loopback interface (from the range of outgoing connections). */
+function anyPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.once('error', reject);
@@ -23,6 +42,25 @@ export function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+/**
+ * A TCP port free on every interface, for a server started next. Chosen at random below the range the kernel gives
+ * outgoing connections: a port from that range, free when checked, may become the local end of a connection to
+ * Redis or PostgreSQL (tests and benchmarks open thousands) before the server listens on it, which then fails
+ * with EADDRINUSE (seen in CI). Outside that range only another such choice can take it, and a port taken is
+ * skipped. Where the range cannot be read, a port the kernel chooses.
+ */
+export async function freePort(): Promise<number> {
+  const range = outgoingPorts();
+  const high = Math.min(range?.low ?? 0, 65536);
+  const low = Math.max(1024, high - 12_000);
+  if (high - low < 1000) return anyPort();
+  for (let tries = 0; tries < 50; tries++) {
+    const port = low + Math.floor(Math.random() * (high - low));
+    if (await canListen(port)) return port;
+  }
+  return anyPort();
 }
 
 function findRedisServer(): string | null {
