@@ -22,11 +22,10 @@ function canListen(port: number): Promise<boolean> {
   });
 }
 
-/** Ports the kernel gives as the local end of outgoing connections (Linux), or null where it cannot be read. */
-function outgoingPorts(): { low: number; high: number } | null {
+/** The lowest port the kernel gives as the local end of outgoing connections (Linux), or null where unknown. */
+function lowestOutgoingPort(): number | null {
   try {
-    const [low, high] = fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/);
-    return { low: Number(low), high: Number(high) };
+    return Number(fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
   } catch {
     return null;
   }
@@ -52,8 +51,7 @@ function anyPort(): Promise<number> {
  * skipped. Where the range cannot be read, a port the kernel chooses.
  */
 export async function freePort(): Promise<number> {
-  const range = outgoingPorts();
-  const high = Math.min(range?.low ?? 0, 65536);
+  const high = lowestOutgoingPort() ?? 0;
   const low = Math.max(1024, high - 12_000);
   if (high - low < 1000) return anyPort();
   for (let tries = 0; tries < 50; tries++) {
