@@ -278,10 +278,11 @@ async function inOneMessage(
 const MAX_GROUP = 16;
 
 /**
- * A statement that commits on its own, run in groups (group commit): a call made while a group is on its way
- * to the server waits for it, and those that gathered meanwhile go together, in one transaction of one round
- * trip (inOneTransaction: one commit, one flush of the log for the group). Alone, a call is its own statement,
- * as before; under load, a group costs one round trip and one commit. Each call is the same guarded statement
+ * A statement that commits on its own, run in groups (group commit): the calls made in one turn of the event
+ * loop (a worker's jobs whose attempts came back together) go together, and a call made while a group is on its
+ * way to the server waits for it with those that gather meanwhile, in one transaction of one round trip
+ * (inOneTransaction: one commit, one flush of the log for the group). Alone in its turn, a call is its own
+ * statement, as before; under load, a group costs one round trip and one commit. Each call is the same guarded statement
  * as alone, so a group changes only the commits; should a group fail (a deadlock with a writer elsewhere, say),
  * nothing of it was kept and each call runs again alone, answering (or failing) for itself; should the store
  * be unavailable, every call of the group fails as it would have alone. `answer` reads a
@@ -301,7 +302,6 @@ export function groupedCalls<R>(
   const alone = (w: Waiting) =>
     pool.query(w.call.text, [...w.call.values]).then((result) => w.resolve(answer(result.rows)), w.reject);
   const send = async () => {
-    sending = true;
     while (waiting.length > 0) {
       const group = waiting.slice(0, MAX_GROUP);
       waiting = waiting.slice(group.length);
@@ -326,7 +326,11 @@ export function groupedCalls<R>(
   return (call) =>
     new Promise<R>((resolve, reject) => {
       waiting.push({ call, resolve, reject });
-      if (!sending) void send();
+      // The first call of a turn waits for the end of it (setImmediate), so that the others of the turn join it.
+      if (!sending) {
+        sending = true;
+        setImmediate(() => void send());
+      }
     });
 }
 
