@@ -1,6 +1,7 @@
 // The "Orders end to end" section of BENCHMARKS.md from the runs of scripts/bench-orders.ts: throughput,
 // the CPU each order costs, and what that leaves on this machine's cores.
 import os from 'node:os';
+import { placementOf } from './cpu-affinity.js';
 import { loadConfig } from '../src/config.js';
 import type { StoreKind } from './bench-stores.js';
 
@@ -20,6 +21,8 @@ export interface Setup {
   concurrency: number;
   /** Whether the PostgreSQL server kept fsync and synchronous_commit on (--durable). */
   durable: boolean;
+  /** The core --database-core gave the database server, if any; the rest of the run had the others. */
+  databaseCore?: number;
   /** The sandbox processor's delay per authorisation, ms. */
   latencyMs: number;
   /** Orders settled end to end before the measured phases (--warmup). */
@@ -183,9 +186,11 @@ export function ordersSection(s: Setup, runs: Run[]): string {
     `node --import tsx scripts/bench-orders.ts --orders ${s.orders} --stores ${s.stores.join(',')} ` +
     `--workers ${s.workers.join(',')}${s.rounds > 1 ? ` --rounds ${s.rounds}` : ''}` +
     `${s.durable ? ' --durable' : ''}${s.latencyMs ? ` --latency-ms ${s.latencyMs}` : ''}` +
-    `${s.concurrency !== DEFAULT_CONCURRENCY ? ` --concurrency ${s.concurrency}` : ''}${s.warmup ? ` --warmup ${s.warmup}` : ''}`;
+    `${s.concurrency !== DEFAULT_CONCURRENCY ? ` --concurrency ${s.concurrency}` : ''}${s.warmup ? ` --warmup ${s.warmup}` : ''}` +
+    `${s.databaseCore !== undefined ? ` --database-core ${s.databaseCore}` : ''}`;
   return [
     `Command: \`${command}\` (${os.cpus().length} cores, ${new Date().toISOString().slice(0, 10)}; ${s.versions})`,
+    ...(s.databaseCore !== undefined ? ['', `Cores: ${placementOf(s.databaseCore)}.`] : []),
     '',
     'Each run: a fresh store (a SQLite file, or a new database on one private PostgreSQL server started with',
     s.durable

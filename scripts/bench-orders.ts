@@ -4,12 +4,15 @@
 // BullMQ's own rate for no-op jobs on the same Redis. Writes the "Orders end to end" section of BENCHMARKS.md.
 //   node --import tsx scripts/bench-orders.ts [--orders 2000] [--stores sqlite,postgres] [--workers 1,2,4]
 //     [--rounds 1] [--pooling direct,pgbouncer] [--durable] [--pgbench] [--latency-ms 0] [--concurrency N]
-//     [--warmup 0] [--no-write]
+//     [--warmup 0] [--database-core N] [--no-write]
 // --durable: PostgreSQL with fsync and synchronous_commit on; --pgbench: pgbench against the same server before
 // and after the runs; --latency-ms: SANDBOX_PAYMENT_LATENCY_MS; --concurrency: WORKER_CONCURRENCY (the service's default
 // unless given).
 // --warmup N: N orders posted and settled end to end before the measured phases, so that every process runs
 // code V8 has compiled already, as one that has been up for a while does (0: processes start cold, as before).
+// --database-core N: the private PostgreSQL server (its backends too) on core N, everything else of the run (web,
+// workers, Redis, this load generator, pgbench's client) on the other cores: the database on cores of its own, as
+// on a host of its own. The SQLite runs then have those other cores only.
 // --pooling: on PostgreSQL, each run once on a direct connection and once through a private PgBouncer in
 // transaction mode (DATABASE_POOLING=transaction) in front of the same server, in the same round; the runs
 // through PgBouncer are printed, not written (use --no-write).
@@ -44,6 +47,7 @@ import {
   waitForWeb,
   waitForWorkers,
 } from './bench-processes.js';
+import { coresBesides, pinTree, placementOf } from './cpu-affinity.js';
 import { LOAD_LISTINGS } from './load-mix.js';
 import { machineBusySeconds, treeCpuSeconds } from './process-stats.js';
 import { startPgBouncer, type RunningPgBouncer } from './pgbouncer.js';
@@ -64,6 +68,7 @@ const { values } = parseArgs({
     'latency-ms': { type: 'string', default: '0' },
     concurrency: { type: 'string' },
     warmup: { type: 'string', default: '0' },
+    'database-core': { type: 'string' },
     'no-write': { type: 'boolean', default: false },
   },
 });
@@ -82,6 +87,7 @@ const CONCURRENCY = Number(values.concurrency ?? DEFAULT_CONCURRENCY);
 const LATENCY_MS = values['latency-ms'];
 const IN_FLIGHT = 32;
 const WARMUP = Number(values.warmup);
+const DATABASE_CORE = values['database-core'] === undefined ? undefined : Number(values['database-core']);
 const LAST_SETTLED = 'SELECT max(status_changed_at) FROM order_items';
 
 const say = (line: string) => process.stderr.write(`[bench-orders] ${line}\n`);
@@ -271,7 +277,25 @@ let bouncing: Promise<RunningPgBouncer> | undefined;
 const pgbouncer = async () =>
   (bouncing ??= postgresServer().then((server) => startPgBouncer(server.url, { maxClientConn: 200 })));
 
+/**
+ * --database-core: this process on the other cores before it starts anything (Redis, the service's processes and
+ * pgbench's client inherit that; `placeDatabase` then moves the PostgreSQL server to its core).
+ */
+function placeRest(core: number): void {
+  if (!STORES.includes('postgres')) throw new Error('--database-core: only with --stores postgres');
+  pinTree(process.pid, coresBesides(core));
+}
+
+/** --database-core: the PostgreSQL server, started now, and its processes on their core. */
+async function placeDatabase(core: number): Promise<void> {
+  const pid = await postgresServerPid();
+  if (!pid) throw new Error('--database-core: only with the private server (unset DATABASE_URL)');
+  pinTree(pid, [core]);
+  say(placementOf(core));
+}
+
 async function main() {
+  if (DATABASE_CORE !== undefined) placeRest(DATABASE_CORE);
   const redis = await ensureRedis();
   const stopBouncer = async () => (bouncing ? (await bouncing).stop() : undefined);
   stopAllOnInterrupt(async () => {
@@ -280,6 +304,7 @@ async function main() {
     await stopPostgresServer();
   });
   try {
+    if (DATABASE_CORE !== undefined) await placeDatabase(DATABASE_CORE);
     const stores = await versions();
     const noop = await noopRate(redis.url, ORDERS * 5);
     // What the same server commits, before and after the service's runs (--pgbench).
@@ -321,6 +346,7 @@ async function main() {
         durable: values.durable,
         latencyMs: Number(LATENCY_MS),
         warmup: WARMUP,
+        databaseCore: DATABASE_CORE,
         inFlight: IN_FLIGHT,
         listings: LOAD_LISTINGS.length,
         noop,
