@@ -190,7 +190,12 @@ export function ordersSection(s: Setup, runs: Run[]): string {
     `${s.databaseCore !== undefined ? ` --database-core ${s.databaseCore}` : ''}`;
   return [
     `Command: \`${command}\` (${os.cpus().length} cores, ${new Date().toISOString().slice(0, 10)}; ${s.versions})`,
-    ...(s.databaseCore !== undefined ? ['', `Cores: ${placementOf(s.databaseCore)}.`] : []),
+    ...(s.databaseCore !== undefined
+      ? [
+          '',
+          `Cores: ${placementOf(s.databaseCore)} (what limits the drain, below, counts every core together).`,
+        ]
+      : []),
     '',
     'Each run: a fresh store (a SQLite file, or a new database on one private PostgreSQL server started with',
     s.durable
