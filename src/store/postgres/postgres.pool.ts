@@ -282,11 +282,11 @@ const MAX_GROUP = 16;
  * loop (a worker's jobs whose attempts came back together) go together, and a call made while a group is on its
  * way to the server waits for it with those that gather meanwhile, in one transaction of one round trip
  * (inOneTransaction: one commit, one flush of the log for the group). Alone in its turn, a call is its own
- * statement, as before; under load, a group costs one round trip and one commit. Each call is the same guarded statement
- * as alone, so a group changes only the commits; should a group fail (a deadlock with a writer elsewhere, say),
- * nothing of it was kept and each call runs again alone, answering (or failing) for itself; should the store
- * be unavailable, every call of the group fails as it would have alone. `answer` reads a
- * call's result from its rows.
+ * statement, as before; under load, a group costs one round trip and one commit. Each call is the same guarded
+ * statement as alone, so a group changes only the commits; should a group fail (a deadlock with a writer
+ * elsewhere, say), nothing of it was kept and each call runs again alone, answering (or failing) for itself;
+ * should the store be unavailable, every call of the group fails as it would have alone. `answer` reads a call's
+ * result from its rows.
  */
 export function groupedCalls<R>(
   pool: pg.Pool,
