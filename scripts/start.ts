@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { RUNTIME_SETTINGS, runtimeFilePath, writeRuntimeFile } from '../src/cli/runtime-file.js';
-import { loadConfig } from '../src/config.js';
+import { assertDataFolder, loadConfig } from '../src/config.js';
 import { openStore } from '../src/store/open-store.js';
 import { seedDemo, writeDemoOrders } from './demo-data.js';
 import { fromSource, readProcfile } from './procfile.js';
@@ -79,6 +79,7 @@ async function main(): Promise<void> {
   const given: Record<string, string> = { ...(process.env as Record<string, string>) };
   given.HOST ||= '127.0.0.1';
   const settings = loadConfig(given);
+  assertDataFolder(settings, ROOT);
   await assertPortFree(settings.PORT, given.HOST);
   await assertPortFree(settings.METRICS_PORT, settings.METRICS_HOST, 'METRICS_PORT');
   redis = ensureRedis();

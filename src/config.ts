@@ -1,4 +1,6 @@
+import fs from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 import cron from 'node-cron';
 import { z } from 'zod';
 import { parseSecretsKey } from './domain/secrets.js';
@@ -210,6 +212,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       'invalid configuration:\n  SECRETS_KEY: required with DATABASE_URL, the same on every host (e.g. `openssl rand -hex 32`)',
     );
   }
+  // Checked before anything listens: the second listener would otherwise die at start naming only its port.
+  const { PORT: port, METRICS_PORT: metricsPort } = parsed.data;
+  if (port !== 0 && metricsPort === port) {
+    throw new ConfigError(
+      `invalid configuration:\n  METRICS_PORT and PORT: both ${port}; /metrics has a listener of its own: set METRICS_PORT to another port (0: a free one)`,
+    );
+  }
   const databaseProblem = databaseUrlsProblem(parsed.data);
   if (databaseProblem) throw new ConfigError(`invalid configuration:\n  ${databaseProblem}`);
   if (Boolean(parsed.data.ADMIN_USER) !== Boolean(parsed.data.ADMIN_PASSWORD)) {
@@ -224,4 +233,21 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     marketplaceNames: names,
     REDIS_PREFIX: `{${parsed.data.QUEUE_PREFIX}}`,
   };
+}
+
+/**
+ * For the processes and commands (not for tests and benchmarks, which give folders of their own): a SQLite
+ * DB_PATH whose folder does not exist is a typo that would otherwise start a new, empty store with a new
+ * secrets.key. Only the default's folder, `data` of the working directory, is created when missing.
+ */
+export function assertDataFolder(
+  config: Pick<Config, 'DATABASE_URL' | 'DB_PATH'>,
+  cwd = process.cwd(),
+): void {
+  if (config.DATABASE_URL || config.DB_PATH === ':memory:') return;
+  const folder = path.dirname(path.resolve(cwd, config.DB_PATH));
+  if (folder === path.resolve(cwd, 'data') || fs.existsSync(folder)) return;
+  throw new ConfigError(
+    `invalid configuration:\n  DB_PATH: the folder ${folder} does not exist: create it (mkdir -p) to start a new store there`,
+  );
 }
