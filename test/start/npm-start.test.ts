@@ -82,20 +82,34 @@ async function failedStart(extra: NodeJS.ProcessEnv, port?: number) {
   return { code, output, left: groupMembers(npm.pid!), tmpLeft: fs.readdirSync(tmp) };
 }
 
-async function startService(): Promise<{ npm: number; port: number }> {
+async function startService(): Promise<{ npm: number; port: number; dir: string; output: () => string }> {
   const { env, port } = await startEnv();
   // Its own process group, as a terminal would give it: the test then sees every process it started.
-  const npm = spawn('npm', ['start'], { cwd: ROOT, env, detached: true, stdio: 'ignore' });
+  const npm = spawn('npm', ['start'], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   groups.push(npm.pid!);
+  let output = '';
+  npm.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  npm.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const started = { npm: npm.pid!, port, dir: path.dirname(env.DB_PATH!), output: () => output };
   for (let i = 0; i < 1200; i += 1) {
     const ready = await fetch(`http://127.0.0.1:${port}/readyz`).then(
       (res) => res.ok,
       () => false,
     );
-    if (ready) return { npm: npm.pid!, port };
+    if (ready) return started;
     await sleep(100);
   }
   throw new Error('npm start did not get ready in 120 s');
+}
+
+/** The pid of the private redis-server npm start runs (in its process group). */
+function privateRedis(group: number): number | undefined {
+  const out = execFileSync('ps', ['-eo', 'pid=,pgid=,comm='], { encoding: 'utf8' });
+  const row = out
+    .split('\n')
+    .map((line) => line.trim().split(/\s+/))
+    .find(([, pgid, comm]) => Number(pgid) === group && comm === 'redis-server');
+  return row ? Number(row[0]) : undefined;
 }
 
 describe('the compiled build', () => {
@@ -147,6 +161,38 @@ describe('npm start', () => {
     },
     180_000,
   );
+});
+
+describe('npm start when its private Redis dies', () => {
+  it('then it starts Redis again, the service takes orders again, and it still stops at once', async () => {
+    const { npm, port, dir, output } = await startService();
+    const first = privateRedis(npm);
+    expect(first).toBeDefined();
+    process.kill(first!, 'SIGKILL');
+    await until(() => Promise.resolve(output().includes('redis is back')), 60_000, 'redis started again');
+    expect(privateRedis(npm)).not.toBe(first);
+    // A real order, from another terminal as the README shows: accepted and settled on the new Redis.
+    const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'warn' };
+    for (const name of ['REDIS_URL', 'DATABASE_URL', 'DB_PATH', 'QUEUE_PREFIX', 'PORT', 'API_URL'])
+      delete env[name];
+    await expect
+      .poll(
+        () =>
+          spawnSync(
+            'npm',
+            ['run', '--silent', 'call', '--', 'POST', '/v1/orders', path.join(dir, 'demo-order.json')],
+            { cwd: ROOT, env, encoding: 'utf8' },
+          ).stderr,
+        { timeout: 60_000, interval: 1000 },
+      )
+      .toContain('Svc-Status: 2010');
+    expect(output()).not.toContain('Unhandled error event');
+    process.kill(npm, 'SIGTERM');
+    // Within the web's, worker's and clock's ordinary stop, not the 30 s of a process stuck on a Redis gone.
+    for (let i = 0; i < 200 && groupMembers(npm).length > 0; i += 1) await sleep(100);
+    expect(groupMembers(npm)).toEqual([]);
+    await expect(fetch(`http://127.0.0.1:${port}/readyz`)).rejects.toThrow();
+  }, 300_000);
 });
 
 describe('npm start that cannot start', () => {
