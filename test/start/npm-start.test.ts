@@ -230,7 +230,7 @@ describe('npm start that cannot start', () => {
 
 describe('operator commands while npm start runs', () => {
   it('when neither REDIS_URL nor the store is set, then admin and call reach the running service', async () => {
-    const { npm, port } = await startService();
+    const { npm, port, dir } = await startService();
     const runtime = path.join(ROOT, 'data', 'runtime.json');
     // Written once npm start has seen the web answer, which may be a moment after the test did.
     await until(async () => fs.existsSync(runtime), 30_000, 'data/runtime.json');
@@ -246,6 +246,14 @@ describe('operator commands while npm start runs', () => {
     expect(reconcile.stderr).toContain('of the running npm start');
     expect(reconcile.status).toBe(0);
     expect(JSON.parse(reconcile.stdout)).toMatchObject({ adjustmentsApplied: 0 });
+    // DB_PATH set to the store npm start runs on aims nowhere else: its Redis comes from data/runtime.json too.
+    const same = spawnSync('npm', ['run', '--silent', 'admin', '--', 'reconcile'], {
+      cwd: ROOT,
+      env: { ...env, DB_PATH: path.join(dir, 'orders.db') },
+      encoding: 'utf8',
+    });
+    expect(same.stderr).toContain('REDIS_URL of the running npm start');
+    expect(same.status).toBe(0);
     const call = spawnSync('npm', ['run', '--silent', 'call', '--', 'GET', '/v1/orders?limit=1'], {
       cwd: ROOT,
       env,
