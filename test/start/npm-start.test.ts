@@ -3,12 +3,14 @@
 // as a person expects: a signal to npm's own pid (not only Ctrl-C in its terminal) stops everything it
 // started — web, worker, clock and its private Redis — within the shutdown bound.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { readProcfile } from '../../scripts/procfile.js';
+import { createDatabase, dropDatabase } from '../../scripts/postgres.js';
 import { freePort } from '../../scripts/redis.js';
 import { holdStartLock } from '../helpers/start-lock.js';
 import { sleep, until } from '../helpers/wait.js';
@@ -65,7 +67,7 @@ async function startEnv(
     ...extra,
   };
   delete env.REDIS_URL;
-  delete env.DATABASE_URL;
+  if (!extra.DATABASE_URL) delete env.DATABASE_URL;
   return { env, port, tmp };
 }
 
@@ -82,8 +84,10 @@ async function failedStart(extra: NodeJS.ProcessEnv, port?: number) {
   return { code, output, left: groupMembers(npm.pid!), tmpLeft: fs.readdirSync(tmp) };
 }
 
-async function startService(): Promise<{ npm: number; port: number; dir: string; output: () => string }> {
-  const { env, port } = await startEnv();
+async function startService(
+  extra: NodeJS.ProcessEnv = {},
+): Promise<{ npm: number; port: number; dir: string; output: () => string }> {
+  const { env, port } = await startEnv(extra);
   // Its own process group, as a terminal would give it: the test then sees every process it started.
   const npm = spawn('npm', ['start'], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   groups.push(npm.pid!);
@@ -273,4 +277,48 @@ describe('operator commands while npm start runs', () => {
     expect(refused.status).toBe(1);
     expect(refused.stderr).toContain('set REDIS_URL');
   }, 240_000);
+});
+
+describe('operator commands while npm start runs on PostgreSQL', () => {
+  const serverUrl = inject('postgresUrl');
+  it.skipIf(!serverUrl)(
+    'when nothing is set in the second terminal, then the admin CLI opens the store with the key npm start was given',
+    async () => {
+      const name = `start_${crypto.randomBytes(6).toString('hex')}`;
+      const databaseUrl = await createDatabase(serverUrl, name);
+      try {
+        const { npm } = await startService({
+          DATABASE_URL: databaseUrl,
+          SECRETS_KEY: crypto.randomBytes(32).toString('hex'),
+        });
+        const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'warn' };
+        for (const variable of [
+          'REDIS_URL',
+          'DATABASE_URL',
+          'DB_PATH',
+          'SECRETS_KEY',
+          'QUEUE_PREFIX',
+          'PORT',
+        ])
+          delete env[variable];
+        const created = spawnSync(
+          'npm',
+          ['run', '--silent', 'admin', '--', 'client:create', '--name', 'Acme'],
+          {
+            cwd: ROOT,
+            env,
+            encoding: 'utf8',
+          },
+        );
+        expect(created.stderr).toMatch(/DATABASE_URL.*SECRETS_KEY of the running npm start/);
+        expect(created.status).toBe(0);
+        expect(JSON.parse(created.stdout)).toMatchObject({ accessKey: expect.stringMatching(/^AK/) });
+        process.kill(npm, 'SIGTERM');
+        for (let i = 0; i < 400 && groupMembers(npm).length > 0; i += 1) await sleep(100);
+      } finally {
+        await dropDatabase(serverUrl, name);
+      }
+    },
+    240_000,
+  );
 });
