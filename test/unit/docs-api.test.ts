@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { sign, stringToSign } from '../../src/auth/signature.js';
+import { parseCatalog } from '../../src/domain/catalog.schema.js';
 import { SvcStatus, httpStatusOf } from '../../src/http/status-codes.js';
 
 const doc = fs.readFileSync(path.resolve(import.meta.dirname, '../../docs/api.md'), 'utf8');
@@ -70,5 +71,10 @@ describe('docs/api.md', () => {
       ),
     );
     for (const [, anchor] of doc.matchAll(/\]\(#([^)]+)\)/g)) expect(anchors).toContain(anchor);
+  });
+
+  it('when the catalog example is imported, then it is a valid catalog file', () => {
+    const example = /^```json\n([\s\S]*?)^```/m.exec(section('Catalog'))![1]!;
+    expect(parseCatalog(JSON.parse(example))).toMatchObject({ ok: true });
   });
 });
