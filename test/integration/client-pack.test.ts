@@ -123,7 +123,7 @@ export const all: Promise<PlaceOrdersResult[]> = client.placeOrders([{ requestId
     };
     expect(check(JSON.stringify(orderBody('tok')))).toEqual([]);
     expect(check(JSON.stringify({ ...orderBody('tok'), shippingMode: 'X' })).join('\n')).toMatch(/"X"/);
-  });
+  }, 180_000);
 
   it("when client/README.md's examples run as printed against the service, then each does what it says", async () => {
     // After the test above: the tarball is installed in `app`.
