@@ -29,7 +29,7 @@ const ConfigSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   // The address the web listens on; unset, every interface (`npm start` sets 127.0.0.1).
   HOST: z.string().min(1).optional(),
-  // GET /metrics is served on its own listener, never on PORT (CONTRACT.md section 1); 0 picks a free port.
+  // GET /metrics is served on its own listener, never on PORT (docs/api.md#endpoints); 0 picks a free port.
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
   METRICS_HOST: z.string().min(1).default('127.0.0.1'),
   // A /metrics text collected less than this ago is served again: scrapers in a loop cost one collection each.
@@ -50,7 +50,7 @@ const ConfigSchema = z.object({
   // that other requests go on) before it is answered 503 5030 with Retry-After; other processes wait up to 10 s.
   WEB_DB_BUSY_TIMEOUT_MS: nonNegativeInt.max(10_000).default(2000),
   SECRETS_KEY: secretsKey,
-  // During a rotation: the key before SECRETS_KEY, which still opens what it sealed (CONTRACT section 13).
+  // During a rotation: the key before SECRETS_KEY, which still opens what it sealed (docs/api.md#operations).
   SECRETS_KEY_PREVIOUS: secretsKey,
   REDIS_URL: z
     .string()
@@ -95,7 +95,7 @@ const ConfigSchema = z.object({
     .min(1)
     .refine((expression) => cron.validate(expression), 'is not a cron expression (e.g. "* * * * *")')
     .default('* * * * *'),
-  // CONTRACT.md section 13: order events and finished webhook deliveries older than this are deleted by the clock.
+  // docs/api.md#operations: order events and finished webhook deliveries older than this are deleted by the clock.
   EVENT_RETENTION_DAYS: positiveInt.max(3650).default(30),
   RETENTION_CRON: z
     .string()
@@ -103,7 +103,7 @@ const ConfigSchema = z.object({
     .refine((expression) => cron.validate(expression), 'is not a cron expression (e.g. "*/10 * * * *")')
     .default('*/10 * * * *'),
   SANDBOX_PAYMENT_LATENCY_MS: nonNegativeInt.default(0),
-  // CONTRACT.md section 12: past this many unsettled orders, real orders are refused with 5030.
+  // docs/api.md#backpressure: past this many unsettled orders, real orders are refused with 5030.
   MAX_UNSETTLED_ORDERS: positiveInt.default(50_000),
   // One client's share of that backlog: past it only that client's real orders are refused (default a tenth).
   MAX_UNSETTLED_PER_CLIENT: positiveInt.optional(),
@@ -113,7 +113,7 @@ const ConfigSchema = z.object({
     .transform((v) => v === 'true' || v === '1'),
   WEBHOOK_RETRY_BASE_MS: positiveInt.default(1000),
   WEBHOOK_MAX_ATTEMPTS: positiveInt.max(100).default(15),
-  // CONTRACT.md section 12 gives a receiver 10 s; tests lower it.
+  // docs/api.md#webhooks gives a receiver 10 s; tests lower it.
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(10_000).default(10_000),
   WEBHOOK_CONCURRENCY: positiveInt.default(32),
   // Fair delivery (issue 25): one endpoint's attempts at once across every worker, how long a connection may take,
