@@ -15,7 +15,7 @@ runProcess('clock', async (config, logger) => {
     { store: deps.store, redis: deps.redis, prefix: config.REDIS_PREFIX, logger },
     config.STORE_COUNTS_EVERY_S * 1000,
   );
-  // Retention (CONTRACT.md section 13): events and finished deliveries past EVENT_RETENTION_DAYS, expired cursors.
+  // Retention (docs/api.md#operations): events and finished deliveries past EVENT_RETENTION_DAYS, expired cursors.
   const retention = schedulePass('retention', config.RETENTION_CRON, logger, (signal) =>
     runRetentionPass(deps, { signal }),
   );

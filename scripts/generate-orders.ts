@@ -3,7 +3,7 @@
 //     [--clients 2000] [--vendors 1000] [--listings 50000] [--seed 1]
 // SQLite: the file --db, replaced. PostgreSQL: the empty database at DATABASE_URL (the default store when it is
 // set), migrated here. Orders and clients are skewed as on a real marketplace (a few large clients, a long
-// tail), items follow the status lifecycle of CONTRACT.md section 8, ids grow with creation time; the same
+// tail), items follow the status lifecycle of docs/api.md#item-statuses-and-moves, ids grow with creation time; the same
 // seed gives the same rows on both stores. Rows go in as multi-row INSERTs through the store's probe. Prints a
 // JSON summary (and keeps it in <db>.json for SQLite).
 import fs from 'node:fs';

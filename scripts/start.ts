@@ -6,11 +6,11 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { RUNTIME_SETTINGS, runtimeFilePath, writeRuntimeFile } from '../src/cli/runtime-file.js';
-import { loadConfig } from '../src/config.js';
+import { assertDataFolder, loadConfig } from '../src/config.js';
 import { openStore } from '../src/store/open-store.js';
 import { seedDemo, writeDemoOrders } from './demo-data.js';
 import { fromSource, readProcfile } from './procfile.js';
-import { ensureRedis, type RunningRedis } from './redis.js';
+import { ensureRedis, startPrivateRedis, type RunningRedis } from './redis.js';
 
 // Compiled (dist/scripts/start.js, as `npm start` runs it), it runs the Procfile's commands on the compiled
 // entries; run from source through tsx (`npm run dev`), the same commands on the sources through tsx.
@@ -79,10 +79,13 @@ async function main(): Promise<void> {
   const given: Record<string, string> = { ...(process.env as Record<string, string>) };
   given.HOST ||= '127.0.0.1';
   const settings = loadConfig(given);
+  assertDataFolder(settings, ROOT);
   await assertPortFree(settings.PORT, given.HOST);
   await assertPortFree(settings.METRICS_PORT, settings.METRICS_HOST, 'METRICS_PORT');
   redis = ensureRedis();
-  const { url: redisUrl } = await redis;
+  const started = await redis;
+  const { url: redisUrl } = started;
+  restartWhenGone(started);
   const env: Record<string, string> = { ...given, REDIS_URL: redisUrl };
   const redisNote = process.env.REDIS_URL ? '' : ' (private, disk-less)';
   if (!process.env.LOG_PRETTY && process.stdout.isTTY) env.LOG_PRETTY = 'true';
@@ -160,6 +163,31 @@ async function main(): Promise<void> {
       '',
     ].join('\n'),
   );
+}
+
+/**
+ * The private Redis dying (killed, out of memory) is no reason to stop: it is started again on its port, empty
+ * as it began, and web, worker and clock reconnect. The store is the truth: reconciliation enqueues again the
+ * orders still queued (after QUEUED_STALE_AFTER_S), the relay hands the pending webhook deliveries again.
+ */
+function restartWhenGone(running: RunningRedis): void {
+  const port = Number(new URL(running.url).port);
+  running.process?.once('exit', (code, signal) => {
+    if (stopping) return;
+    say(
+      `redis exited (${signal ?? code}); starting it again on port ${port}, empty: the store keeps every order, ` +
+        'and reconciliation enqueues again those still queued',
+    );
+    redis = running.stop().then(() => startPrivateRedis(port));
+    redis.then(
+      (again) => {
+        if (stopping) return void again.stop();
+        say('redis is back');
+        restartWhenGone(again);
+      },
+      (err: unknown) => fail(`redis could not be started again: ${(err as Error).message}`),
+    );
+  });
 }
 
 /** SIGTERM, then SIGKILL if the process has not finished its work a little after its own grace period. */

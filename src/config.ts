@@ -1,4 +1,6 @@
+import fs from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 import cron from 'node-cron';
 import { z } from 'zod';
 import { parseSecretsKey } from './domain/secrets.js';
@@ -27,7 +29,7 @@ const ConfigSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   // The address the web listens on; unset, every interface (`npm start` sets 127.0.0.1).
   HOST: z.string().min(1).optional(),
-  // GET /metrics is served on its own listener, never on PORT (CONTRACT.md section 1); 0 picks a free port.
+  // GET /metrics is served on its own listener, never on PORT (docs/api.md#endpoints); 0 picks a free port.
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
   METRICS_HOST: z.string().min(1).default('127.0.0.1'),
   // A /metrics text collected less than this ago is served again: scrapers in a loop cost one collection each.
@@ -48,7 +50,7 @@ const ConfigSchema = z.object({
   // that other requests go on) before it is answered 503 5030 with Retry-After; other processes wait up to 10 s.
   WEB_DB_BUSY_TIMEOUT_MS: nonNegativeInt.max(10_000).default(2000),
   SECRETS_KEY: secretsKey,
-  // During a rotation: the key before SECRETS_KEY, which still opens what it sealed (CONTRACT section 13).
+  // During a rotation: the key before SECRETS_KEY, which still opens what it sealed (docs/api.md#operations).
   SECRETS_KEY_PREVIOUS: secretsKey,
   REDIS_URL: z
     .string()
@@ -93,7 +95,7 @@ const ConfigSchema = z.object({
     .min(1)
     .refine((expression) => cron.validate(expression), 'is not a cron expression (e.g. "* * * * *")')
     .default('* * * * *'),
-  // CONTRACT.md section 13: order events and finished webhook deliveries older than this are deleted by the clock.
+  // docs/api.md#operations: order events and finished webhook deliveries older than this are deleted by the clock.
   EVENT_RETENTION_DAYS: positiveInt.max(3650).default(30),
   RETENTION_CRON: z
     .string()
@@ -101,7 +103,7 @@ const ConfigSchema = z.object({
     .refine((expression) => cron.validate(expression), 'is not a cron expression (e.g. "*/10 * * * *")')
     .default('*/10 * * * *'),
   SANDBOX_PAYMENT_LATENCY_MS: nonNegativeInt.default(0),
-  // CONTRACT.md section 12: past this many unsettled orders, real orders are refused with 5030.
+  // docs/api.md#backpressure: past this many unsettled orders, real orders are refused with 5030.
   MAX_UNSETTLED_ORDERS: positiveInt.default(50_000),
   // One client's share of that backlog: past it only that client's real orders are refused (default a tenth).
   MAX_UNSETTLED_PER_CLIENT: positiveInt.optional(),
@@ -111,7 +113,7 @@ const ConfigSchema = z.object({
     .transform((v) => v === 'true' || v === '1'),
   WEBHOOK_RETRY_BASE_MS: positiveInt.default(1000),
   WEBHOOK_MAX_ATTEMPTS: positiveInt.max(100).default(15),
-  // CONTRACT.md section 12 gives a receiver 10 s; tests lower it.
+  // docs/api.md#webhooks gives a receiver 10 s; tests lower it.
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(10_000).default(10_000),
   WEBHOOK_CONCURRENCY: positiveInt.default(32),
   // Fair delivery (issue 25): one endpoint's attempts at once across every worker, how long a connection may take,
@@ -210,6 +212,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       'invalid configuration:\n  SECRETS_KEY: required with DATABASE_URL, the same on every host (e.g. `openssl rand -hex 32`)',
     );
   }
+  // Checked before anything listens: the second listener would otherwise die at start naming only its port.
+  const { PORT: port, METRICS_PORT: metricsPort } = parsed.data;
+  if (port !== 0 && metricsPort === port) {
+    throw new ConfigError(
+      `invalid configuration:\n  METRICS_PORT and PORT: both ${port}; /metrics has a listener of its own: set METRICS_PORT to another port (0: a free one)`,
+    );
+  }
   const databaseProblem = databaseUrlsProblem(parsed.data);
   if (databaseProblem) throw new ConfigError(`invalid configuration:\n  ${databaseProblem}`);
   if (Boolean(parsed.data.ADMIN_USER) !== Boolean(parsed.data.ADMIN_PASSWORD)) {
@@ -224,4 +233,21 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     marketplaceNames: names,
     REDIS_PREFIX: `{${parsed.data.QUEUE_PREFIX}}`,
   };
+}
+
+/**
+ * For the processes and commands (not for tests and benchmarks, which give folders of their own): a SQLite
+ * DB_PATH whose folder does not exist is a typo that would otherwise start a new, empty store with a new
+ * secrets.key. Only the default's folder, `data` of the working directory, is created when missing.
+ */
+export function assertDataFolder(
+  config: Pick<Config, 'DATABASE_URL' | 'DB_PATH'>,
+  cwd = process.cwd(),
+): void {
+  if (config.DATABASE_URL || config.DB_PATH === ':memory:') return;
+  const folder = path.dirname(path.resolve(cwd, config.DB_PATH));
+  if (folder === path.resolve(cwd, 'data') || fs.existsSync(folder)) return;
+  throw new ConfigError(
+    `invalid configuration:\n  DB_PATH: the folder ${folder} does not exist: create it (mkdir -p) to start a new store there`,
+  );
 }

@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig, type Config } from './config.js';
+import { ConfigError, assertDataFolder, loadConfig, type Config } from './config.js';
 import { createLogger, type Logger } from './logger.js';
 import { flushTracing } from './tracing/tracing.js';
 
@@ -15,6 +15,7 @@ export function runProcess(
   let config: Config;
   try {
     config = loadConfig(process.env);
+    assertDataFolder(config);
   } catch (err) {
     process.stderr.write(`${name}: ${err instanceof ConfigError ? err.message : String(err)}\n`);
     process.exit(1);
@@ -48,7 +49,11 @@ export function runProcess(
       shutdown();
     },
     (err: unknown) => {
-      logger.fatal({ err }, 'failed to start');
+      // One line naming the cause (a store that cannot be opened, a key that opens nothing); the stack only when
+      // debugging, as the admin CLI does.
+      const debug = config.LOG_LEVEL === 'debug' || config.LOG_LEVEL === 'trace';
+      if (debug) logger.fatal({ err }, 'failed to start');
+      else logger.fatal(`failed to start: ${err instanceof Error ? err.message : String(err)}`);
       process.exit(1);
     },
   );

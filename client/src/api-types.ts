@@ -77,7 +77,7 @@ export interface webhooks {
         put?: never;
         /**
          * A change of an order's items, posted to each webhook of its client
-         * @description Sent after every change a GET of the order would show (settlement, shipping, reconciliation), at least once and in no set order; retried with backoff until a 2xx answer (CONTRACT.md section 12).
+         * @description Sent after every change a GET of the order would show (settlement, shipping, reconciliation), at least once and in no set order; retried with backoff until a 2xx answer (docs/api.md#webhooks).
          */
         post: operations["orderUpdated"];
         delete?: never;
@@ -129,7 +129,7 @@ export interface components {
             /** @description In the order's currency: the item's share of the order's shipping; 0 when not bought */
             shipcost: number;
             /**
-             * @description Item status code (CONTRACT.md section 8)
+             * @description Item status code (docs/api.md#item-statuses-and-moves)
              * @enum {integer}
              */
             status: 1 | 4 | 5 | 14 | 17 | 19 | 24 | 35 | 53 | 54 | 55 | 60 | 90 | 93;
@@ -245,7 +245,7 @@ export interface components {
         BadRequest: {
             headers: {
                 /**
-                 * @description Every Svc-Status code that applies (CONTRACT.md section 3): 4000 MALFORMED, 4001 BAD_CARD, 4002 LISTINGS_PROBLEM, 4003 INVALID_JSON
+                 * @description Every Svc-Status code that applies (docs/api.md#status-codes): 4000 MALFORMED, 4001 BAD_CARD, 4002 LISTINGS_PROBLEM, 4003 INVALID_JSON
                  * @example 4000
                  */
                 "Svc-Status": string;
@@ -261,7 +261,7 @@ export interface components {
         Unauthorized: {
             headers: {
                 /**
-                 * @description Every Svc-Status code that applies (CONTRACT.md section 3): 4010 AUTH_FAILED, 4011 DATE_MISSING, 4012 DATE_UNPARSABLE, 4013 DATE_SKEWED, 4014 KEY_UNKNOWN, 4015 KEY_DISABLED, 4016 SIGNATURE_MISSING, 4017 SIGNATURE_MISMATCH, 4018 REQUEST_ID_MISSING
+                 * @description Every Svc-Status code that applies (docs/api.md#status-codes): 4010 AUTH_FAILED, 4011 DATE_MISSING, 4012 DATE_UNPARSABLE, 4013 DATE_SKEWED, 4014 KEY_UNKNOWN, 4015 KEY_DISABLED, 4016 SIGNATURE_MISSING, 4017 SIGNATURE_MISMATCH, 4018 REQUEST_ID_MISSING
                  * @example 4010
                  */
                 "Svc-Status": string;
@@ -277,7 +277,7 @@ export interface components {
         NotFound: {
             headers: {
                 /**
-                 * @description Every Svc-Status code that applies (CONTRACT.md section 3): 4041 ORDER_NOT_FOUND, 4042 NO_SUCH_RESOURCE
+                 * @description Every Svc-Status code that applies (docs/api.md#status-codes): 4041 ORDER_NOT_FOUND, 4042 NO_SUCH_RESOURCE
                  * @example 4041
                  */
                 "Svc-Status": string;
@@ -293,7 +293,7 @@ export interface components {
         MethodNotAllowed: {
             headers: {
                 /**
-                 * @description Every Svc-Status code that applies (CONTRACT.md section 3): 4050 METHOD_NOT_ALLOWED
+                 * @description Every Svc-Status code that applies (docs/api.md#status-codes): 4050 METHOD_NOT_ALLOWED
                  * @example 4050
                  */
                 "Svc-Status": string;
@@ -310,7 +310,7 @@ export interface components {
         NotAcceptable: {
             headers: {
                 /**
-                 * @description Every Svc-Status code that applies (CONTRACT.md section 3): 4060 NOT_ACCEPTABLE
+                 * @description Every Svc-Status code that applies (docs/api.md#status-codes): 4060 NOT_ACCEPTABLE
                  * @example 4060
                  */
                 "Svc-Status": string;
@@ -326,7 +326,7 @@ export interface components {
         RequestTimeout: {
             headers: {
                 /**
-                 * @description Every Svc-Status code that applies (CONTRACT.md section 3): 4080 REQUEST_TIMEOUT
+                 * @description Every Svc-Status code that applies (docs/api.md#status-codes): 4080 REQUEST_TIMEOUT
                  * @example 4080
                  */
                 "Svc-Status": string;
@@ -342,7 +342,7 @@ export interface components {
         Conflict: {
             headers: {
                 /**
-                 * @description Every Svc-Status code that applies (CONTRACT.md section 3): 4090 REQUEST_ID_CONFLICT
+                 * @description Every Svc-Status code that applies (docs/api.md#status-codes): 4090 REQUEST_ID_CONFLICT
                  * @example 4090
                  */
                 "Svc-Status": string;
@@ -358,7 +358,7 @@ export interface components {
         ContentTooLarge: {
             headers: {
                 /**
-                 * @description Every Svc-Status code that applies (CONTRACT.md section 3): 4130 TOO_LARGE
+                 * @description Every Svc-Status code that applies (docs/api.md#status-codes): 4130 TOO_LARGE
                  * @example 4130
                  */
                 "Svc-Status": string;
@@ -374,7 +374,7 @@ export interface components {
         UnsupportedMediaType: {
             headers: {
                 /**
-                 * @description Every Svc-Status code that applies (CONTRACT.md section 3): 4150 UNSUPPORTED_MEDIA_TYPE
+                 * @description Every Svc-Status code that applies (docs/api.md#status-codes): 4150 UNSUPPORTED_MEDIA_TYPE
                  * @example 4150
                  */
                 "Svc-Status": string;
@@ -390,7 +390,7 @@ export interface components {
         UnprocessableContent: {
             headers: {
                 /**
-                 * @description Every Svc-Status code that applies (CONTRACT.md section 3): 4220 INVALID
+                 * @description Every Svc-Status code that applies (docs/api.md#status-codes): 4220 INVALID
                  * @example 4220
                  */
                 "Svc-Status": string;
@@ -406,7 +406,7 @@ export interface components {
         TooManyRequests: {
             headers: {
                 /**
-                 * @description Every Svc-Status code that applies (CONTRACT.md section 3): 4291 RATE_LIMITED, 4292 AUTH_LOCKED, 4293 CARD_TESTING_LOCKED
+                 * @description Every Svc-Status code that applies (docs/api.md#status-codes): 4291 RATE_LIMITED, 4292 AUTH_LOCKED, 4293 CARD_TESTING_LOCKED
                  * @example 4291
                  */
                 "Svc-Status": string;
@@ -424,7 +424,7 @@ export interface components {
         RequestHeaderFieldsTooLarge: {
             headers: {
                 /**
-                 * @description Every Svc-Status code that applies (CONTRACT.md section 3): 4310 HEADERS_TOO_LARGE
+                 * @description Every Svc-Status code that applies (docs/api.md#status-codes): 4310 HEADERS_TOO_LARGE
                  * @example 4310
                  */
                 "Svc-Status": string;
@@ -440,7 +440,7 @@ export interface components {
         InternalError: {
             headers: {
                 /**
-                 * @description Every Svc-Status code that applies (CONTRACT.md section 3): 5000 INTERNAL
+                 * @description Every Svc-Status code that applies (docs/api.md#status-codes): 5000 INTERNAL
                  * @example 5000
                  */
                 "Svc-Status": string;
@@ -456,7 +456,7 @@ export interface components {
         ServiceUnavailable: {
             headers: {
                 /**
-                 * @description Every Svc-Status code that applies (CONTRACT.md section 3): 5030 UNAVAILABLE
+                 * @description Every Svc-Status code that applies (docs/api.md#status-codes): 5030 UNAVAILABLE
                  * @example 5030
                  */
                 "Svc-Status": string;

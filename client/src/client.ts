@@ -87,7 +87,7 @@ const QUEUED = 1;
 const MAX_BATCH = 500;
 
 /**
- * A client of the order API: every request signed (CONTRACT.md section 2), retried when the failure says "later"
+ * A client of the order API: every request signed (docs/api.md#signing), retried when the failure says "later"
  * with the same Svc-RequestId and body (re-signed with a fresh Svc-Date), so a retry never doubles an order.
  */
 export class OrdersClient {

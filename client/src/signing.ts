@@ -1,4 +1,4 @@
-// Request signing of CONTRACT.md section 2: lowercase hex HMAC-SHA256 under the secret key of
+// Request signing of docs/api.md#signing: lowercase hex HMAC-SHA256 under the secret key of
 // "SVC1-HMAC-SHA256\n" + method + path + canonical query + Svc-Date + Svc-RequestId + SHA-256 of the body.
 import crypto from 'node:crypto';
 

@@ -28,5 +28,5 @@ export type OrderSearchParams = {
   orderItemId?: readonly (string | number)[];
 };
 
-/** A webhook delivery's body (CONTRACT.md section 12); `sequence` increases by one per change of the order. */
+/** A webhook delivery's body (docs/api.md#webhooks); `sequence` increases by one per change of the order. */
 export type WebhookEvent = Schemas['OrderEvent'];

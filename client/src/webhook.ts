@@ -1,4 +1,4 @@
-// Checking a webhook delivery (CONTRACT.md section 12): Svc-Signature is the hex HMAC-SHA256, keyed by the
+// Checking a webhook delivery (docs/api.md#webhooks): Svc-Signature is the hex HMAC-SHA256, keyed by the
 // webhook's secret, of `Svc-Date + "\n" + Svc-Event-Id + "\n" + hex SHA-256 of the body bytes`.
 import crypto from 'node:crypto';
 import { WebhookVerificationError } from './errors.js';

@@ -26,7 +26,7 @@ function formDecode(value: string): string {
   }
 }
 
-/** The canonical query of CONTRACT.md section 2, from the raw query string (without `?`). */
+/** The canonical query of docs/api.md#signing, from the raw query string (without `?`). */
 export function canonicalQuery(rawQuery: string): string {
   // Stryker disable next-line ConditionalExpression,StringLiteral: a shortcut, '' has no pairs either
   if (rawQuery === '') return '';

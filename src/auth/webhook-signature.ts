@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import { sha256Hex, signatureMatches } from './signature.js';
 
-/** What a webhook delivery signs (CONTRACT.md section 12): its Svc-Date and Svc-Event-Id, and the body bytes. */
+/** What a webhook delivery signs (docs/api.md#webhooks): its Svc-Date and Svc-Event-Id, and the body bytes. */
 export interface WebhookSignedParts {
   /** The Svc-Date header, exactly as sent. */
   date: string;

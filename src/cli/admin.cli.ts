@@ -30,8 +30,9 @@ async function main(argv: string[]): Promise<number> {
   }
   let config: Config;
   try {
-    const { loadConfig } = await import('../config.js');
+    const { assertDataFolder, loadConfig } = await import('../config.js');
     config = loadConfig(env);
+    assertDataFolder(config);
   } catch (error) {
     return print(process.stderr, `admin: ${(error as Error).message}`, EXIT_INVALID);
   }
@@ -55,7 +56,8 @@ function lazyContext(config: Config): CommandContext & { close(): Promise<void> 
       (store ??= import('../store/open-store.js').then(({ openStore }) => openStore(config, 'admin'))),
     out: { note: (line) => process.stderr.write(`${line}\n`) },
     close: async () => {
-      if (store) await (await store).close();
+      // A store that could not be opened has nothing to close: its error is the command's, reported once.
+      await (await store?.catch(() => undefined))?.close();
     },
   };
 }

@@ -38,7 +38,7 @@ export const ADMIN_COMMANDS: Record<string, Command> = {
   'item:update': {
     usage: '--order-item ID --status CODE [--company C --tracking T] [--extra-shipping AMOUNT]',
     summary:
-      'move an item as CONTRACT.md section 8 allows: 35 takes --company/--tracking, 93 needs --extra-shipping',
+      'move an item as docs/api.md#item-statuses-and-moves allows: 35 takes --company/--tracking, 93 needs --extra-shipping',
     run: lazy(async () => (await import('./commands/item.commands.js')).itemUpdate),
   },
   reconcile: {

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { writePrivateFile } from '../store/private-files.js';
 
 /**
  * What `npm start` tells the operator commands while it runs: where its API, Redis and store are, and the demo
@@ -23,17 +24,25 @@ export const RUNTIME_SETTINGS = [
   'DATABASE_POOLING',
   // Not where the service is, but what its workers allow: webhook:add then checks a URL as they will.
   'WEBHOOK_ALLOW_PRIVATE',
+  // What opens the store's secrets (required with DATABASE_URL): the file is the owner's only, as secrets.key is.
+  'SECRETS_KEY',
+  'SECRETS_KEY_PREVIOUS',
 ] as const;
 
 /** Of RUNTIME_SETTINGS, those that do not aim a command at another Redis or store when set. */
-const NOT_LOCATING: readonly string[] = ['QUEUE_PREFIX', 'WEBHOOK_ALLOW_PRIVATE'];
+const NOT_LOCATING: readonly string[] = [
+  'QUEUE_PREFIX',
+  'WEBHOOK_ALLOW_PRIVATE',
+  'SECRETS_KEY',
+  'SECRETS_KEY_PREVIOUS',
+];
 
 export const runtimeFilePath = (root: string = process.cwd()): string =>
   path.join(root, 'data', 'runtime.json');
 
+/** Writes the file whole, readable by this user only (it may hold SECRETS_KEY). */
 export function writeRuntimeFile(file: string, runtime: RuntimeFile): void {
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  fs.writeFileSync(file, `${JSON.stringify(runtime, null, 2)}\n`, { mode: 0o600 });
+  writePrivateFile(file, `${JSON.stringify(runtime, null, 2)}\n`, { replace: true });
 }
 
 /** The running service's file, or null when there is none or its process has gone. */
@@ -61,9 +70,17 @@ export function withRuntimeSettings(
   runtime: RuntimeFile | null,
 ): { env: Record<string, string | undefined>; used: string[] } {
   if (!runtime) return { env, used: [] };
-  const located = RUNTIME_SETTINGS.some((name) => !NOT_LOCATING.includes(name) && env[name]);
+  // A setting that names what the running service uses (DB_PATH=/x after DB_PATH=/x npm start) aims nowhere else.
+  const same = (name: string, value: string) => {
+    const theirs = runtime.env[name];
+    if (theirs === undefined) return false;
+    return name === 'DB_PATH' ? path.resolve(value) === path.resolve(theirs) : value === theirs;
+  };
+  const elsewhere = RUNTIME_SETTINGS.some(
+    (name) => !NOT_LOCATING.includes(name) && env[name] && !same(name, env[name]),
+  );
   // An operator who aimed the command at a store or Redis of their own gets none of the running service's.
-  if (located) return { env, used: [] };
+  if (elsewhere) return { env, used: [] };
   const used = RUNTIME_SETTINGS.filter((name) => runtime.env[name] !== undefined && !env[name]);
   return { env: { ...env, ...Object.fromEntries(used.map((n) => [n, runtime.env[n]])) }, used };
 }

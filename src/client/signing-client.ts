@@ -60,7 +60,7 @@ export type RequestBody = string | Uint8Array | object;
 
 export type SigningClient = ReturnType<typeof createSigningClient>;
 
-/** A client of the order endpoints that signs every request as CONTRACT.md section 2 describes. */
+/** A client of the order endpoints that signs every request as docs/api.md#signing describes. */
 export function createSigningClient(options: SigningClientOptions) {
   const base = options.baseUrl.replace(/\/+$/, '').replace(/\/v1$/, '');
   const fetchFn = options.fetch ?? globalThis.fetch;

@@ -95,7 +95,7 @@ const listingSchema = z.strictObject(
   says('must be an object'),
 );
 
-/** The catalog file of CONTRACT.md section 6; amounts come out as cents. */
+/** The catalog file of docs/api.md#catalog; amounts come out as cents. */
 export const catalogFileSchema = z
   .strictObject(
     {

@@ -1,4 +1,4 @@
-/** Item status codes of CONTRACT.md section 8. */
+/** Item status codes of docs/api.md#item-statuses-and-moves. */
 export const ItemStatus = {
   QUEUED: 1,
   EXTRA_SHIPPING_ACCEPTED: 4,

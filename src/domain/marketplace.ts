@@ -1,6 +1,6 @@
 import type { Currency } from './money.js';
 
-/** The seven domains of CONTRACT.md section 5 and their currencies, for the configured marketplace names. */
+/** The seven domains of docs/api.md#marketplaces-and-money and their currencies, for the configured marketplace names. */
 export function marketplaceDomains(names: readonly [string, string, string]): ReadonlyMap<string, Currency> {
   const [m1, m2, m3] = names;
   return new Map<string, Currency>([

@@ -93,7 +93,7 @@ export function loadUsdPer(json: unknown = readShippedJson('currency-rates.json'
   return ratesFileSchema.parse(json);
 }
 
-/** target = round(cents × usdPer[from] / usdPer[to]), half away from zero (CONTRACT 5). */
+/** target = round(cents × usdPer[from] / usdPer[to]), half away from zero (docs/api.md#marketplaces-and-money). */
 export function convertCents(cents: number, from: Currency, to: Currency, usdPer: UsdPer): number {
   assertSafeInteger(cents, 'cents');
   // Stryker disable next-line ConditionalExpression: a shortcut, cents × r / r is cents exactly

@@ -105,7 +105,7 @@ interface Charges {
 }
 
 /**
- * Prices an order by CONTRACT 7 steps 1–5, in the domain currency: per-line statuses, each item's cost,
+ * Prices an order by docs/api.md#pricing steps 1–5, in the domain currency: per-line statuses, each item's cost,
  * shipcost and tax share, and the totals to authorise. Pure: stock is read from `listings`, never taken.
  */
 export function priceOrder(input: PricingInput): PricingResult {

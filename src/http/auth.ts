@@ -59,7 +59,7 @@ function toApiError(problems: [SvcStatusCode, string][]): ApiError {
 }
 
 /**
- * Authenticates a signed request (CONTRACT.md section 2): headers, then key, then signature over the raw body
+ * Authenticates a signed request (docs/api.md#signing): headers, then key, then signature over the raw body
  * (so `rawBody` must run first: the bytes as sent, compressed or not). Sets `res.locals.auth` and the body hash it signed (`bodySha256Of`).
  */
 export function authenticate(deps: AuthDeps): RequestHandler {

@@ -12,7 +12,7 @@ function svcStatus(httpStatus: number) {
   const codes = codesOf(httpStatus);
   const names = codes.map(([name, code]) => `${code} ${name}`).join(', ');
   return {
-    description: `Every Svc-Status code that applies (CONTRACT.md section 3): ${names}`,
+    description: `Every Svc-Status code that applies (docs/api.md#status-codes): ${names}`,
     required: true,
     schema: { type: 'string', pattern: `^(\\d{4}, )*${httpStatus}\\d(, \\d{4})*$` },
     example: String(codes[0]?.[1] ?? httpStatus * 10),

@@ -169,7 +169,7 @@ export function openApiDocument(domains: readonly string[]) {
           summary: "A change of an order's items, posted to each webhook of its client",
           description:
             'Sent after every change a GET of the order would show (settlement, shipping, reconciliation), at ' +
-            'least once and in no set order; retried with backoff until a 2xx answer (CONTRACT.md section 12).',
+            'least once and in no set order; retried with backoff until a 2xx answer (docs/api.md#webhooks).',
           tags: ['webhooks'],
           parameters: [
             webhookHeader('Svc-Event-Id', 'The eventId of the body: the same on every retry of this event'),
@@ -201,12 +201,12 @@ export function openApiDocument(domains: readonly string[]) {
         SvcDate: apiKey('Svc-Date', 'ISO 8601 UTC time of sending, within 300 s of the server clock'),
         SvcSignature: apiKey(
           'Svc-Signature',
-          'Lowercase hex HMAC-SHA256 of the request under the secret key (CONTRACT.md section 2)',
+          'Lowercase hex HMAC-SHA256 of the request under the secret key (docs/api.md#signing)',
         ),
         SvcWebhookSignature: apiKey(
           'Svc-Signature',
           'On a webhook delivery: lowercase hex HMAC-SHA256, under the webhook secret, of Svc-Date, ' +
-            'Svc-Event-Id and the hex SHA-256 of the body bytes, joined by newlines (CONTRACT.md section 12)',
+            'Svc-Event-Id and the hex SHA-256 of the body bytes, joined by newlines (docs/api.md#webhooks)',
         ),
       },
     },

@@ -3,7 +3,7 @@ import { MAX_REQUEST_ID_LENGTH } from './auth.js';
 import { orderRequestSchema } from './order-request.schema.js';
 import { OrderResponseSchema } from './order-response.schema.js';
 
-/** CONTRACT.md section 12: a batch holds 1..500 orders; otherwise it fails whole with 4002. */
+/** docs/api.md#batches: a batch holds 1..500 orders; otherwise it fails whole with 4002. */
 export const MAX_BATCH_ORDERS = 500;
 
 const ordersCount = {

@@ -52,7 +52,7 @@ export function batchCost(entries: readonly unknown[]): number {
 type Refusal = { requestId: string; error: ApiError };
 type Checked = { requestId: string; order: BatchOrder };
 
-/** POST /v1/order-batches (CONTRACT.md section 12): 2004 with one result per entry, in request order. */
+/** POST /v1/order-batches (docs/api.md#batches): 2004 with one result per entry, in request order. */
 export function postOrderBatch(deps: PlaceOrderBatchDeps & { intake: OrderIntake }): RequestHandler {
   const checkOrderRequest = createOrderRequestCheck(deps.intake);
   return async (req, res) => {

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { ORDER_EVENT_TYPES } from '../store/port/webhooks.js';
 import { OrderResponseSchema } from './order-response.schema.js';
 
-// The body of a webhook delivery (CONTRACT.md section 12), for the OpenAPI document's `webhooks`.
+// The body of a webhook delivery (docs/api.md#webhooks), for the OpenAPI document's `webhooks`.
 export const OrderEventSchema = z
   .strictObject({
     eventId: z.string().meta({ pattern: '^evt_[0-9a-f]+$', description: 'Also sent as Svc-Event-Id' }),

@@ -79,7 +79,7 @@ function messageOf(problem: OrderProblem): [SvcStatusCode, string] {
     : [SvcStatus.BAD_CARD, 'ccToken: not an active card of this client'];
 }
 
-/** Why the listings alone make an order impossible (CONTRACT.md section 11), looking at their count first. */
+/** Why the listings alone make an order impossible (docs/api.md#limits), looking at their count first. */
 function hopelessListings(listings: unknown): string | undefined {
   if (!Array.isArray(listings)) return undefined;
   if (listings.length > MAX_LISTINGS) return TOO_MANY_LISTINGS;

@@ -29,7 +29,10 @@ export const OrderItemSummarySchema = z
     status: z
       .number()
       .int()
-      .meta({ enum: Object.values(ItemStatus), description: 'Item status code (CONTRACT.md section 8)' }),
+      .meta({
+        enum: Object.values(ItemStatus),
+        description: 'Item status code (docs/api.md#item-statuses-and-moves)',
+      }),
     itemUpdateDate: instant('Last change of the item; absent on creation').optional(),
   })
   .meta({ id: 'OrderItemSummary' });

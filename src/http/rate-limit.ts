@@ -52,7 +52,7 @@ export interface RateLimitOptions {
   redis: RedisClient;
   /** The service's hash-tagged key prefix, config.REDIS_PREFIX. */
   prefix: string;
-  /** Sustained requests per second per access key; the burst is twice that (CONTRACT section 3). */
+  /** Sustained requests per second per access key; the burst is twice that (docs/api.md#limits). */
   perSecond: number;
   clock: () => number;
   logger: Logger;

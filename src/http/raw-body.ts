@@ -8,7 +8,7 @@ import { SvcStatus } from './status-codes.js';
 /**
  * Reads the request's body into `req.body` as one Buffer (left undefined when the request has none), at most
  * `limitBytes`, exactly as sent: a compressed body stays compressed, since the signature covers the bytes as
- * sent (CONTRACT section 2); `decodeBody` inflates it once the signature holds. A body (chunked or not) is
+ * sent (docs/api.md#signing); `decodeBody` inflates it once the signature holds. A body (chunked or not) is
  * refused with 4130 as soon as it passes the limit, without reading the rest; the error handler closes the
  * connection, since the request never completed.
  */

@@ -1,4 +1,4 @@
-/** The `Svc-Status` catalogue of CONTRACT.md section 3; the first three digits are the HTTP status. */
+/** The `Svc-Status` catalogue of docs/api.md#status-codes; a failure's first three digits are its HTTP status. */
 export const SvcStatus = {
   RETRIEVED: 2000,
   DRY_RUN_OK: 2002,

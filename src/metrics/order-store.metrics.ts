@@ -2,6 +2,7 @@ import { Gauge, type Registry } from 'prom-client';
 import { ItemStatus } from '../domain/item-status.js';
 import type { Logger } from '../logger.js';
 import type { RedisClient } from '../redis/redis.js';
+import { whenReady } from '../redis/redis-lock.js';
 import type { Store, StoreCounts } from '../store/store.port.js';
 import type { ScrapeReads } from './scrape-reads.js';
 
@@ -52,6 +53,8 @@ export function scheduleStoreCounts(
   let stopped = false;
   const tick = async () => {
     try {
+      // A fail-fast connection drops commands until it is ready: the first tick, at the clock's start, waits for it.
+      await whenReady(deps.redis, everyMs);
       // The turn lasts a little less than the period, so this clock's next tick finds it free again.
       const turn = await deps.redis.set(turnKey(deps.prefix), '1', 'PX', Math.max(1, everyMs - 250), 'NX');
       if (turn !== 'OK') return;

@@ -28,7 +28,7 @@ export type { SettleToResult };
 
 export const paymentKey = (orderId: number): string => `order-${orderId}`;
 
-/** A payment call's span attributes: the order its key names (`order.id`, CONTRACT section 13) and the amount. */
+/** A payment call's span attributes: the order its key names (`order.id`, docs/api.md#operations) and the amount. */
 export function paymentSpanAttributes(request: unknown): Record<string, number> {
   const { key, amountCents } = (request ?? {}) as { key?: unknown; amountCents?: unknown };
   const orderId = typeof key === 'string' ? /^order-(\d+)$/.exec(key)?.[1] : undefined;

@@ -84,7 +84,7 @@ function unsettledFigure(count: () => Promise<number>, deps: Pick<BackpressureDe
 type Figure = ReturnType<typeof unsettledFigure>;
 
 /**
- * CONTRACT.md section 12: "more than MAX_UNSETTLED_ORDERS accepted orders not settled yet" refuses real
+ * docs/api.md#backpressure: "more than MAX_UNSETTLED_ORDERS accepted orders not settled yet" refuses real
  * orders; and each client may hold at most MAX_UNSETTLED_PER_CLIENT of them, so that one client cannot fill the
  * shared backlog and have every other client refused. The figures cost no store query per request: the
  * service's count is read in the background every second, a client's when it orders and its figure is older

@@ -51,7 +51,7 @@ const MOVE_ROUNDS = 5;
 const ALL_CODES = Object.values(ItemStatus).sort((a, b) => a - b);
 
 /**
- * Moves an item as CONTRACT.md section 8 allows, deciding against its status inside one transaction.
+ * Moves an item as docs/api.md#item-statuses-and-moves allows, deciding against its status inside one transaction.
  * A move that voids, refunds or adds extra shipping moves the order's payment version on with its ledger entry;
  * after the commit the gateway is brought to the ledger, and if that fails the order stays pending and
  * reconciliation brings it there later.

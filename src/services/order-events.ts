@@ -3,7 +3,7 @@ import type { OrderEvent, OrderEventType, OrderEventWrite } from '../store/store
 import { captureTraceContext } from '../tracing/tracing.js';
 import { isoMs, toOrderResponse, type OrderResponse } from './order-view.js';
 
-/** What a webhook receives (CONTRACT.md section 12). */
+/** What a webhook receives (docs/api.md#webhooks). */
 export interface OrderEventBody {
   eventId: string;
   type: OrderEventType;

@@ -19,7 +19,7 @@ export interface OrderDraft {
   referenceId?: string;
 }
 
-/** The card-testing defence (CONTRACT.md 4293): failures counted per client, a lock after too many. */
+/** The card-testing defence (docs/api.md#status-codes, 4293): failures counted per client, a lock after too many. */
 export interface CardLockout {
   lockedForMs(subject: string, now: number): Promise<number>;
   recordFailure(subject: string, now: number): Promise<unknown>;

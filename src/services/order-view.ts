@@ -91,7 +91,7 @@ function toListingSummary(rows: ItemView[], withItemDates: boolean): ListingSumm
   };
 }
 
-/** What a dry run answers: the order as it would be priced now, every identifier 0 (SPEC.md, CONTRACT.md 7). */
+/** What a dry run answers: the order as it would be priced now, every identifier 0 (SPEC.md, docs/api.md#pricing). */
 export function toDryRunResponse(
   pricing: PricingResult,
   currency: Currency,

@@ -16,7 +16,7 @@ export interface BatchOrder {
 }
 
 /**
- * A batch of checked orders (CONTRACT.md section 12): dry runs priced; real orders admitted by backpressure in
+ * A batch of checked orders (docs/api.md#batches): dry runs priced; real orders admitted by backpressure in
  * request order, accepted in one store transaction, enqueued in one round trip and answered at once, as
  * with Prefer: respond-async. One result per order, in the same order, as `placeOrder` would give it.
  */

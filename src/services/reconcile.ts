@@ -103,7 +103,7 @@ interface Deadline {
   count: 'unshipped' | 'extraShippingTimedOut';
 }
 
-/** CONTRACT.md section 8: what a stale status becomes, after how long in it. */
+/** docs/api.md#item-statuses-and-moves: what a stale status becomes, after how long in it. */
 const DEADLINES: readonly Deadline[] = [
   { from: S.ORDERED, to: S.ITEM_UNAVAILABLE, hours: (c) => c.SHIP_DEADLINE_H, count: 'unshipped' },
   {

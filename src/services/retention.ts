@@ -63,7 +63,7 @@ export type RetentionResult =
   | { ran: false; reason: 'redis unavailable' | 'another pass holds the lock' };
 
 /**
- * One retention pass (CONTRACT.md section 13) under a deployment-wide lock: finished webhook deliveries and
+ * One retention pass (docs/api.md#operations) under a deployment-wide lock: finished webhook deliveries and
  * order events older than EVENT_RETENTION_DAYS, and expired search cursors, deleted oldest first in small
  * batches with a rest between them; then (SQLite) the freed pages given back, a few at a time. What is still to
  * be delivered (a pending delivery, and its event) is never deleted, nor anything younger than the window, which

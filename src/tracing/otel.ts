@@ -27,7 +27,7 @@ const TRACER = 'book-order-service';
 type SpanProcessor = NonNullable<NodeSDKConfiguration['spanProcessors']>[number];
 
 /**
- * Every span started under an order's context carries its `order.id` (CONTRACT section 13): the id travels as
+ * Every span started under an order's context carries its `order.id` (docs/api.md#operations): the id travels as
  * baggage, set by withOrder, through the job and the stored trace context of the order's events.
  */
 const ORDER_BAGGAGE = 'order.id';

@@ -1,4 +1,4 @@
-// The ledger invariant of CONTRACT.md section 8, read straight from the store.
+// The ledger invariant of docs/api.md#item-statuses-and-moves, read straight from the store.
 import type { Probe } from '../../src/store/store.probe.js';
 
 /** authorize + extra_shipping − void − refund, the shares of the bought items, and what the gateway holds. */

@@ -1,4 +1,4 @@
-// The money check that ends every test service (CONTRACT.md section 8): for every settled order, what the
+// The money check that ends every test service (docs/api.md#item-statuses-and-moves): for every settled order, what the
 // gateway holds = what the ledger says = the shares of the items still bought. An order whose payment the
 // gateway has not caught up with yet is first brought there, as reconciliation would: what is checked is that
 // it converges, not that the test happened to wait for it.

@@ -211,7 +211,7 @@ export interface SignOptions {
   contentType?: string;
 }
 
-/** A supertest request signed as CONTRACT.md section 2 says; `body` objects are sent as JSON text. */
+/** A supertest request signed as docs/api.md#signing says; `body` objects are sent as JSON text. */
 export function signed(
   app: Parameters<typeof supertest>[0],
   creds: Pick<Credentials, 'accessKey' | 'secretKey'>,

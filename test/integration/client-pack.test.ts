@@ -1,6 +1,6 @@
 // The client package as a caller gets it: `npm pack` of client/, the tarball installed into an empty folder with
 // nothing else of this repository, an order placed from there by plain `node`, and its types checked there.
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -9,8 +9,11 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { webhookSignature } from '../../client/src/webhook.js';
+import { freePort } from '../../scripts/redis.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
 import { createTestService, type TestService } from '../helpers/test-service.js';
+import { until } from '../helpers/wait.js';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -46,13 +49,14 @@ afterAll(async () => {
 async function pack(): Promise<string> {
   const copy = path.join(work, 'client');
   fs.mkdirSync(copy);
-  for (const entry of ['package.json', 'tsconfig.json', 'src'])
+  for (const entry of ['package.json', 'README.md', 'tsconfig.json', 'src'])
     fs.cpSync(path.join(ROOT, 'client', entry), path.join(copy, entry), { recursive: true });
   fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(copy, 'node_modules'));
   const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', work], { cwd: copy });
   const [packed] = JSON.parse(stdout) as { filename: string; files: { path: string }[] }[];
-  expect(packed!.files.map((f) => f.path)).toContain('dist/index.d.ts');
-  expect(packed!.files.every((f) => f.path === 'package.json' || f.path.startsWith('dist/'))).toBe(true);
+  expect(packed!.files.map((f) => f.path)).toEqual(expect.arrayContaining(['dist/index.d.ts', 'README.md']));
+  const shipped = (file: string) => ['package.json', 'README.md'].includes(file) || file.startsWith('dist/');
+  expect(packed!.files.every((f) => shipped(f.path))).toBe(true);
   return path.join(work, packed!.filename);
 }
 
@@ -119,5 +123,77 @@ export const all: Promise<PlaceOrdersResult[]> = client.placeOrders([{ requestId
     };
     expect(check(JSON.stringify(orderBody('tok')))).toEqual([]);
     expect(check(JSON.stringify({ ...orderBody('tok'), shippingMode: 'X' })).join('\n')).toMatch(/"X"/);
-  });
+  }, 180_000);
+
+  it("when client/README.md's examples run as printed against the service, then each does what it says", async () => {
+    // After the test above: the tarball is installed in `app`.
+    const readme = fs.readFileSync(path.join(ROOT, 'client/README.md'), 'utf8');
+    const examples = [...readme.matchAll(/^```js\n([\s\S]*?)^```/gm)].map((m) => m[1]!);
+    const receiver = examples.find((code) => code.includes('.listen('))!;
+    await service.startWorker();
+    const buyer = await service.client('readme caller');
+    const env = {
+      PATH: process.env.PATH,
+      API_URL: baseUrl,
+      ACCESS_KEY: buyer.accessKey,
+      SECRET_KEY: buyer.secretKey,
+      CC_TOKEN: buyer.ccToken,
+    };
+    const outputs: string[] = [];
+    for (const [i, code] of examples.entries()) {
+      if (code === receiver) continue;
+      fs.writeFileSync(path.join(app, `readme-${i}.mjs`), code);
+      const { stdout, stderr } = await run(process.execPath, [`readme-${i}.mjs`], { cwd: app, env });
+      expect(stderr).toBe('');
+      outputs.push(stdout);
+    }
+    const [placed, signed, refused, many] = outputs;
+    expect(placed).toMatch(/^one copy costs \d+(\.\d+)? USD\norder \d+ items \[ 5 \]\n$/);
+    expect(signed).toBe('200 2000\n');
+    expect(refused).toContain("404 [ 4041 ] [ 'orderId: no order 999999999' ]");
+    expect(many).toMatch(/^po-0002 \[ 2010 \] \d+\npo-0003 \[ 2010 \] \d+\n(\d+ \S+Z\n){3}$/);
+
+    // The receiver takes a delivery signed with its secret and refuses one that is not.
+    fs.writeFileSync(path.join(app, 'receiver.mjs'), receiver);
+    const port = await freePort();
+    const secret = 'whsec_readme';
+    const child = spawn(process.execPath, ['receiver.mjs'], {
+      cwd: app,
+      env: { PATH: process.env.PATH, PORT: String(port), WEBHOOK_SECRET: secret },
+    });
+    try {
+      const body = JSON.stringify({
+        eventId: 'evt_1',
+        type: 'order.updated',
+        createDate: new Date().toISOString(),
+        sequence: 1,
+        order: { orderId: 7, listings: [{ orderItems: [{ status: 5 }] }] },
+      });
+      const post = (signature: string, date = new Date().toISOString()) =>
+        fetch(`http://127.0.0.1:${port}/orders`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'svc-event-id': 'evt_1',
+            'svc-date': date,
+            'svc-signature': signature,
+          },
+          body,
+        }).then((res) => res.status);
+      const date = new Date().toISOString();
+      await until(
+        () =>
+          post('0'.repeat(64)).then(
+            () => true,
+            () => false,
+          ),
+        30_000,
+        'the receiver listening',
+      );
+      expect(await post(webhookSignature(secret, date, 'evt_1', body), date)).toBe(204);
+      expect(await post('0'.repeat(64))).toBe(401);
+    } finally {
+      child.kill();
+    }
+  }, 180_000);
 });

@@ -121,7 +121,7 @@ async function fill(): Promise<void> {
   );
 }
 
-/** The rules of SPEC.md and CONTRACT.md section 10, applied to every row. */
+/** The rules of SPEC.md and docs/api.md#search, applied to every row. */
 function model(clientId: number, c: SearchCriteria): { orderId: number; itemIds: number[] }[] {
   const itemCriteria = c.itemUpdateStart !== undefined || c.itemUpdateEnd !== undefined || !!c.orderItemIds;
   const itemMatches = (i: ItemRow) =>

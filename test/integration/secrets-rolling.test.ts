@@ -1,4 +1,4 @@
-// Rotating SECRETS_KEY with no downtime (CONTRACT section 13): web processes on the old key and on the new one
+// Rotating SECRETS_KEY with no downtime (docs/api.md#operations): web processes on the old key and on the new one
 // (with SECRETS_KEY_PREVIOUS) serve side by side under signed traffic, `secrets:rotate` re-seals in batches
 // while they serve, and the old key is then retired, with no request failing at any step.
 import type { ChildProcess } from 'node:child_process';

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { scheduleStoreCounts } from '../../src/metrics/order-store.metrics.js';
-import type { RedisClient } from '../../src/redis/redis.js';
+import { createRedis, type RedisClient } from '../../src/redis/redis.js';
 import type { StoreCounts } from '../../src/store/store.port.js';
 import { connectTestRedis, warningsLogger } from '../helpers/test-redis.js';
 import { sleep, until } from '../helpers/wait.js';
@@ -70,5 +70,28 @@ describe("the clock's store counts", () => {
     expect(after.counted).toBe(1);
     expect(after.held).toBeGreaterThan(0);
     expect(warnings).toEqual(['store counts not published; the next tick tries again']);
+  });
+
+  it('when the clock starts, then its first count waits for its Redis connection instead of warning', async () => {
+    const { logger: quiet, warnings: said } = warningsLogger();
+    // A connection made a moment ago, as the clock's is at its start: still connecting.
+    const fresh = createRedis(
+      { REDIS_URL: inject('redisUrl'), REDIS_CLUSTER: false },
+      'test-store-counts-fresh',
+    );
+    expect(fresh.status).not.toBe('ready');
+    const store = { counts: async (): Promise<StoreCounts> => ({ itemsByStatus: [], unsettledByPhase: [] }) };
+    const clock = scheduleStoreCounts({ store, redis: fresh, prefix: `${prefix}c`, logger: quiet }, EVERY_MS);
+    try {
+      await until(
+        async () => (await redis.get(`${prefix}c:metrics:store-counts`)) !== null,
+        10_000,
+        'counts',
+      );
+      expect(said).toEqual([]);
+    } finally {
+      await clock.stop();
+      fresh.disconnect();
+    }
   });
 });

@@ -167,7 +167,7 @@ describe('when an order is given up on', () => {
 });
 
 describe('when an operator manages webhooks', () => {
-  it('then list, remove and replay print what CONTRACT.md section 12 says', async () => {
+  it('then list, remove and replay print what docs/api.md#webhooks says', async () => {
     const client = await service.client('managed');
     const allow = { WEBHOOK_ALLOW_PRIVATE: 'true' };
     const first = json(

@@ -3,12 +3,14 @@
 // as a person expects: a signal to npm's own pid (not only Ctrl-C in its terminal) stops everything it
 // started — web, worker, clock and its private Redis — within the shutdown bound.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { readProcfile } from '../../scripts/procfile.js';
+import { createDatabase, dropDatabase } from '../../scripts/postgres.js';
 import { freePort } from '../../scripts/redis.js';
 import { holdStartLock } from '../helpers/start-lock.js';
 import { sleep, until } from '../helpers/wait.js';
@@ -65,7 +67,7 @@ async function startEnv(
     ...extra,
   };
   delete env.REDIS_URL;
-  delete env.DATABASE_URL;
+  if (!extra.DATABASE_URL) delete env.DATABASE_URL;
   return { env, port, tmp };
 }
 
@@ -82,20 +84,36 @@ async function failedStart(extra: NodeJS.ProcessEnv, port?: number) {
   return { code, output, left: groupMembers(npm.pid!), tmpLeft: fs.readdirSync(tmp) };
 }
 
-async function startService(): Promise<{ npm: number; port: number }> {
-  const { env, port } = await startEnv();
+async function startService(
+  extra: NodeJS.ProcessEnv = {},
+): Promise<{ npm: number; port: number; dir: string; output: () => string }> {
+  const { env, port } = await startEnv(extra);
   // Its own process group, as a terminal would give it: the test then sees every process it started.
-  const npm = spawn('npm', ['start'], { cwd: ROOT, env, detached: true, stdio: 'ignore' });
+  const npm = spawn('npm', ['start'], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   groups.push(npm.pid!);
+  let output = '';
+  npm.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  npm.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const started = { npm: npm.pid!, port, dir: path.dirname(env.DB_PATH!), output: () => output };
   for (let i = 0; i < 1200; i += 1) {
     const ready = await fetch(`http://127.0.0.1:${port}/readyz`).then(
       (res) => res.ok,
       () => false,
     );
-    if (ready) return { npm: npm.pid!, port };
+    if (ready) return started;
     await sleep(100);
   }
   throw new Error('npm start did not get ready in 120 s');
+}
+
+/** The pid of the private redis-server npm start runs (in its process group). */
+function privateRedis(group: number): number | undefined {
+  const out = execFileSync('ps', ['-eo', 'pid=,pgid=,comm='], { encoding: 'utf8' });
+  const row = out
+    .split('\n')
+    .map((line) => line.trim().split(/\s+/))
+    .find(([, pgid, comm]) => Number(pgid) === group && comm === 'redis-server');
+  return row ? Number(row[0]) : undefined;
 }
 
 describe('the compiled build', () => {
@@ -149,6 +167,38 @@ describe('npm start', () => {
   );
 });
 
+describe('npm start when its private Redis dies', () => {
+  it('then it starts Redis again, the service takes orders again, and it still stops at once', async () => {
+    const { npm, port, dir, output } = await startService();
+    const first = privateRedis(npm);
+    expect(first).toBeDefined();
+    process.kill(first!, 'SIGKILL');
+    await until(() => Promise.resolve(output().includes('redis is back')), 60_000, 'redis started again');
+    expect(privateRedis(npm)).not.toBe(first);
+    // A real order, from another terminal as the README shows: accepted and settled on the new Redis.
+    const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'warn' };
+    for (const name of ['REDIS_URL', 'DATABASE_URL', 'DB_PATH', 'QUEUE_PREFIX', 'PORT', 'API_URL'])
+      delete env[name];
+    await expect
+      .poll(
+        () =>
+          spawnSync(
+            'npm',
+            ['run', '--silent', 'call', '--', 'POST', '/v1/orders', path.join(dir, 'demo-order.json')],
+            { cwd: ROOT, env, encoding: 'utf8' },
+          ).stderr,
+        { timeout: 60_000, interval: 1000 },
+      )
+      .toContain('Svc-Status: 2010');
+    expect(output()).not.toContain('Unhandled error event');
+    process.kill(npm, 'SIGTERM');
+    // Within the web's, worker's and clock's ordinary stop, not the 30 s of a process stuck on a Redis gone.
+    for (let i = 0; i < 200 && groupMembers(npm).length > 0; i += 1) await sleep(100);
+    expect(groupMembers(npm)).toEqual([]);
+    await expect(fetch(`http://127.0.0.1:${port}/readyz`)).rejects.toThrow();
+  }, 300_000);
+});
+
 describe('npm start that cannot start', () => {
   it('when a setting is wrong, then it names it and exits 1 before starting anything', async () => {
     const bogus = await failedStart({ RECONCILE_CRON: 'bogus' });
@@ -184,7 +234,7 @@ describe('npm start that cannot start', () => {
 
 describe('operator commands while npm start runs', () => {
   it('when neither REDIS_URL nor the store is set, then admin and call reach the running service', async () => {
-    const { npm, port } = await startService();
+    const { npm, port, dir } = await startService();
     const runtime = path.join(ROOT, 'data', 'runtime.json');
     // Written once npm start has seen the web answer, which may be a moment after the test did.
     await until(async () => fs.existsSync(runtime), 30_000, 'data/runtime.json');
@@ -200,6 +250,14 @@ describe('operator commands while npm start runs', () => {
     expect(reconcile.stderr).toContain('of the running npm start');
     expect(reconcile.status).toBe(0);
     expect(JSON.parse(reconcile.stdout)).toMatchObject({ adjustmentsApplied: 0 });
+    // DB_PATH set to the store npm start runs on aims nowhere else: its Redis comes from data/runtime.json too.
+    const same = spawnSync('npm', ['run', '--silent', 'admin', '--', 'reconcile'], {
+      cwd: ROOT,
+      env: { ...env, DB_PATH: path.join(dir, 'orders.db') },
+      encoding: 'utf8',
+    });
+    expect(same.stderr).toContain('REDIS_URL of the running npm start');
+    expect(same.status).toBe(0);
     const call = spawnSync('npm', ['run', '--silent', 'call', '--', 'GET', '/v1/orders?limit=1'], {
       cwd: ROOT,
       env,
@@ -219,4 +277,48 @@ describe('operator commands while npm start runs', () => {
     expect(refused.status).toBe(1);
     expect(refused.stderr).toContain('set REDIS_URL');
   }, 240_000);
+});
+
+describe('operator commands while npm start runs on PostgreSQL', () => {
+  const serverUrl = inject('postgresUrl');
+  it.skipIf(!serverUrl)(
+    'when nothing is set in the second terminal, then the admin CLI opens the store with the key npm start was given',
+    async () => {
+      const name = `start_${crypto.randomBytes(6).toString('hex')}`;
+      const databaseUrl = await createDatabase(serverUrl, name);
+      try {
+        const { npm } = await startService({
+          DATABASE_URL: databaseUrl,
+          SECRETS_KEY: crypto.randomBytes(32).toString('hex'),
+        });
+        const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'warn' };
+        for (const variable of [
+          'REDIS_URL',
+          'DATABASE_URL',
+          'DB_PATH',
+          'SECRETS_KEY',
+          'QUEUE_PREFIX',
+          'PORT',
+        ])
+          delete env[variable];
+        const created = spawnSync(
+          'npm',
+          ['run', '--silent', 'admin', '--', 'client:create', '--name', 'Acme'],
+          {
+            cwd: ROOT,
+            env,
+            encoding: 'utf8',
+          },
+        );
+        expect(created.stderr).toMatch(/DATABASE_URL.*SECRETS_KEY of the running npm start/);
+        expect(created.status).toBe(0);
+        expect(JSON.parse(created.stdout)).toMatchObject({ accessKey: expect.stringMatching(/^AK/) });
+        process.kill(npm, 'SIGTERM');
+        for (let i = 0; i < 400 && groupMembers(npm).length > 0; i += 1) await sleep(100);
+      } finally {
+        await dropDatabase(serverUrl, name);
+      }
+    },
+    240_000,
+  );
 });

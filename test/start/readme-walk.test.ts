@@ -204,7 +204,9 @@ describe("the README's Trying it, walked against npm start", () => {
           // A client of the walk's own for cards and client:disable (disabling the demo would end the walk);
           // the demo client, whose orders the walk places, for webhooks.
           return step.args[0]!.startsWith('webhook:') ? demo.accessKey : createdKey!;
-        if (option === '--order-item') return String(orderItemId);
+        // The item the README names is one the real order above bought: run as printed.
+        if (option === '--order-item')
+          expect(arg, `${line}: an item of the demo order`).toBe(String(orderItemId));
         if (option === '--webhook') return String(webhookId);
         if (option === '--url') return arg.replace(':8089', `:${receiverPort}`);
         return arg;

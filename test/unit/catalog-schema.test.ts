@@ -9,7 +9,7 @@ const rate = (first: number, additional: number, minDays: number, maxDays: numbe
   maxDays,
 });
 
-/** The example file of CONTRACT.md section 6. */
+/** A catalog file as an operator imports it (docs/api.md#catalog). */
 const contractExample = () => ({
   vendors: [
     {

@@ -12,7 +12,7 @@ import {
   type ItemStatusCode,
 } from '../../src/domain/item-status.js';
 
-// CONTRACT.md section 8, column "Next", copied by hand: the table in src must say exactly this.
+// docs/api.md#item-statuses-and-moves, column "May move to", copied by hand: the table in src must say exactly this.
 const CONTRACT_NEXT: Record<number, number[]> = {
   1: [5, 14, 19, 53, 54, 55, 60],
   5: [35, 14, 17, 93],

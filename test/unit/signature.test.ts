@@ -54,7 +54,7 @@ describe('canonical query', () => {
 });
 
 describe('string to sign', () => {
-  it('is the seven lines of CONTRACT.md section 2', () => {
+  it('is the seven lines of docs/api.md#signing', () => {
     const text = stringToSign({
       method: 'get',
       path: '/v1/orders/42',

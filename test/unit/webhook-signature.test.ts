@@ -13,7 +13,7 @@ const parts = {
 // Computed with openssl: printf '%s\n%s\n%s' DATE EVENT_ID "$(printf '%s' BODY | sha256)" | openssl dgst -sha256 -hmac whsec_test
 const EXPECTED = 'a0448282cbdbde308f05760041607dd38209ce00893274664329460346fedef7';
 
-describe('webhook signatures (CONTRACT.md section 12)', () => {
+describe('webhook signatures (docs/api.md#webhooks)', () => {
   it('sign Svc-Date, Svc-Event-Id and the hex SHA-256 of the body, one per line', () => {
     expect(webhookStringToSign(parts)).toBe(
       '2026-11-21T10:00:00.123Z\nevt_0123\n934bdc823a0a6435224cb76fa98695a8fa2574bc63db53ce0feda568471a9909',

@@ -1,5 +1,5 @@
 /**
- * Retention (CONTRACT.md section 13): what the clock deletes, a small batch per call, each call one short
+ * Retention (docs/api.md#operations): what the clock deletes, a small batch per call, each call one short
  * transaction. Orders, items, the ledger and payments are never deleted; nothing here reaches them.
  */
 export interface RetentionStore {

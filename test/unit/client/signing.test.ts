@@ -1,4 +1,4 @@
-// The package signs exactly as the service verifies (CONTRACT.md section 2): same string to sign, same signature.
+// The package signs exactly as the service verifies (docs/api.md#signing): same string to sign, same signature.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { canonicalQuery, sha256Hex, signRequest, stringToSign } from '../../../client/src/index.js';
