@@ -58,14 +58,26 @@ describe('grouped order reads', () => {
     expect(calls).toEqual(['many 1,2', 'one 7/3']);
   });
 
-  it("fails each get of a failed group with the group's error", async () => {
-    const down = new Error('store unavailable');
+  it("fails each get of a group with the group's error when the store is away", async () => {
+    const down = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
     const grouped = groupOrderReads(recordingOrders([], down).store);
     const outcomes = await Promise.allSettled([grouped.getForClient(7, 1), grouped.getForClient(7, 2)]);
     expect(outcomes).toEqual([
       { status: 'rejected', reason: down },
       { status: 'rejected', reason: down },
     ]);
+  });
+
+  it('reads each get of a group that failed otherwise again alone, each answering for itself', async () => {
+    const { store, calls } = recordingOrders([stored(1, 7), stored(2, 8)]);
+    const failing = {
+      ...store,
+      getMany: () => Promise.reject(new Error('statement failed')),
+    } as OrderStore;
+    const grouped = groupOrderReads(failing);
+    const got = await Promise.all([grouped.getForClient(7, 1), grouped.getForClient(7, 2)]);
+    expect(got.map((o) => o?.order.orderId ?? null)).toEqual([1, null]);
+    expect(calls).toEqual(['one 7/1', 'one 7/2']);
   });
 });
 
