@@ -88,3 +88,15 @@ describe('text a store cannot hold', () => {
     expect(res.body.messages).toContain(`referenceId: ${REFUSED}`);
   });
 });
+
+describe('messages about a broken body', () => {
+  it('when an unquoted ccToken breaks the JSON, then the 4003 message quotes no part of it', async () => {
+    const token = 'c0ffee1234567deadbeef';
+    for (const raw of [`{"ccToken": ${token}}`, `{"ccToken": "x", "a": ${token}`, `{"ccToken": "${token}`]) {
+      const res = await signed(service.app, alice, 'POST', '/v1/orders', raw);
+      expect(res.headers['svc-status']).toBe('4003');
+      expect(res.body.messages[0]).toMatch(/^body: not valid JSON/);
+      expect(JSON.stringify(res.body)).not.toMatch(/c0ffee|1234567|deadbeef/);
+    }
+  });
+});
