@@ -1083,3 +1083,25 @@ describe('a group commit that one order poisons', () => {
     },
   );
 });
+
+describe("another client's order", () => {
+  it('is absent for getForClient and getManyForClients; its owner gets it with its items', async () => {
+    const orderId = await accepted([
+      { listingId: WALDEN, copies: 2 },
+      { listingId: MIDDLEMARCH, copies: 1 },
+    ]);
+    const stranger = (await createClient(store.clients, 'stranger', T0)).clientId;
+    expect(await store.orders.getForClient(stranger, orderId)).toBeNull();
+    const mine = await store.orders.getForClient(clientId, orderId);
+    expect(mine?.items).toHaveLength(3);
+    const asked = await store.orders.getManyForClients([
+      { clientId: stranger, orderId },
+      { clientId, orderId },
+      { clientId, orderId: 999_999_999 },
+      { clientId, orderId },
+    ]);
+    expect(asked).toEqual([mine]);
+    expect(await store.orders.getManyForClients([{ clientId: stranger, orderId }])).toEqual([]);
+    expect(await store.orders.getManyForClients([])).toEqual([]);
+  });
+});
