@@ -1,12 +1,12 @@
 // One web process: the HTTP app and its start and stop. Imported by src/server.ts only where it serves (a single
 // web process, or a worker of the cluster): a cluster's primary never loads the app it does not run.
-import http, { type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { Config } from './config.js';
 import { closeDeps, createDeps } from './container.js';
 import { whenReady } from './redis/redis-lock.js';
 import type { Deps } from './deps.js';
 import { createApp } from './http/app.js';
-import { KEEP_ALIVE_TIMEOUT_MS, createHttpServer } from './http/http-server.js';
+import { createHttpServer, createMetricsServer } from './http/http-server.js';
 import { createDeploymentRegistry, metricsListener } from './http/metrics.js';
 import { DASHBOARD_LOCKOUT, Lockout } from './redis/lockout.js';
 import { mountQueueDashboard } from './http/queue-dashboard.js';
@@ -84,9 +84,8 @@ export async function startWeb(
   // WEB_CONCURRENCY cluster every worker listens on the same METRICS_PORT, which node's cluster turns into one
   // listener, the primary's, handing each scrape to one worker; that worker answers for the whole cluster.
   // Prometheus keeps its connection to a target open between scrapes (15 s or 1 min apart); node's default of 5 s
-  // closed it before each, so that every scrape paid a new connection.
-  const metricsServer = http.createServer(
-    { keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS },
+  // closed it before each, so that every scrape paid a new connection. Its connections are bounded (see there).
+  const metricsServer = createMetricsServer(
     createMetricsListener(deps, processMetrics, config.METRICS_REUSE_MS),
   );
   const metricsPort = await listening(metricsServer, config.METRICS_PORT, config.METRICS_HOST);

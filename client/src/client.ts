@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import { OrderApiError } from './errors.js';
-import { isRetryable, retryDelayMs } from './retry.js';
+import { isRetryable, MAX_RETRY_AFTER_MS, retryAfterMs, retryDelayMs } from './retry.js';
 import { sha256Hex, signRequest } from './signing.js';
 import type {
   OrderBatchEntry,
@@ -20,7 +20,12 @@ export interface OrdersClientOptions {
   maxRetries?: number;
   /** How long one attempt may take, answer read included, before it counts as lost (default 30,000 ms). */
   timeoutMs?: number;
-  /** A fetch to use instead of the global one (Node's). */
+  /**
+   * The longest `Retry-After` waited for before sending again (default 300,000 ms): an answer asking for longer
+   * is not retried, it is the caller's (an OrderApiError saying so from the typed methods).
+   */
+  maxRetryAfterMs?: number;
+  /** A fetch to use instead of the global one (Node's); it is asked never to follow a redirect. */
   fetch?: typeof globalThis.fetch;
 }
 
@@ -56,7 +61,7 @@ export interface PlaceOrdersResult {
 }
 
 export interface WaitForOrderOptions {
-  /** Give up after this long, rejecting with a `TimeoutError` DOMException (default 60,000 ms). */
+  /** Give up after this long, rejecting with an OrderApiError (`httpStatus` 0, retryable; default 60,000 ms). */
   timeoutMs?: number;
   signal?: AbortSignal;
 }
@@ -96,6 +101,7 @@ export class OrdersClient {
   readonly #key: crypto.KeyObject;
   readonly #maxRetries: number;
   readonly #timeoutMs: number;
+  readonly #maxRetryAfterMs: number;
   readonly #fetch: typeof globalThis.fetch;
 
   constructor(options: OrdersClientOptions) {
@@ -106,6 +112,7 @@ export class OrdersClient {
     this.#key = crypto.createSecretKey(Buffer.from(options.secretKey, 'utf8'));
     this.#maxRetries = options.maxRetries ?? 3;
     this.#timeoutMs = options.timeoutMs ?? 30_000;
+    this.#maxRetryAfterMs = options.maxRetryAfterMs ?? MAX_RETRY_AFTER_MS;
     this.#fetch = options.fetch ?? globalThis.fetch;
   }
 
@@ -207,7 +214,10 @@ export class OrdersClient {
         if (round < this.#maxRetries && isRetryable({ httpStatus, svcStatus: result.status }))
           again.push(index);
       });
-      if (again.length) await sleep(retryDelayMs(round, answer.headers.get('retry-after')), signal);
+      const waitMs = retryDelayMs(round, answer.headers.get('retry-after'));
+      // Asked to wait longer than this client waits: those entries keep the refusal they got.
+      if (again.length && waitMs > this.#maxRetryAfterMs) return;
+      if (again.length) await sleep(waitMs, signal);
       pending = again;
     }
   }
@@ -243,18 +253,35 @@ export class OrdersClient {
    * growing pause (up to 2 s).
    */
   async waitForOrder(orderId: number | string, options: WaitForOrderOptions = {}): Promise<OrderResponse> {
-    const signal = anySignal([AbortSignal.timeout(options.timeoutMs ?? 60_000), options.signal]);
-    for (let pauseMs = 100; ; pauseMs = Math.min(2_000, pauseMs * 2)) {
-      const order = await this.getOrder(orderId, { signal });
-      if (!order.listings.some((l) => l.orderItems.some((item) => item.status === QUEUED))) return order;
-      await sleep(pauseMs, signal);
+    const timeoutMs = options.timeoutMs ?? 60_000;
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const signal = anySignal([timeout, options.signal]);
+    try {
+      for (let pauseMs = 100; ; pauseMs = Math.min(2_000, pauseMs * 2)) {
+        const order = await this.getOrder(orderId, { signal });
+        if (!order.listings.some((l) => l.orderItems.some((item) => item.status === QUEUED))) return order;
+        await sleep(pauseMs, signal);
+      }
+    } catch (err) {
+      // The caller's own abort stays theirs; the time-out is a failure like any other of this client.
+      if (!timeout.aborted || options.signal?.aborted) throw err;
+      throw new OrderApiError({
+        httpStatus: 0,
+        svcStatus: [],
+        messages: [`order ${String(orderId)} still had QUEUED items after ${timeoutMs} ms`],
+        requestId: '',
+        retryable: true,
+        cause: err,
+      });
     }
   }
 
   /**
    * One signed request to any path of the API (`pathWithQuery` from the service root, e.g. `/v1/orders?limit=5`),
    * retried as the class says, resolving to the last answer whatever its status (the typed methods above reject
-   * on a failure instead). Rejects with an OrderApiError (`httpStatus` 0) only when no answer came at all.
+   * on a failure instead). Rejects with an OrderApiError (`httpStatus` 0) only when no answer came at all. A
+   * redirect (3xx) is never followed: it would hand the signed headers and the body (a card token) to another
+   * address; it is the answer, as is one whose `Retry-After` asks for longer than `maxRetryAfterMs`.
    * A body given as text or bytes is sent as it is, with `Content-Type: application/json` unless `headers` set one.
    */
   async request<T = unknown>(
@@ -300,6 +327,7 @@ export class OrdersClient {
           method: upper,
           headers,
           body: body as BodyInit | undefined,
+          redirect: 'manual',
           signal,
         });
         const text = await response.text();
@@ -325,7 +353,9 @@ export class OrdersClient {
         continue;
       }
       if (answer.httpStatus < 300 || attempt >= maxRetries || !isRetryable(answer)) return answer;
-      await sleep(retryDelayMs(attempt, answer.headers.get('retry-after')), options.signal);
+      const waitMs = retryDelayMs(attempt, answer.headers.get('retry-after'));
+      if (waitMs > this.#maxRetryAfterMs) return answer;
+      await sleep(waitMs, options.signal);
     }
   }
 
@@ -338,10 +368,22 @@ export class OrdersClient {
   ): Promise<RawAnswer<T>> {
     const answer = await this.request<T>(method, pathWithQuery, body, options);
     if (answer.httpStatus >= 200 && answer.httpStatus < 300) return answer;
+    const messages = messagesOf(answer.body, answer.httpStatus);
+    if (answer.httpStatus >= 300 && answer.httpStatus < 400) {
+      const to = (answer.headers.get('location') ?? '').slice(0, 200);
+      messages.unshift(
+        `redirected to '${to}': not followed (the signed request and its body stay with baseUrl)`,
+      );
+    }
+    const asked = retryAfterMs(answer.headers.get('retry-after'));
+    if (isRetryable(answer) && asked !== undefined && asked > this.#maxRetryAfterMs)
+      messages.push(
+        `Retry-After asks for more than this client waits (${this.#maxRetryAfterMs} ms): not retried`,
+      );
     throw new OrderApiError({
       httpStatus: answer.httpStatus,
       svcStatus: answer.svcStatus,
-      messages: messagesOf(answer.body, answer.httpStatus),
+      messages,
       requestId: answer.requestId,
       retryable: isRetryable(answer),
     });
@@ -367,7 +409,8 @@ function parseBody(text: string, contentType: string | null): unknown {
 
 function messagesOf(body: unknown, status: number): string[] {
   const messages = (body as { messages?: unknown } | null)?.messages;
-  if (Array.isArray(messages) && messages.every((m) => typeof m === 'string')) return messages as string[];
+  if (Array.isArray(messages) && messages.every((m) => typeof m === 'string'))
+    return [...(messages as string[])];
   return [typeof body === 'string' && body ? body.slice(0, 300) : `HTTP ${status}`];
 }
 

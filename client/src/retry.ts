@@ -29,15 +29,29 @@ export interface BackoffOptions {
   now?: () => number;
 }
 
-/** Milliseconds that `Retry-After` asks for (seconds, or an HTTP date), or undefined when absent or unreadable. */
+/**
+ * The longest `Retry-After` the client waits for before sending again (5 minutes; the service asks for at most
+ * a minute): a longer one is not waited for, the answer is the caller's (see OrdersClient). A timer cannot wait
+ * past 24.8 days anyway: it would fire at once.
+ */
+export const MAX_RETRY_AFTER_MS = 300_000;
+
+/** RFC 9110's HTTP date (IMF-fixdate), e.g. `Sun, 06 Nov 1994 08:49:37 GMT`. */
+const HTTP_DATE = /^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/;
+
+/**
+ * Milliseconds that `Retry-After` asks for (seconds, or an HTTP date; a past date is 0), or undefined when absent
+ * or unreadable (a negative number included).
+ */
 export function retryAfterMs(
   header: string | null | undefined,
   now: () => number = Date.now,
 ): number | undefined {
   if (header === null || header === undefined || header.trim() === '') return undefined;
   const text = header.trim();
+  // Seconds too many to count are Infinity: longer than any client waits.
   if (/^\d+(\.\d+)?$/.test(text)) return Math.round(Number(text) * 1000);
-  const date = Date.parse(text);
+  const date = HTTP_DATE.test(text) ? Date.parse(text) : NaN;
   return Number.isNaN(date) ? undefined : Math.max(0, date - now());
 }
 

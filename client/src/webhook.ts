@@ -10,7 +10,10 @@ export type WebhookHeaders =
   { get(name: string): string | null } | Record<string, string | readonly string[] | undefined>;
 
 export interface VerifyWebhookOptions {
-  /** How far `Svc-Date` may be from now, in seconds (default 300): an older delivery is refused as a replay. */
+  /**
+   * How far `Svc-Date` may be from now, in seconds (default 300): an older delivery is refused as a replay. Not a
+   * finite number of 0 or more: RangeError.
+   */
   toleranceS?: number;
   /** The current time in ms (default Date.now()). */
   now?: number;
@@ -49,6 +52,13 @@ export function verifyWebhook(
   secret: string,
   { toleranceS = 300, now = Date.now() }: VerifyWebhookOptions = {},
 ): WebhookEvent {
+  // NaN would accept any age (every comparison with it is false): a replay of any delivery would pass.
+  if (typeof toleranceS !== 'number' || !Number.isFinite(toleranceS) || toleranceS < 0)
+    throw new RangeError(
+      `toleranceS must be a finite number of seconds, 0 or more; got ${String(toleranceS)}`,
+    );
+  if (typeof now !== 'number' || !Number.isFinite(now))
+    throw new RangeError(`now must be a finite time in ms; got ${String(now)}`);
   const signature = header(headers, 'svc-signature');
   const date = header(headers, 'svc-date');
   const eventId = header(headers, 'svc-event-id');

@@ -3,6 +3,7 @@ import type { CatalogListing, CatalogVendor } from './catalog.js';
 import { isCountryCode } from './countries.js';
 import { CURRENCIES, toCents } from './money.js';
 import type { ShippingMode, Zone } from './pricing.js';
+import { UNSTORABLE_TEXT_MESSAGE, unstorableTextPaths } from './storable-text.js';
 
 /** Whether a vendor id already exists in the stored catalog; listings may reference those too. */
 export type VendorLookup = (vendorId: number) => boolean;
@@ -122,6 +123,8 @@ export function parseCatalog(json: unknown, vendorExists: VendorLookup = () => f
   const parsed = catalogFileSchema.safeParse(json);
   const problems: Problem[] = parsed.success ? [] : parsed.error.issues.flatMap(toProblems);
   problems.push(...crossCheck(json, vendorExists));
+  // Text a store cannot hold (storable-text.ts), so that both stores import the same files.
+  problems.push(...unstorableTextPaths(json).map((path) => ({ path, message: UNSTORABLE_TEXT_MESSAGE })));
   if (!parsed.success || problems.length > 0) {
     return { ok: false, problems: problems.sort(byPlace).map(describe) };
   }

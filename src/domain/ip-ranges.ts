@@ -33,6 +33,7 @@ const V6_RANGES = ranges([
 /** IPv6 forms that carry an IPv4 address (at a byte offset): they are judged by that address. */
 const EMBEDDING_V4 = [
   ['::ffff:0:0', 96, 12], // IPv4-mapped
+  ['::ffff:0:0:0', 96, 12], // IPv4-translated (SIIT)
   ['::', 96, 12], // IPv4-compatible (deprecated)
   ['64:ff9b::', 96, 12], // NAT64
   ['2002::', 16, 2], // 6to4
@@ -41,7 +42,7 @@ const EMBEDDING_V4 = [
 /**
  * Why `address` may not be a webhook's target: the name of its range (loopback, private, link-local,
  * unspecified, shared, multicast, reserved…), or null for a public unicast address. An IPv6 address that
- * carries an IPv4 one (mapped, NAT64, 6to4) is judged by the IPv4 address; anything that is not an IP
+ * carries an IPv4 one (mapped, translated, NAT64, 6to4) is judged by the IPv4 address; anything that is not an IP
  * address is refused.
  */
 export function forbiddenRange(address: string): string | null {

@@ -34,6 +34,39 @@ export function createHttpServer(
   return server;
 }
 
+/**
+ * The metrics listener's bounds. A scraper sends one small GET at once and waits for its answer: a connection whose
+ * headers take longer than 5 s, or whose request is not whole in 10 s, is closed (dribbling ones included), and
+ * at most METRICS_MAX_CONNECTIONS are open at once. Idle keep-alive connections stay 65 s so that Prometheus
+ * reuses one between scrapes, but at the cap every connection not being answered is closed to make room: idle or
+ * slow ones cannot keep a scraper out.
+ */
+export const METRICS_MAX_CONNECTIONS = 32;
+
+export function createMetricsServer(listener: http.RequestListener): http.Server {
+  const server = http.createServer(
+    {
+      keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+      headersTimeout: 5_000,
+      requestTimeout: 10_000,
+      connectionsCheckingInterval: 1_000,
+    },
+    listener,
+  );
+  server.maxConnections = METRICS_MAX_CONNECTIONS;
+  const open = new Set<Duplex>();
+  server.on('connection', (socket: Duplex) => {
+    open.add(socket);
+    socket.once('close', () => open.delete(socket));
+  });
+  // The connection past the cap is dropped, and every one not being answered (idle, or still sending its
+  // request) is closed, so the scraper's next try gets in.
+  server.on('drop', () => {
+    for (const socket of open) if (!inFlight(socket)) socket.destroy();
+  });
+  return server;
+}
+
 type Refusal = [SvcStatusCode, string];
 
 const MALFORMED = SvcStatus.MALFORMED;

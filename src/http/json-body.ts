@@ -78,6 +78,16 @@ function decode(raw: Uint8Array, span: [number, number] | undefined): string | u
   }
 }
 
+/**
+ * Where JSON.parse stopped, without its message's quote of the body: that may hold a card token (an unquoted
+ * ccToken), and the message goes to the client and into the log.
+ */
+function whereBroken(err: Error): string {
+  const at = /at position (\d+)/.exec(err.message);
+  if (at) return ` (at character ${at[1]})`;
+  return /end of JSON input/.test(err.message) ? ' (it ends too soon)' : '';
+}
+
 function refusal(overflow: JsonOverflow, limits: JsonLimits): ApiError {
   const where = overflow.member === undefined ? 'body' : `body (in ${JSON.stringify(overflow.member)})`;
   const what =
@@ -102,7 +112,7 @@ export function jsonObjectBody(req: Request, limits: JsonLimits): Record<string,
   try {
     parsed = JSON.parse(raw.toString('utf8'));
   } catch (err) {
-    throw new ApiError(SvcStatus.INVALID_JSON, `body: not valid JSON (${(err as Error).message})`);
+    throw new ApiError(SvcStatus.INVALID_JSON, `body: not valid JSON${whereBroken(err as Error)}`);
   }
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
     throw new ApiError(SvcStatus.MALFORMED, 'body: must be a JSON object (an OrderRequest)');

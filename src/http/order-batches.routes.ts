@@ -15,6 +15,7 @@ import {
 import { createOrderRequestCheck, listingRefsOf } from './order-request.check.js';
 import { backpressureError, placedCode } from './order-answers.js';
 import { chargeMore } from './rate-limit.js';
+import { parseInput } from './request-input.js';
 import { authOf, sendOk } from './respond.js';
 import { SvcStatus, type SvcStatusCode } from './status-codes.js';
 import { readableError } from './zod-messages.js';
@@ -110,6 +111,7 @@ async function checkEntry(
 
 /** The entries of a well-formed batch; the whole batch fails on a problem of its root (4002 for its count). */
 function batchEntries(body: Record<string, unknown>): unknown[] {
+  // Not parseInput: the text of the entries is checked entry by entry (a poisoned one fails alone).
   const parsed = orderBatchRootSchema.safeParse(body, { error: readableError });
   if (parsed.success) return parsed.data.orders;
   const issues = parsed.error.issues;
@@ -133,7 +135,7 @@ function entryRequestId(entry: unknown, index: number, seen: Map<string, number>
   const requestId = typeof raw === 'string' ? raw : '';
   const problems: string[] = [];
   if (!isObject(entry)) return { requestId, problems };
-  const parsed = entryRequestIdSchema.safeParse(raw, { error: readableError });
+  const parsed = parseInput(entryRequestIdSchema, raw);
   if (!parsed.success) problems.push(...parsed.error.issues.map((i) => describeIssue(i, ['requestId'])));
   else if (seen.has(requestId))
     problems.push(`requestId: appears more than once in the batch (first at orders[${seen.get(requestId)}])`);

@@ -1,11 +1,12 @@
 import type { z } from 'zod';
 import type { CheckedOrder, OrderDraft, OrderIntake, OrderProblem } from '../services/order-intake.js';
+import { isStorableText } from '../domain/storable-text.js';
 import type { PricingCatalog } from '../store/store.port.js';
 import { ApiError, describeIssue } from './errors.js';
 import type { JsonLimits } from './json-body.js';
 import { MAX_ITEMS, MAX_LISTINGS, isListingsProblem, orderRequestSchema } from './order-request.schema.js';
+import { parseInput } from './request-input.js';
 import { SvcStatus, type SvcStatusCode } from './status-codes.js';
-import { readableError } from './zod-messages.js';
 
 const TOO_MANY_LISTINGS = `listings: must have at most ${MAX_LISTINGS} listings`;
 
@@ -42,16 +43,20 @@ export function createOrderRequestCheck(intake: OrderIntake) {
     let draft: OrderDraft | null = null;
     if (hopeless) {
       const { listings: _listings, ...rest } = body;
-      const others = withoutListings.safeParse(rest, { error: readableError });
+      const others = parseInput(withoutListings, rest);
       problems = [[SvcStatus.LISTINGS_PROBLEM, hopeless], ...(others.error?.issues.map(classify) ?? [])];
     } else {
-      const parsed = schema.safeParse(body, { error: readableError });
+      const parsed = parseInput(schema, body);
       problems = parsed.success ? [] : parsed.error.issues.map(classify);
       draft = parsed.success ? parsed.data : null;
     }
-    // A token longer than any card's is refused by its shape, without a lookup.
+    // A token longer than any card's, or holding text no card's does, is refused by its shape, without a lookup.
     const ccToken =
-      typeof body.ccToken === 'string' && body.ccToken.length <= maxTokenLength ? body.ccToken : undefined;
+      typeof body.ccToken === 'string' &&
+      body.ccToken.length <= maxTokenLength &&
+      isStorableText(body.ccToken)
+        ? body.ccToken
+        : undefined;
     const listings = hopeless ? [] : listingRefsOf(body);
     const check = await intake.check(
       clientId,

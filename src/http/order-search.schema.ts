@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { describeIssue } from './errors.js';
+import { parseInput } from './request-input.js';
 
 const DAY_MS = 86_400_000;
 /** Longest allowed distance from dateStart to dateEnd (SPEC.md, Limits); exactly 90 days is allowed. */
@@ -185,7 +186,11 @@ export type QueryParse<T> = { success: true; data: T } | { success: false; messa
 
 /** The search criteria of a raw query string, or one message per problem naming the parameter. */
 export function parseOrderSearchQuery(rawQuery: string): QueryParse<OrderSearchQuery> {
-  const parsed = OrderSearchQuerySchema.safeParse(queryValues(rawQuery));
+  // A parameter's values come as a list: a problem names the parameter.
+  const parsed = parseInput(OrderSearchQuerySchema, queryValues(rawQuery), {
+    params: {},
+    at: (path) => path.slice(0, 1),
+  });
   return parsed.success
     ? { success: true, data: parsed.data }
     : { success: false, messages: messagesOf(parsed.error) };

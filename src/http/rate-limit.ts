@@ -74,17 +74,22 @@ interface Take {
  * Takes `cost` tokens (one by default) of the key's bucket, of a request that paid `paid` already; shared by
  * every web process through Redis. The takes asked for in one turn of the event loop (requests that arrived
  * together) go to Redis as one call of the script, each taken in the order asked and answered on its own;
- * should the call fail, each take fails with its error.
+ * should the call fail, each take fails with its error (and the limit fails open for it): an error midway does
+ * not undo what the script took before it, so a take retried alone could be charged twice.
  */
 export function createRateLimiter({ redis, prefix, perSecond, clock }: Omit<RateLimitOptions, 'logger'>) {
   const capacity = perSecond * 2;
   const perMs = perSecond / 1000;
-  const takeTogether = groupCalls(async (takes: readonly Take[]): Promise<RateDecision[]> => {
-    const keys = takes.map((take) => `${prefix}:ratelimit:${take.accessKey}`);
-    const args = [capacity, perMs, ...takes.flatMap(({ now, cost, paid }) => [now, cost, paid])];
-    const answers = (await TAKE_TOKENS(redis, keys, args)) as number[];
-    return takes.map((_, i) => ({ allowed: answers[2 * i] === 1, retryAfterMs: answers[2 * i + 1]! }));
-  }, MAX_TAKES);
+  const takeTogether = groupCalls(
+    async (takes: readonly Take[]): Promise<RateDecision[]> => {
+      const keys = takes.map((take) => `${prefix}:ratelimit:${take.accessKey}`);
+      const args = [capacity, perMs, ...takes.flatMap(({ now, cost, paid }) => [now, cost, paid])];
+      const answers = (await TAKE_TOKENS(redis, keys, args)) as number[];
+      return takes.map((_, i) => ({ allowed: answers[2 * i] === 1, retryAfterMs: answers[2 * i + 1]! }));
+    },
+    MAX_TAKES,
+    { retryAlone: false },
+  );
   return (accessKey: string, cost = 1, paid = 0): Promise<RateDecision> =>
     takeTogether({ accessKey, cost, paid, now: clock() });
 }

@@ -87,7 +87,8 @@ export function createOrderQueue(
       })),
     );
   };
-  // The orders enqueued in one turn (those accepted together, in one commit) go to Redis in one round trip.
+  // The orders enqueued in one turn (those accepted together, in one commit) go to Redis in one round trip; a
+  // failed round trip is retried order by order, which adds no job twice (a job id is added once).
   const enqueueTogether = groupCalls(
     (orderIds: readonly number[]) => enqueueMany(orderIds).then(() => orderIds.map(() => undefined)),
     Infinity,

@@ -10,11 +10,44 @@ export interface ResolvedAddress {
 /** Every address a name resolves to; the system resolver unless a test hands in its own. */
 export type Resolver = (hostname: string) => Promise<ResolvedAddress[]>;
 
-export const systemResolver: Resolver = async (hostname) =>
-  (await dns.promises.lookup(hostname, { all: true, verbatim: true })).map(({ address, family }) => ({
-    address,
-    family: family === 6 ? 6 : 4,
-  }));
+export interface DnsOptions {
+  /** The first try's time-out of one query (c-ares doubles it for each try after). */
+  timeoutMs?: number;
+  tries?: number;
+  /** DNS servers to ask instead of the system's (`host:port`): tests. */
+  servers?: string[];
+}
+
+/**
+ * Every address a name resolves to, asked of the DNS servers by c-ares (`dns.Resolver`: on the event loop, a
+ * time-out per query) rather than by getaddrinfo (`dns.lookup`), which waits without a bound on one of libuv's four
+ * threads: one endpoint's slow resolver would then hold every client's deliveries (and the file reads sharing
+ * those threads). /etc/hosts is not read; `localhost` and `*.localhost` are the loopback addresses (RFC 6761).
+ */
+export function dnsResolver({ timeoutMs = 1000, tries = 2, servers }: DnsOptions = {}): Resolver {
+  const resolver = new dns.promises.Resolver({ timeout: timeoutMs, tries });
+  if (servers) resolver.setServers(servers);
+  return async (hostname) => {
+    const name = hostname.toLowerCase().replace(/\.$/, '');
+    if (name === 'localhost' || name.endsWith('.localhost'))
+      return [
+        { address: '127.0.0.1', family: 4 },
+        { address: '::1', family: 6 },
+      ];
+    const [v4, v6] = await Promise.allSettled([resolver.resolve4(name), resolver.resolve6(name)]);
+    const found: ResolvedAddress[] = [
+      ...(v4.status === 'fulfilled' ? v4.value.map((address) => ({ address, family: 4 as const })) : []),
+      ...(v6.status === 'fulfilled' ? v6.value.map((address) => ({ address, family: 6 as const })) : []),
+    ];
+    if (found.length > 0) return found;
+    // Both failed, or neither has an address: the IPv4 query's error says most (ENOTFOUND, ETIMEOUT…).
+    if (v4.status === 'rejected') throw v4.reason;
+    if (v6.status === 'rejected') throw v6.reason;
+    return [];
+  };
+}
+
+export const systemResolver: Resolver = dnsResolver();
 
 /** A webhook URL that is refused: its message says why, for the operator or the delivery's last error. */
 export class WebhookTargetError extends Error {}

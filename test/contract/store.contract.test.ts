@@ -1050,3 +1050,58 @@ describe(`the store port on ${TEST_STORE}`, () => {
     expect(counts.unsettledByPhase.find((c) => c.phase === 'queued')?.count).toBe(queued);
   });
 });
+
+// Defence in depth behind the edge's check of text (domain/storable-text.ts): should an order holding text that
+// the store refuses ever reach it, the orders accepted together with it (group-commit.ts) are accepted all the
+// same, each exactly once, and only that order fails.
+describe('a group commit that one order poisons', () => {
+  it.each([
+    ['U+0000', 'Eve\u0000'],
+    ['a lone surrogate', 'Eve\ud800'],
+  ])(
+    'when an order holding %s is accepted with others, then each other order is stored once',
+    async (_, name) => {
+      const poisoner = (await createClient(store.clients, `poisoner ${name.length}`, T0)).clientId;
+      const count = async () =>
+        Number(await probe.scalar('SELECT COUNT(*) FROM orders WHERE client_id = ?', clientId));
+      const before = await count();
+      const good = Array.from({ length: 6 }, () => newOrder([{ listingId: WALDEN, copies: 1 }]));
+      const poisoned = newOrder([{ listingId: WALDEN, copies: 1 }], {
+        clientId: poisoner,
+        shipAddr: { ...address, name },
+      });
+      const outcomes = await Promise.allSettled(
+        [...good.slice(0, 3), poisoned, ...good.slice(3)].map((order) => store.orders.accept(order)),
+      );
+      const others = [...outcomes.slice(0, 3), ...outcomes.slice(4)];
+      expect(others.map((o) => (o.status === 'fulfilled' ? o.value.kind : o.reason))).toEqual(
+        Array(6).fill('created'),
+      );
+      expect(await count()).toBe(before + 6);
+      // PostgreSQL refuses the text, SQLite holds it: the edge refuses it on both (test/integration/poisoned-text).
+      expect(outcomes[3]!.status).toBe(TEST_STORE === 'postgres' ? 'rejected' : 'fulfilled');
+    },
+  );
+});
+
+describe("another client's order", () => {
+  it('is absent for getForClient and getManyForClients; its owner gets it with its items', async () => {
+    const orderId = await accepted([
+      { listingId: WALDEN, copies: 2 },
+      { listingId: MIDDLEMARCH, copies: 1 },
+    ]);
+    const stranger = (await createClient(store.clients, 'stranger', T0)).clientId;
+    expect(await store.orders.getForClient(stranger, orderId)).toBeNull();
+    const mine = await store.orders.getForClient(clientId, orderId);
+    expect(mine?.items).toHaveLength(3);
+    const asked = await store.orders.getManyForClients([
+      { clientId: stranger, orderId },
+      { clientId, orderId },
+      { clientId, orderId: 999_999_999 },
+      { clientId, orderId },
+    ]);
+    expect(asked).toEqual([mine]);
+    expect(await store.orders.getManyForClients([{ clientId: stranger, orderId }])).toEqual([]);
+    expect(await store.orders.getManyForClients([])).toEqual([]);
+  });
+});

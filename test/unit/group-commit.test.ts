@@ -68,9 +68,9 @@ describe('group commits', () => {
     expect(groups).toEqual([['a', 'b'], ['c', 'd'], ['e']]);
   });
 
-  it('fails every order of a failed group with its error, and the next group goes on', async () => {
-    const busy = new Error('SQLITE_BUSY');
-    const { orders } = recordingOrders((batch) =>
+  it('fails every order of a group the store could not take (busy, away) with its error; the next goes on', async () => {
+    const busy = Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
+    const { orders, groups } = recordingOrders((batch) =>
       batch.some((o) => o.requestId === 'x') ? busy : undefined,
     );
     const grouped = groupCommits(orders);
@@ -79,7 +79,53 @@ describe('group commits', () => {
       { status: 'rejected', reason: busy },
       { status: 'rejected', reason: busy },
     ]);
+    expect(groups).toEqual([['x', 'y']]);
     await expect(grouped.accept(order('y'))).resolves.toEqual({ kind: 'created', orderId: 1 });
+  });
+
+  it("accepts each order of a group that one client's order poisoned again alone: only that one fails", async () => {
+    // Like PostgreSQL's INSERT over jsonb[]: one text it refuses fails the whole statement, and nothing is kept.
+    const poisoned = Object.assign(new Error('unsupported Unicode escape sequence'), { code: '22P05' });
+    const { orders, groups } = recordingOrders((batch) =>
+      batch.some((o) => o.requestId.startsWith('poison')) ? poisoned : undefined,
+    );
+    const grouped = groupCommits(orders);
+    const ids = ['a1', 'poison', 'a2', 'a3'];
+    const outcomes = await Promise.allSettled(
+      ids.map((id) => grouped.accept(order(id, id === 'poison' ? 2 : 1))),
+    );
+    expect(outcomes).toEqual([
+      { status: 'fulfilled', value: { kind: 'created', orderId: 1 } },
+      { status: 'rejected', reason: poisoned },
+      { status: 'fulfilled', value: { kind: 'created', orderId: 2 } },
+      { status: 'fulfilled', value: { kind: 'created', orderId: 3 } },
+    ]);
+    // The group once, then each member exactly once on its own.
+    expect(groups).toEqual([ids, ...ids.map((id) => [id])]);
+  });
+
+  it('answers the orders of a group that committed but reported a failure as the orders it stored, once each', async () => {
+    // A group whose commit went through but whose answer was lost: each accepted again alone is its own duplicate.
+    const { orders, groups } = recordingOrders();
+    let lostOnce = false;
+    const flaky = {
+      ...orders,
+      async acceptMany(batch: readonly NewOrder[]) {
+        const results = await orders.acceptMany(batch);
+        if (batch.length > 1 && !lostOnce) {
+          lostOnce = true;
+          throw new Error('the answer was lost');
+        }
+        return results;
+      },
+    } as OrderStore;
+    const grouped = groupCommits(flaky);
+    const results = await Promise.all(['a', 'b'].map((id) => grouped.accept(order(id))));
+    expect(results).toEqual([
+      { kind: 'duplicate', orderId: 1 },
+      { kind: 'duplicate', orderId: 2 },
+    ]);
+    expect(groups).toEqual([['a', 'b'], ['a'], ['b']]);
   });
 });
 

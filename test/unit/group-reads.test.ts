@@ -1,9 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { groupCatalogReads, groupOrderReads, MAX_GROUPED_LISTINGS } from '../../src/store/group-reads.js';
 import type { PricingListing, PricingVendor } from '../../src/domain/pricing.js';
-import type { CatalogStore, OrderStore, OrderWithItems, PricingCatalog } from '../../src/store/store.port.js';
+import type {
+  CatalogStore,
+  OrderAsk,
+  OrderStore,
+  OrderWithItems,
+  PricingCatalog,
+} from '../../src/store/store.port.js';
 
-// The grouping alone, over recording adapters; the real adapters' getMany and loadForPricing are covered by the
+// The grouping alone, over recording adapters; the real adapters' getManyForClients and loadForPricing are covered by the
 // store's contract tests, which open the store with this grouping on.
 
 const stored = (orderId: number, clientId: number) =>
@@ -17,17 +23,19 @@ function recordingOrders(orders: OrderWithItems[], fail?: Error) {
       if (fail) throw fail;
       return orders.find((o) => o.order.orderId === orderId && o.order.clientId === clientId) ?? null;
     },
-    async getMany(orderIds: readonly number[]) {
-      calls.push(`many ${orderIds.join(',')}`);
+    async getManyForClients(asks: readonly OrderAsk[]) {
+      calls.push(`many ${asks.map((ask) => ask.orderId).join(',')}`);
       if (fail) throw fail;
-      return orders.filter((o) => orderIds.includes(o.order.orderId));
+      return orders.filter((o) =>
+        asks.some((a) => a.orderId === o.order.orderId && a.clientId === o.order.clientId),
+      );
     },
   } as unknown as OrderStore;
   return { store, calls };
 }
 
 describe('grouped order reads', () => {
-  it("reads the gets of one turn in one getMany; each gets its order only when it is the client's", async () => {
+  it("reads the gets of one turn in one getManyForClients; each gets its order only when it is the client's", async () => {
     const { store, calls } = recordingOrders([stored(1, 7), stored(2, 7), stored(3, 8)]);
     const grouped = groupOrderReads(store);
     const got = await Promise.all([
@@ -58,14 +66,26 @@ describe('grouped order reads', () => {
     expect(calls).toEqual(['many 1,2', 'one 7/3']);
   });
 
-  it("fails each get of a failed group with the group's error", async () => {
-    const down = new Error('store unavailable');
+  it("fails each get of a group with the group's error when the store is away", async () => {
+    const down = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
     const grouped = groupOrderReads(recordingOrders([], down).store);
     const outcomes = await Promise.allSettled([grouped.getForClient(7, 1), grouped.getForClient(7, 2)]);
     expect(outcomes).toEqual([
       { status: 'rejected', reason: down },
       { status: 'rejected', reason: down },
     ]);
+  });
+
+  it('reads each get of a group that failed otherwise again alone, each answering for itself', async () => {
+    const { store, calls } = recordingOrders([stored(1, 7), stored(2, 8)]);
+    const failing = {
+      ...store,
+      getManyForClients: () => Promise.reject(new Error('statement failed')),
+    } as OrderStore;
+    const grouped = groupOrderReads(failing);
+    const got = await Promise.all([grouped.getForClient(7, 1), grouped.getForClient(7, 2)]);
+    expect(got.map((o) => o?.order.orderId ?? null)).toEqual([1, null]);
+    expect(calls).toEqual(['one 7/1', 'one 7/2']);
   });
 });
 

@@ -43,6 +43,8 @@ describe('forbiddenRange: which addresses a webhook may not reach', () => {
     ['64:ff9b::a9fe:a9fe', 'link-local'],
     ['2002:c0a8:0101::1', 'private'],
     ['::127.0.0.1', 'loopback'],
+    ['::ffff:0:127.0.0.1', 'loopback'],
+    ['::ffff:0:a00:1', 'private'],
   ])('judges an IPv6 address carrying IPv4 (%s) by that address', (address, range) => {
     expect(forbiddenRange(address)).toMatch(new RegExp(`^${range.replace(/[()]/g, '\\$&')} \\(IPv4 `));
   });
@@ -54,6 +56,7 @@ describe('forbiddenRange: which addresses a webhook may not reach', () => {
     '172.32.0.1',
     '2606:4700:4700::1111',
     '::ffff:8.8.8.8',
+    '::ffff:0:8.8.8.8',
     // just outside a blocked range
     '192.0.1.1',
     '198.17.255.255',

@@ -141,6 +141,12 @@ export type AcceptResult =
   | { kind: 'duplicate'; orderId: number }
   | { kind: 'conflict' };
 
+/** An order asked for by a client. */
+export interface OrderAsk {
+  clientId: number;
+  orderId: number;
+}
+
 export interface OrderStore {
   /** Records an order and its QUEUED items in one transaction, unique on (client, request id). */
   accept(order: NewOrder): Promise<AcceptResult>;
@@ -156,7 +162,15 @@ export interface OrderStore {
   countUnsettled(): Promise<number>;
   /** How many of the client's accepted orders are not settled yet: its share of the backlog. */
   countUnsettledOfClient(clientId: number): Promise<number>;
-  /** The order only when it belongs to the client. */
+  /**
+   * The order only when it belongs to the client. The owner is compared before the items are read: another
+   * client's order costs what a missing one costs (its size tells nothing).
+   */
   getForClient(clientId: number, orderId: number): Promise<OrderWithItems | null>;
+  /**
+   * `getForClient` for several asks at once, in one snapshot: the orders among them that belong to the client
+   * asking (each once, in no given order), another client's order costing what a missing one costs.
+   */
+  getManyForClients(asks: readonly OrderAsk[]): Promise<OrderWithItems[]>;
   phaseOf(orderId: number): Promise<OrderPhase | null>;
 }

@@ -40,6 +40,11 @@ export const itemsJsonOf = (orderId: string): string =>
 const ORDER_WITH_ITEMS = `SELECT row_to_json(o) AS r, ${itemsJsonOf('o.order_id')} AS items FROM orders o`;
 const ORDER_WITH_ITEMS_SQL = `${ORDER_WITH_ITEMS} WHERE o.order_id = $1`;
 const ORDERS_WITH_ITEMS_SQL = `${ORDER_WITH_ITEMS} WHERE o.order_id = ANY($1::bigint[])`;
+// Each ask joined to its order by id and owner first: the items of another client's order are never read.
+const OWNED_ORDERS_WITH_ITEMS_SQL = `
+  SELECT DISTINCT ON (o.order_id) row_to_json(o) AS r, ${itemsJsonOf('o.order_id')} AS items
+    FROM unnest($1::bigint[], $2::bigint[]) AS a(order_id, client_id)
+    JOIN orders o ON o.order_id = a.order_id AND o.client_id = a.client_id`;
 
 export type OrderWithItemsRow = OrderRow & { items: ItemRow[] };
 /** A row of ORDER_WITH_ITEMS: the order's row and its items' rows, as JSON. */
@@ -131,6 +136,15 @@ export function postgresOrders(pool: pg.Pool): OrderStore {
       const ids = [...new Set(orderIds)].filter(canBeId);
       if (ids.length === 0) return [];
       const { rows } = await pool.query<JsonOrderWithItemsRow>(ORDERS_WITH_ITEMS_SQL, [ids]);
+      return rows.map(fromJson);
+    },
+    async getManyForClients(asks) {
+      const owned = asks.filter((ask) => canBeId(ask.orderId));
+      if (owned.length === 0) return [];
+      const { rows } = await pool.query<JsonOrderWithItemsRow>(OWNED_ORDERS_WITH_ITEMS_SQL, [
+        owned.map((ask) => ask.orderId),
+        owned.map((ask) => ask.clientId),
+      ]);
       return rows.map(fromJson);
     },
     async countUnsettled() {

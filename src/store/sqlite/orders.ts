@@ -1,4 +1,11 @@
-import type { AcceptResult, NewOrder, OrderStore, OrderWithItems, StoredItem } from '../store.port.js';
+import type {
+  AcceptResult,
+  NewOrder,
+  OrderAsk,
+  OrderStore,
+  OrderWithItems,
+  StoredItem,
+} from '../store.port.js';
 import { toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './sqlite.rows.js';
 import { orderBatchAcceptor } from './order-batch.js';
 import type { Db } from './sqlite.db.js';
@@ -77,11 +84,20 @@ export function sqliteOrders(db: Db): OrderStore {
     return [...found.values()];
   });
 
-  // Another client's order is reported as absent.
-  const getWithItems = (orderId: number, clientId: number | null) => {
-    const found = read(orderId);
-    return found && (clientId === null || found.order.clientId === clientId) ? found : null;
-  };
+  // The asked orders' rows first (one each), then the items of those that are the asking client's only.
+  const getManyForClients = db.transaction((asks: readonly OrderAsk[]): OrderWithItems[] => {
+    const owned = new Set(asks.map((ask) => `${ask.orderId}/${ask.clientId}`));
+    const found = new Map(
+      ordersIn
+        .all(JSON.stringify(asks.map((ask) => ask.orderId)))
+        .filter((row) => owned.has(`${row.order_id}/${row.client_id}`))
+        .map((row) => [row.order_id, { order: toStoredOrder(row), items: [] as StoredItem[] }]),
+    );
+    if (found.size === 0) return [];
+    for (const row of itemsIn.all(JSON.stringify([...found.keys()])))
+      found.get(row.order_id)?.items.push(toStoredItem(row));
+    return [...found.values()];
+  });
 
   return {
     async accept(order) {
@@ -91,7 +107,7 @@ export function sqliteOrders(db: Db): OrderStore {
       return acceptMany(orders);
     },
     async get(orderId) {
-      return getWithItems(orderId, null);
+      return read(orderId);
     },
     async getMany(orderIds) {
       return orderIds.length === 0 ? [] : getMany.deferred(orderIds.filter(Number.isSafeInteger));
@@ -103,7 +119,11 @@ export function sqliteOrders(db: Db): OrderStore {
       return countUnsettledOfClient.get(clientId) ?? 0;
     },
     async getForClient(clientId, orderId) {
-      return getWithItems(orderId, clientId);
+      return read(orderId, clientId);
+    },
+    async getManyForClients(asks) {
+      const valid = asks.filter((ask) => Number.isSafeInteger(ask.orderId));
+      return valid.length === 0 ? [] : getManyForClients.deferred(valid);
     },
     async phaseOf(orderId) {
       return phaseOf.get(orderId)?.phase ?? null;
@@ -118,18 +138,23 @@ export function sqliteOrders(db: Db): OrderStore {
  * are cold, as they are between requests.
  */
 export function orderReader(db: Db) {
-  const orderWithItems = db
-    .prepare<[number], unknown[]>(
-      `SELECT o.*, i.* FROM orders o LEFT JOIN order_items i ON i.order_id = o.order_id
-        WHERE o.order_id = ? ORDER BY i.order_item_id`,
+  const sql = `SELECT o.*, i.* FROM orders o LEFT JOIN order_items i ON i.order_id = o.order_id
+                WHERE o.order_id = ? ORDER BY i.order_item_id`;
+  const orderWithItems = db.prepare<[number], unknown[]>(sql).raw();
+  // The owner compared on the order's row, before any item is joined: another client's order costs nothing more.
+  const ownedOrderWithItems = db
+    .prepare<[number, number], unknown[]>(
+      sql.replace('WHERE o.order_id = ?', 'WHERE o.order_id = ? AND o.client_id = ?'),
     )
     .raw();
   const columns = orderWithItems.columns();
   const split = columns.findIndex((c) => c.table === 'order_items');
   const orderColumns = columns.slice(0, split).map((c) => c.name);
   const itemColumns = columns.slice(split).map((c) => c.name);
-  return (orderId: number): OrderWithItems | null => {
-    const rows = orderWithItems.all(orderId);
+  /** The order with its items; only when it is `clientId`'s, when given. */
+  return (orderId: number, clientId?: number): OrderWithItems | null => {
+    const rows =
+      clientId === undefined ? orderWithItems.all(orderId) : ownedOrderWithItems.all(orderId, clientId);
     const first = rows[0];
     if (!first) return null;
     const items =

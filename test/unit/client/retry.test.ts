@@ -41,6 +41,14 @@ describe('retryDelayMs', () => {
     expect(retryAfterMs('soon')).toBeUndefined();
   });
 
+  it('reads a negative or malformed Retry-After as absent (backing off), one too large to count as Infinity', () => {
+    const high = { random: () => 1 };
+    for (const absurd of ['-5', '-1', 'NaN', '1e9', '2 s', 'Infinity'])
+      expect(retryDelayMs(0, absurd, high), absurd).toBe(200);
+    expect(retryAfterMs('9'.repeat(400))).toBe(Infinity);
+    expect(retryAfterMs('99999999999')).toBe(99_999_999_999_000);
+  });
+
   it('else backs off exponentially, with jitter between half and all of the step, capped', () => {
     const low = { random: () => 0 };
     const high = { random: () => 1 };
@@ -160,6 +168,59 @@ describe('OrdersClient retrying', () => {
     });
     expect(sent).toHaveLength(3);
     expect(new Set(sent.map((s) => s.headers['svc-requestid'])).size).toBe(1);
+  });
+
+  it.each([
+    ['past the 24.8 days a timer holds', '99999999999'],
+    ['too many seconds to count', '9'.repeat(400)],
+    ['just past the 300 s it waits', '301'],
+  ])('does not retry at once when Retry-After is %s: the caller gets the refusal', async (_, retryAfter) => {
+    const { sent, fetch } = scripted([
+      json(503, '5030', { requestId: 'x', messages: ['busy'] }, { 'retry-after': retryAfter }),
+      json(200, '2010', ORDER),
+    ]);
+    const client = new OrdersClient({ ...options, fetch });
+    const error = await client.placeOrder(REQUEST).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OrderApiError);
+    expect(error).toMatchObject({ httpStatus: 503, svcStatus: [5030], retryable: true });
+    expect((error as OrderApiError).messages).toEqual([
+      'busy',
+      'Retry-After asks for more than this client waits (300000 ms): not retried',
+    ]);
+    expect(sent).toHaveLength(1);
+  });
+
+  it('waits a Retry-After up to maxRetryAfterMs, and in placeOrders keeps the refusal past it', async () => {
+    const refused = { requestId: 'a', status: [5030], order: null, messages: ['busy'] };
+    const { sent, fetch } = scripted([
+      json(200, '2004', { results: [refused] }, { 'retry-after': '1' }),
+      json(503, '5030', { messages: ['busy'] }, { 'retry-after': '1' }),
+      json(200, '2010', ORDER),
+    ]);
+    const client = new OrdersClient({ ...options, fetch, maxRetryAfterMs: 500 });
+    const results = await client.placeOrders([{ requestId: 'a', ...REQUEST }]);
+    expect(results).toEqual([{ requestId: 'a', svcStatus: [5030], order: null, messages: ['busy'] }]);
+    expect(sent).toHaveLength(1);
+    const patient = new OrdersClient({ ...options, fetch, maxRetryAfterMs: 1000 });
+    await expect(patient.getOrder(7)).resolves.toEqual(ORDER);
+    expect(sent).toHaveLength(3);
+  });
+
+  it('ends waitForOrder past its time-out in an OrderApiError, not a DOMException', async () => {
+    const queued = { orderId: 7, listings: [{ orderItems: [{ status: 1 }] }] };
+    const fetch = (async () => json(200, '2000', queued)) as unknown as typeof globalThis.fetch;
+    const client = new OrdersClient({ ...options, fetch });
+    const error = await client.waitForOrder(7, { timeoutMs: 300 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OrderApiError);
+    expect(error).toMatchObject({
+      httpStatus: 0,
+      retryable: true,
+      messages: [expect.stringMatching(/QUEUED/)],
+    });
+    const caller = new AbortController();
+    const aborted = client.waitForOrder(7, { signal: caller.signal }).catch((e: unknown) => e);
+    caller.abort(new Error('mine'));
+    await expect(aborted).resolves.toMatchObject({ message: 'mine' });
   });
 
   it('with maxRetries 3 by default: a lost answer four times is an OrderApiError with HTTP status 0', async () => {

@@ -27,6 +27,19 @@ const verify = (d: ReturnType<typeof delivery>, opts = {}) =>
   verifyWebhook(d.body, d.headers, SECRET, { now: NOW, ...opts });
 
 describe('verifyWebhook', () => {
+  it.each([NaN, -1, Infinity, -Infinity, '300' as unknown as number])(
+    'refuses a tolerance of %s: NaN would accept a delivery of any age',
+    (toleranceS) => {
+      const stale = delivery({ date: new Date(NOW - 86_400_000).toISOString() });
+      expect(() => verify(stale, { toleranceS })).toThrow(RangeError);
+      expect(() => verify(delivery(), { toleranceS })).toThrow(/toleranceS must be a finite number/);
+    },
+  );
+
+  it('refuses a current time that is not a finite number', () => {
+    expect(() => verify(delivery(), { now: NaN })).toThrow(RangeError);
+  });
+
   it('returns the event of a delivery the service signed, from text, bytes, Headers or node headers', () => {
     const d = delivery();
     expect(verify(d)).toEqual(event);
