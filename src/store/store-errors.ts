@@ -15,9 +15,10 @@ const SOCKET_CODES = new Set([
 /**
  * PostgreSQL SQLSTATEs of a server going away or not there yet: class 08 (connection exceptions; PgBouncer
  * reports its own, "pgbouncer cannot connect to server", as 08P01), 57P01-57P03 (terminated by a shutdown, a
- * crash, or not accepting connections while it starts or stops), 53300 (too many connections).
+ * crash, or not accepting connections while it starts or stops), 53300 (too many connections), 53100 (its disk
+ * is full).
  */
-const POSTGRES_UNAVAILABLE = /^(08...|57P0[123]|53300)$/;
+const POSTGRES_UNAVAILABLE = /^(08...|57P0[123]|53[13]00)$/;
 
 /**
  * node-postgres's own errors, without a code: a connection that ended under it, or no connection within the
@@ -27,14 +28,25 @@ const PG_CONNECTION_ENDED =
   /^Connection terminated|is not queryable|^timeout exceeded when trying to connect/;
 
 /**
- * Whether a store call failed because the store is down, restarting, unreachable or busy (SQLite's write lock):
- * retrying later can succeed. A transaction cut off at its COMMIT may or may not have committed: whatever retries
- * must be idempotent (a request with its Svc-RequestId, a job with its guarded steps).
+ * SQLite's codes of a disk that cannot take a write now: full (SQLITE_FULL, ENOSPC), or the write, flush or
+ * shared-memory growth that a full file system refuses. Space freed, the same write succeeds.
+ */
+const SQLITE_DISK_FULL = /^SQLITE_(FULL|IOERR_(WRITE|FSYNC|SHMSIZE))$/;
+
+/**
+ * Whether a store call failed because the store is down, restarting, unreachable, busy (SQLite's write lock) or
+ * out of disk: retrying later can succeed. A transaction cut off at its COMMIT may or may not have committed:
+ * whatever retries must be idempotent (a request with its Svc-RequestId, a job with its guarded steps).
  */
 export function isStoreUnavailable(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown } | null | undefined;
   const code = typeof e?.code === 'string' ? e.code : '';
-  if (code.startsWith('SQLITE_BUSY') || SOCKET_CODES.has(code) || POSTGRES_UNAVAILABLE.test(code))
+  if (
+    code.startsWith('SQLITE_BUSY') ||
+    SQLITE_DISK_FULL.test(code) ||
+    SOCKET_CODES.has(code) ||
+    POSTGRES_UNAVAILABLE.test(code)
+  )
     return true;
   return !code && typeof e?.message === 'string' && PG_CONNECTION_ENDED.test(e.message);
 }

@@ -67,5 +67,10 @@ export interface Store {
   migrate(): Promise<number[]>;
   /** Resolves when the database answers. */
   ping(): Promise<void>;
+  /**
+   * What the store's own connection runs with, by name, of the settings that decide durability and how long a
+   * wait may last (SQLite's `synchronous`, PostgreSQL's time-outs): for tests and operators.
+   */
+  settings(): Promise<Record<string, string>>;
   close(): Promise<void>;
 }

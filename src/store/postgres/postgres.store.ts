@@ -95,7 +95,25 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
       if (!options.sealer.opens(rows[0]?.key_id))
         throw new SecretsKeyMismatchError(options.sealer.keyId, rows[0]?.key_id);
     },
+    async settings() {
+      const { rows } = await pool.query<{ name: string; setting: string }>(
+        'SELECT name, setting FROM pg_settings WHERE name = ANY($1)',
+        [SESSION_SETTINGS],
+      );
+      return Object.fromEntries(rows.map((row) => [row.name, row.setting]));
+    },
     close,
   };
   return store;
 }
+
+/** What `settings()` reports: durability and the bounds of a session's waits. */
+const SESSION_SETTINGS = [
+  'synchronous_commit',
+  'fsync',
+  'statement_timeout',
+  'idle_in_transaction_session_timeout',
+  'tcp_keepalives_idle',
+  'tcp_keepalives_interval',
+  'tcp_keepalives_count',
+];

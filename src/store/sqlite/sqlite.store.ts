@@ -99,12 +99,19 @@ export async function openSqliteStore(dbPath: string, options: SqliteStoreOption
       const keyId = ping.get();
       if (!options.sealer.opens(keyId)) throw new SecretsKeyMismatchError(options.sealer.keyId, keyId);
     },
+    async settings() {
+      const synchronous = SYNCHRONOUS[db.pragma('synchronous', { simple: true }) as number] ?? 'unknown';
+      return { journal_mode: String(db.pragma('journal_mode', { simple: true })), synchronous };
+    },
     async close() {
       db.close();
     },
   };
   return options.waitUnblocked ? waitUnblocked(store, options.busyTimeoutMs ?? 10_000) : store;
 }
+
+/** PRAGMA synchronous's values by number. */
+const SYNCHRONOUS = ['off', 'normal', 'full', 'extra'];
 
 function migrateAndTidy(db: Db, dbPath: string, sealer: Sealer): number[] {
   const applied = migrate(db, { sealer });

@@ -1,0 +1,86 @@
+// A TCP proxy between the service and one of its servers (Redis, PostgreSQL), for the faults a kill does not
+// show: a link that freezes without closing (a dead switch, a paused VM), one that is reset, one that is slow.
+import net from 'node:net';
+
+export type LinkMode = 'pass' | 'freeze' | { delayMs: number };
+
+export interface TcpProxy {
+  /** The proxy's port on 127.0.0.1. */
+  port: number;
+  /** Bytes pass both ways as they come (the start). */
+  pass(): void;
+  /** Every connection stays open and no byte passes either way (new ones are accepted and held too). */
+  freeze(): void;
+  /** Each chunk is held `delayMs` before it is passed on, in order. */
+  slow(delayMs: number): void;
+  /** Every open connection is closed with a TCP reset on both sides; new ones connect as the mode says. */
+  reset(): void;
+  /** How many connections are open through the proxy. */
+  open(): number;
+  close(): Promise<void>;
+}
+
+interface Link {
+  client: net.Socket;
+  server: net.Socket;
+  /** Chunks held while frozen, each with the socket it is for. */
+  held: [net.Socket, Buffer][];
+}
+
+/** Starts a proxy on a free port of 127.0.0.1 to `target` (`host:port`), passing bytes. */
+export async function startTcpProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
+  let mode: LinkMode = 'pass';
+  const links = new Set<Link>();
+
+  const forward = (link: Link, to: net.Socket, chunk: Buffer) => {
+    if (mode === 'freeze') link.held.push([to, chunk]);
+    else if (mode === 'pass') to.write(chunk);
+    else setTimeout(() => to.destroyed || to.write(chunk), mode.delayMs);
+  };
+
+  const server = net.createServer((client) => {
+    const upstream = net.connect(targetPort, targetHost);
+    const link: Link = { client, server: upstream, held: [] };
+    links.add(link);
+    for (const socket of [client, upstream]) socket.setNoDelay(true).on('error', () => undefined);
+    client.on('data', (chunk) => forward(link, upstream, chunk));
+    upstream.on('data', (chunk) => forward(link, client, chunk));
+    const end = () => {
+      links.delete(link);
+      client.destroy();
+      upstream.destroy();
+    };
+    client.once('close', end);
+    upstream.once('close', end);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+
+  return {
+    port,
+    pass() {
+      mode = 'pass';
+      for (const link of links) for (const [to, chunk] of link.held.splice(0)) to.write(chunk);
+    },
+    freeze() {
+      mode = 'freeze';
+    },
+    slow(delayMs) {
+      mode = { delayMs };
+    },
+    reset() {
+      for (const link of [...links]) {
+        link.client.resetAndDestroy();
+        link.server.resetAndDestroy();
+      }
+    },
+    open: () => links.size,
+    async close() {
+      for (const link of [...links]) {
+        link.client.destroy();
+        link.server.destroy();
+      }
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
