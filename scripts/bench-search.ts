@@ -77,7 +77,7 @@ async function sqliteBench(dbPath: string): Promise<Bench> {
   const store = await target.open('bench-search');
   const probe = target.probe();
   const db = openDb(dbPath);
-  const { plan } = sqliteSearch(db);
+  const { plan } = sqliteSearch(db, Buffer.alloc(32));
   const statements = new Map<string, ReturnType<typeof db.prepare>>();
   const raw = (sql: string) => {
     let statement = statements.get(sql);

@@ -15,6 +15,7 @@ import {
 import { createOrderRequestCheck, listingRefsOf } from './order-request.check.js';
 import { backpressureError, placedCode } from './order-answers.js';
 import { chargeMore } from './rate-limit.js';
+import { ORDER_COST_RULE, orderCost } from './order-cost.js';
 import { parseInput } from './request-input.js';
 import { authOf, sendOk } from './respond.js';
 import { SvcStatus, type SvcStatusCode } from './status-codes.js';
@@ -33,19 +34,12 @@ export const BATCH_JSON_LIMITS: JsonLimits = {
       : undefined,
 };
 
-// What a batch costs against the rate limit: one request per order, and one more per 10 listings past its
-// first 10, the work of pricing it (an order of 100 listings costs 10, as 10 orders of 10 would).
-const LISTINGS_PER_REQUEST = 10;
-const COST_RULE = `one per order and one more per ${LISTINGS_PER_REQUEST} listings past its first ${LISTINGS_PER_REQUEST}`;
 const YIELD_EVERY = 20;
 
-/** The rate-limit cost of a batch's entries (each at least 1, whatever it holds). */
+/** The rate-limit cost of a batch's entries (each at least 1, whatever it holds): see orderCost. */
 export function batchCost(entries: readonly unknown[]): number {
   let cost = 0;
-  for (const entry of entries) {
-    const listings = isObject(entry) && Array.isArray(entry.listings) ? entry.listings.length : 0;
-    cost += Math.max(1, Math.ceil(listings / LISTINGS_PER_REQUEST));
-  }
+  for (const entry of entries) cost += orderCost(entry);
   return cost;
 }
 
@@ -59,7 +53,7 @@ export function postOrderBatch(deps: PlaceOrderBatchDeps & { intake: OrderIntake
   return async (req, res) => {
     const entries = batchEntries(jsonObjectBody(req, BATCH_JSON_LIMITS));
     const cost = batchCost(entries);
-    await chargeMore(res, cost - 1, `this batch costs ${cost} requests (${COST_RULE})`);
+    await chargeMore(res, cost - 1, `this batch costs ${cost} requests (${ORDER_COST_RULE})`);
     const { clientId } = authOf(res);
     const catalog = await deps.intake.loadCatalog([
       ...new Set(entries.flatMap((e) => (isObject(e) ? listingRefsOf(e).map((r) => r.listingId) : []))),

@@ -5,6 +5,8 @@ import { placeOrder, type PlaceOrderDeps } from '../services/place-order.js';
 import { ApiError } from './errors.js';
 import { bindLogContext } from './request-context.js';
 import { jsonObjectBody } from './json-body.js';
+import { ORDER_COST_RULE, orderCost } from './order-cost.js';
+import { chargeMore } from './rate-limit.js';
 import { backpressureError, placedCode } from './order-answers.js';
 import { createOrderRequestCheck, ORDER_JSON_LIMITS } from './order-request.check.js';
 import { authOf, bodySha256Of, sendOk } from './respond.js';
@@ -22,6 +24,8 @@ export function postOrder(deps: PlaceOrderDeps & { intake: OrderIntake }): Reque
   const checkOrderRequest = createOrderRequestCheck(deps.intake);
   return async (req, res) => {
     const body = jsonObjectBody(req, ORDER_JSON_LIMITS);
+    const cost = orderCost(body);
+    await chargeMore(res, cost - 1, `this order costs ${cost} requests (${ORDER_COST_RULE})`);
     const respondAsync = prefersAsync(req);
     const { clientId, requestId } = authOf(res);
     const checked = await checkOrderRequest(clientId, body);

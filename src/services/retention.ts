@@ -3,7 +3,7 @@ import type { Logger } from '../logger.js';
 import { withLock } from '../redis/redis-lock.js';
 import type { RedisClient } from '../redis/redis.js';
 import type { Store } from '../store/store.port.js';
-import { CURSOR_TTL_MS } from './search-orders.js';
+import { CURSOR_TTL_MS } from './search-cursor.js';
 
 const DAY_MS = 86_400_000;
 const LOCK_TTL_MS = 30_000;

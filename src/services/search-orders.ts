@@ -1,11 +1,10 @@
 import crypto from 'node:crypto';
 import type { OrderKey, SortOrder, Store } from '../store/store.port.js';
 import { toOrderResponse, type OrderResponse } from './order-view.js';
+import { decodeCursor, encodeCursor, quarterOf, type CursorScope } from './search-cursor.js';
 
 const DAY_MS = 86_400_000;
 export const DEFAULT_WINDOW_MS = 90 * DAY_MS;
-/** How long a metadata.next stays valid; older ones are refused and dropped. */
-export const CURSOR_TTL_MS = DAY_MS;
 
 /** A validated GET /v1/orders query: dates in epoch ms, absent when not given. */
 export interface OrderSearchRequest {
@@ -36,15 +35,21 @@ export interface SearchDeps {
 }
 
 /**
- * The created-date window [dateStart, dateEnd) of SPEC.md's defaults. With neither bound given it ends 1 ms
- * after now, so that an order created in this very millisecond is included.
+ * The created-date window [dateStart, dateEnd) of SPEC.md's defaults, for a search whose first page was answered
+ * at `firstPageAt`. With neither bound given it is the 90 days before the start of that quarter hour, up to `endAt`:
+ * 1 ms after now (so that an order created in this very millisecond is included). A cursor carries the quarter
+ * hour, so the later pages keep the start of the first.
  */
-export function resolveWindow(q: OrderSearchRequest, now: number): { dateStart: number; dateEnd: number } {
+export function resolveWindow(
+  q: OrderSearchRequest,
+  firstPageAt: number,
+  endAt = firstPageAt + 1,
+): { dateStart: number; dateEnd: number } {
   if (q.dateStart !== undefined && q.dateEnd !== undefined)
     return { dateStart: q.dateStart, dateEnd: q.dateEnd };
   if (q.dateStart !== undefined) return { dateStart: q.dateStart, dateEnd: q.dateStart + DEFAULT_WINDOW_MS };
   if (q.dateEnd !== undefined) return { dateStart: q.dateEnd - DEFAULT_WINDOW_MS, dateEnd: q.dateEnd };
-  return { dateStart: now - DEFAULT_WINDOW_MS, dateEnd: now + 1 };
+  return { dateStart: quarterOf(firstPageAt) - DEFAULT_WINDOW_MS, dateEnd: endAt };
 }
 
 /** Identifies the criteria a cursor continues: everything but limit and next, id lists as sets. */
@@ -66,9 +71,9 @@ export function criteriaHash(q: OrderSearchRequest): string {
 const uniqueSorted = (ids: readonly number[]): number[] => [...new Set(ids)].sort((a, b) => a - b);
 
 /**
- * One page of the client's order history. `next` is the id of a server-side cursor holding the client, the
- * criteria hash, the window as first resolved and the last (createDate, orderId) returned: the next page
- * continues strictly after that key, so orders arriving meanwhile never shift the pages.
+ * One page of the client's order history. `next` is a sealed cursor (search-cursor.ts) naming the last order
+ * returned and the quarter hour of the first page: the next page continues strictly after that order's
+ * (createDate, orderId), in the same window, so orders arriving meanwhile never shift the pages.
  */
 export async function searchOrders(
   deps: SearchDeps,
@@ -76,12 +81,17 @@ export async function searchOrders(
   q: OrderSearchRequest,
 ): Promise<SearchOutcome> {
   const now = deps.clock();
-  const hash = criteriaHash(q);
-  const start: Start | { message: string } =
+  const scope: CursorScope = { key: deps.store.search.cursorKey, clientId, criteriaHash: criteriaHash(q) };
+  const start: Start | null =
     q.next === undefined
-      ? { window: resolveWindow(q, now) }
-      : await resume(deps, clientId, q.next, hash, now);
-  if ('message' in start) return { kind: 'bad-cursor', message: start.message };
+      ? { origin: quarterOf(now), window: resolveWindow(q, now) }
+      : await resume(deps, scope, q, now);
+  if (!start)
+    return {
+      kind: 'bad-cursor',
+      message:
+        'next: not a cursor issued to this client for these criteria in the last 24 hours; repeat the criteria of the first page, or search again without it',
+    };
   const page = await deps.store.search.search(clientId, {
     ...start.window,
     itemUpdateStart: q.itemUpdateDateStart,
@@ -98,42 +108,30 @@ export async function searchOrders(
   const last = page.orders.at(-1)?.order;
   const next =
     page.more && last
-      ? await deps.store.search.issueCursor(
-          {
-            clientId,
-            criteriaHash: hash,
-            ...start.window,
-            after: { createdAt: last.createdAt, orderId: last.orderId },
-            createdAt: now,
-          },
-          now - CURSOR_TTL_MS,
-        )
+      ? encodeCursor(scope, { origin: start.origin, issued: quarterOf(now), orderId: last.orderId })
       : undefined;
   const metadata = { orderResponseSize: orders.length, ...(next !== undefined ? { next } : {}) };
   return { kind: 'found', body: { orders, metadata } };
 }
 
 interface Start {
+  /** The quarter hour of the search's first page. */
+  origin: number;
   window: { dateStart: number; dateEnd: number };
   after?: OrderKey;
 }
 
-/** Where the page behind a `next` starts: the cursor's window and key, when this client was given it. */
+/** Where the page behind a `next` starts, when it opens for this client and criteria and names its order. */
 async function resume(
   deps: SearchDeps,
-  clientId: number,
-  cursorId: number,
-  hash: string,
+  scope: CursorScope,
+  q: OrderSearchRequest,
   now: number,
-): Promise<Start | { message: string }> {
-  const cursor = await deps.store.search.findCursor(cursorId, clientId, now - CURSOR_TTL_MS);
-  if (!cursor)
-    return {
-      message: 'next: not a cursor issued to this client in the last 24 hours; search again without it',
-    };
-  if (cursor.criteriaHash !== hash)
-    return { message: 'next: issued for other criteria; repeat those of the first page' };
-  return { window: { dateStart: cursor.dateStart, dateEnd: cursor.dateEnd }, after: cursor.after };
+): Promise<Start | null> {
+  const cursor = decodeCursor(scope, q.next!, now);
+  const after = cursor && (await deps.store.search.orderKey(scope.clientId, cursor.orderId));
+  if (!cursor || !after) return null;
+  return { origin: cursor.origin, window: resolveWindow(q, cursor.origin, now + 1), after };
 }
 
 /** The client's order with every item and its itemUpdateDate; null when absent or another client's. */

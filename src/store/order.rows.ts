@@ -7,7 +7,6 @@ import type { Currency } from '../domain/money.js';
 import type {
   ItemView,
   OrderAddress,
-  SearchCursor,
   StoredItem,
   StoredItemWithCurrency,
   StoredOrder,
@@ -118,28 +117,6 @@ export const toStoredItem = (r: ItemRow): StoredItem => ({
 export const toItemWithCurrency = (r: ItemWithCurrencyRow): StoredItemWithCurrency => ({
   ...toStoredItem(r),
   currency: r.currency,
-});
-
-/** A search cursor row, the same on both stores. */
-export interface CursorRow {
-  cursor_id: number;
-  client_id: number;
-  criteria_hash: string;
-  date_start: number;
-  date_end: number;
-  after_created_at: number;
-  after_order_id: number;
-  created_at: number;
-}
-
-export const toCursor = (r: CursorRow): SearchCursor => ({
-  cursorId: r.cursor_id,
-  clientId: r.client_id,
-  criteriaHash: r.criteria_hash,
-  dateStart: r.date_start,
-  dateEnd: r.date_end,
-  after: { createdAt: r.after_created_at, orderId: r.after_order_id },
-  createdAt: r.created_at,
 });
 
 /** The distinct listings of an order's items, in item order: what pricing the order reads. */

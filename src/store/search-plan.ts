@@ -96,16 +96,28 @@ export function itemTerms(alias: string, s: SearchShape, idIn: (column: string) 
   ];
 }
 
-/** Conditions on the order id `oid` that the driver does not already guarantee. */
-export function existsTerms(oid: string, s: SearchShape, idIn: (column: string) => string): string[] {
+/**
+ * Conditions on the order (`at`, `oid`: its created_at and order_id) that the driver does not already guarantee.
+ * Each is one seek of an index that leads by (client_id, vendor_id or created_at, order_id): its cost does not grow
+ * with the order's items. An item driver tests them once per order (HAVING), not once per item row: a client's
+ * orders of 250 items each made the vendor path test 250 × 250 items per order (issue 41).
+ */
+export function existsTerms(
+  at: string,
+  oid: string,
+  s: SearchShape,
+  idIn: (column: string) => string,
+): string[] {
   const items = itemTerms('i', s, idIn);
   const itemsGuaranteed = s.driver === 'updated-items' || s.driver === 'dated-items';
+  const sameOrder = (alias: string) =>
+    `${alias}.client_id = @clientId AND ${alias}.order_created_at = ${at} AND ${alias}.order_id = ${oid}`;
   return [
     ...(s.vendor && s.driver !== 'vendor-items'
-      ? [`EXISTS (SELECT 1 FROM order_items v WHERE v.order_id = ${oid} AND v.vendor_id = @vendorId)`]
+      ? [`EXISTS (SELECT 1 FROM order_items v WHERE ${sameOrder('v')} AND v.vendor_id = @vendorId)`]
       : []),
     ...(items.length > 0 && !itemsGuaranteed
-      ? [`EXISTS (SELECT 1 FROM order_items i WHERE i.order_id = ${oid} AND ${items.join(' AND ')})`]
+      ? [`EXISTS (SELECT 1 FROM order_items i WHERE ${sameOrder('i')} AND ${items.join(' AND ')})`]
       : []),
   ];
 }

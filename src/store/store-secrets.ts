@@ -26,6 +26,10 @@ export interface StoreSecrets {
   unsealSecretKey(sealed: string, accessKey: string): string;
 }
 
+/** The key that seals search cursors, derived from the token-hashing key as webhook secrets are (webhook.rows.ts). */
+export const cursorKeyOf = (secrets: Pick<StoreSecrets, 'hashToken'>): Buffer =>
+  Buffer.from(secrets.hashToken('search-cursor:key'), 'hex');
+
 /** The process's SECRETS_KEY is not the one that seals the store (never set, or rotated since). */
 export class SecretsKeyMismatchError extends Error {
   constructor(processKeyId: string, storeKeyId: string | undefined) {

@@ -1019,23 +1019,13 @@ describe(`the store port on ${TEST_STORE}`, () => {
     expect(page).toEqual([queued[1]]);
   });
 
-  it('issues cursors with fresh ids, finds them only for their client, and drops expired ones', async () => {
-    const cursor = {
-      clientId,
-      criteriaHash: 'abc',
-      dateStart: T0,
-      dateEnd: T0 + 10,
-      after: { createdAt: T0 + 5, orderId: 7 },
-      createdAt: T0,
-    };
-    const id = await store.search.issueCursor(cursor, T0 - 1);
-    expect(id).toBeGreaterThan(0);
-    expect(id).toBeLessThan(2 ** 48);
-    expect(await store.search.findCursor(id, clientId, T0)).toEqual({ ...cursor, cursorId: id });
-    expect(await store.search.findCursor(id, clientId + 1, T0)).toBeNull();
-    expect(await store.search.findCursor(id, clientId, T0 + 1)).toBeNull();
-    await store.search.issueCursor({ ...cursor, createdAt: T0 + 100 }, T0 + 1);
-    expect(await probe.scalar('SELECT count(*) FROM search_cursors WHERE cursor_id = ?', id)).toBe(0);
+  it("finds a client's order key for a cursor, never another client's", async () => {
+    const orderId = await accepted([{ listingId: LISTINGS[0]!.listingId, copies: 1 }]);
+    const { createdAt } = (await store.orders.getForClient(clientId, orderId))!.order;
+    expect(await store.search.orderKey(clientId, orderId)).toEqual({ createdAt, orderId });
+    expect(await store.search.orderKey(clientId + 1, orderId)).toBeNull();
+    expect(await store.search.orderKey(clientId, 2 ** 40)).toBeNull();
+    expect(store.search.cursorKey.length).toBe(32);
   });
 
   it('counts items by status and unsettled orders by phase', async () => {

@@ -108,7 +108,8 @@ describe('GET /v1/orders with a bad parameter answers 4220 naming it', () => {
 });
 
 describe('GET /v1/orders with a next the service did not issue for this search', () => {
-  const unknown = 'next: not a cursor issued to this client in the last 24 hours; search again without it';
+  const unknown =
+    'next: not a cursor issued to this client for these criteria in the last 24 hours; repeat the criteria of the first page, or search again without it';
 
   it('refuses an integer it never issued', async () => {
     await expectInvalid(alice, 'next=123456789', [unknown]);
@@ -121,12 +122,29 @@ describe('GET /v1/orders with a next the service did not issue for this search',
 
   it('refuses a cursor with other criteria, the sort order included, but lets limit change', async () => {
     const next = await cursorFor(alice, 'sortOrder=ascending');
-    const other = 'next: issued for other criteria; repeat those of the first page';
-    await expectInvalid(alice, `sortOrder=descending&next=${next}`, [other]);
-    await expectInvalid(alice, `sortOrder=ascending&vendorId=5&next=${next}`, [other]);
+    await expectInvalid(alice, `sortOrder=descending&next=${next}`, [unknown]);
+    await expectInvalid(alice, `sortOrder=ascending&vendorId=5&next=${next}`, [unknown]);
     const res = await search(alice, `sortOrder=ascending&limit=50&next=${next}`);
     expect(res.status).toBe(200);
     expect(res.body.metadata.orderResponseSize).toBe(2);
+  });
+
+  it('refuses a cursor altered in any of its bits, and none of them opens another page', async () => {
+    const next = await cursorFor(alice, 'sortOrder=descending');
+    for (let bit = 0; bit < 52; bit++) {
+      const altered = next - 1 + (Math.floor((next - 1) / 2 ** bit) % 2 === 0 ? 2 ** bit : -(2 ** bit)) + 1;
+      const res = await search(alice, `sortOrder=descending&next=${altered}`);
+      expect(res.status, `bit ${bit}`).toBe(422);
+    }
+  });
+
+  it('stores nothing per page: the cursor is the integer itself', async () => {
+    const before = await service.probe.scalar('SELECT count(*) FROM search_cursors');
+    for (const sortOrder of ['ascending', 'descending']) await cursorFor(alice, `sortOrder=${sortOrder}`);
+    const next = await cursorFor(alice, 'sortOrder=descending');
+    const res = await search(alice, `sortOrder=descending&limit=1&next=${next}`);
+    expect(res.body.metadata).toEqual({ orderResponseSize: 1, next: expect.any(Number) });
+    expect(await service.probe.scalar('SELECT count(*) FROM search_cursors')).toBe(before);
   });
 
   it('refuses a cursor older than 24 hours', async () => {

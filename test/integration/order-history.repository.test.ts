@@ -184,7 +184,7 @@ interface SearchSubject {
 async function searchSubject(narrowUpdateScan: number): Promise<SearchSubject> {
   if (TEST_STORE === 'sqlite') {
     const db = openDb(storeEnv.env.DB_PATH!);
-    const search = sqliteSearch(db, { narrowUpdateScan });
+    const search = sqliteSearch(db, Buffer.alloc(32), { narrowUpdateScan });
     return {
       search,
       driver: async (clientId, c) => search.plan(clientId, c).driver,
@@ -273,7 +273,7 @@ if (TEST_STORE === 'sqlite') {
     afterAll(() => db.close());
 
     const planOf = (narrowUpdateScan: number, extra: Partial<SearchCriteria>) => {
-      const plan = sqliteSearch(db, { narrowUpdateScan }).plan(1, { ...base, ...extra });
+      const plan = sqliteSearch(db, Buffer.alloc(32), { narrowUpdateScan }).plan(1, { ...base, ...extra });
       const explain = (sql: string, params: object) =>
         (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(params) as { detail: string }[])
           .map((r) => r.detail)

@@ -5,7 +5,7 @@ import { createRateLimiter } from '../../src/http/rate-limit.js';
 import { createSigningClient } from '../../src/client/signing-client.js';
 import { createWebApp } from '../../src/web.js';
 import { orderBody } from '../helpers/fixtures.js';
-import { createTestService, signed, type TestService } from '../helpers/test-service.js';
+import { createTestService, signed, type Credentials, type TestService } from '../helpers/test-service.js';
 
 let service: TestService;
 let app: App;
@@ -155,6 +155,32 @@ describe('rate limit charged by the cost of a batch', () => {
     expect(statusOf(await signed(app, client, 'GET', '/v1/orders/1'))).toBe('4041');
   });
 
+  it('when a real order of 5 items comes, alone or in a batch, then it costs 5 requests, as 5 orders of one item would', async () => {
+    const realOf = (ccToken: string, quantity: number) => ({
+      ...orderBody(ccToken),
+      listings: [{ listingId: 100_000, quantity }],
+    });
+    for (const send of [
+      (c: Credentials) => signed(app, c, 'POST', '/v1/orders', realOf(c.ccToken, 5)),
+      (c: Credentials) =>
+        signed(app, c, 'POST', '/v1/order-batches', {
+          orders: [{ ...realOf(c.ccToken, 5), requestId: 'r' }],
+        }),
+    ]) {
+      const client = await service.client('items client');
+      // Charged before it is checked: an unknown listing is refused (4220), but its items are paid for.
+      expect(statusOf(await send(client))).not.toBe('4291');
+      const next = await signed(app, client, 'GET', '/v1/orders/1');
+      expect(statusOf(next)).toBe('4291');
+      // A burst of 2 and 1 a second: 5 taken from 2 leaves a debt of 3, and one more is needed.
+      expect(next.headers['retry-after']).toBe('4');
+    }
+    // The same order as a dry run costs one: the burst has one more.
+    const light = await service.client('dry-run items client');
+    await signed(app, light, 'POST', '/v1/orders', { ...realOf(light.ccToken, 5), dryrun: true });
+    expect(statusOf(await signed(app, light, 'GET', '/v1/orders/1'))).toBe('4041');
+  });
+
   it('when a batch costs more than the bucket holds now, then it is refused whole 4291, naming its cost', async () => {
     const client = await service.client('refused batch client');
     await signed(app, client, 'GET', '/v1/orders/1');
@@ -162,7 +188,7 @@ describe('rate limit charged by the cost of a batch', () => {
     expect(statusOf(res)).toBe('4291');
     expect(res.headers['retry-after']).toBe('1');
     expect(res.body.messages).toEqual([
-      'Svc-Access-Key: this batch costs 2 requests (one per order and one more per 10 listings past its first 10), more than 1 requests per second allow now; retry after 1 s',
+      'Svc-Access-Key: this batch costs 2 requests (one per item of a real order, one per 10 listings of a dry run, at least one per order), more than 1 requests per second allow now; retry after 1 s',
     ]);
   });
 });

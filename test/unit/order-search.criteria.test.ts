@@ -12,8 +12,16 @@ const request = (extra: Partial<OrderSearchRequest> = {}): OrderSearchRequest =>
 });
 
 describe('resolveWindow', () => {
-  it('without dates covers the last 90 days up to and including this millisecond', () => {
-    expect(resolveWindow(request(), NOW)).toEqual({ dateStart: NOW - 90 * DAY, dateEnd: NOW + 1 });
+  it('without dates covers the 90 days before this quarter hour up to and including this millisecond', () => {
+    expect(resolveWindow(request(), NOW + 899_999)).toEqual({
+      dateStart: NOW - 90 * DAY,
+      dateEnd: NOW + 900_000,
+    });
+    // A later page of the same search: the start of its first page's window, up to now.
+    expect(resolveWindow(request(), NOW, NOW + DAY)).toEqual({
+      dateStart: NOW - 90 * DAY,
+      dateEnd: NOW + DAY,
+    });
   });
 
   it('completes a lone bound to 90 days on its side', () => {

@@ -62,11 +62,22 @@ describe('batches in flight per client (BATCH_CONCURRENCY_PER_CLIENT)', () => {
 });
 
 describe('the rate-limit cost of a batch', () => {
-  it('is one per order and one more per 10 listings past the first 10; a malformed entry costs one', () => {
-    const order = (listings: number) => ({ listings: Array(listings).fill({}) });
+  it('is one per item of a real order, one per 10 listings of a dry run, at least one per order', () => {
+    const order = (listings: number, quantity?: number, dryrun = false) => ({
+      listings: Array(listings).fill(quantity === undefined ? {} : { quantity }),
+      ...(dryrun ? { dryrun } : {}),
+    });
     expect(batchCost([order(1)])).toBe(1);
-    expect(batchCost([order(10), order(11), order(100)])).toBe(1 + 2 + 10);
+    expect(batchCost([order(1, 250)])).toBe(250);
+    expect(batchCost([order(10), order(11, 2), order(100)])).toBe(10 + 22 + 100);
+    // 200 orders of 250 items cost what 50,000 orders of one item would.
+    expect(batchCost(Array(200).fill(order(1, 250)))).toBe(50_000);
+    expect(batchCost(Array(200).fill(order(1, 250)))).toBe(batchCost(Array(50_000).fill(order(1, 1))));
+    // More items than an order may hold costs what the most it may hold does; odd quantities count one.
+    expect(batchCost([order(2, 1000), order(3, -1), order(1, 2.5)])).toBe(250 + 3 + 1);
+    expect(
+      batchCost([order(1, 250, true), order(10, 1, true), order(11, 1, true), order(100, 1, true)]),
+    ).toBe(1 + 1 + 2 + 10);
     expect(batchCost([null, 'x', {}, { listings: 'many' }])).toBe(4);
-    expect(batchCost(Array(250).fill(order(100)))).toBe(2500);
   });
 });

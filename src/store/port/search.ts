@@ -31,21 +31,14 @@ export interface SearchPage {
   more: boolean;
 }
 
-export interface SearchCursor {
-  cursorId: number;
-  clientId: number;
-  criteriaHash: string;
-  dateStart: number;
-  dateEnd: number;
-  after: OrderKey;
-  createdAt: number;
-}
-
 export interface SearchStore {
   /** One page of the client's orders matching the criteria, and whether more follow. */
   search(clientId: number, criteria: SearchCriteria): Promise<SearchPage>;
-  /** Stores a cursor under a fresh random id and returns it; cursors created before `expiredBefore` are dropped. */
-  issueCursor(cursor: Omit<SearchCursor, 'cursorId'>, expiredBefore: number): Promise<number>;
-  /** The cursor, only when this client was given it at or after `issuedSince`. */
-  findCursor(cursorId: number, clientId: number, issuedSince: number): Promise<SearchCursor | null>;
+  /** Where the client's order sits in a result; null when it is absent or another client's. */
+  orderKey(clientId: number, orderId: number): Promise<OrderKey | null>;
+  /**
+   * The key that seals search cursors (services/search-cursor.ts): derived from the store's token-hashing key, so
+   * the same in every process of a deployment and across SECRETS_KEY rotations.
+   */
+  readonly cursorKey: Buffer;
 }

@@ -134,14 +134,14 @@ function clientClass(prepare: boolean, timeoutMs: number): typeof pg.Client {
         timeoutMs > 0
           ? setTimeout(() => {
               timedOut = true;
-              // Closed as by end() (`_ending`, which pg-pool reads too: no 'error' event), but at once: the
-              // pending statements fail with "Connection terminated", and the pool drops the client.
+              // Closed as by end() (`_ending`, which pg-pool reads too: no 'error' event), but only once the
+              // server was asked to cancel the statement: a closed socket alone leaves it running there.
               const self = this as unknown as {
                 _ending: boolean;
                 connection: { stream: { destroy(): void } };
               };
               self._ending = true;
-              self.connection.stream.destroy();
+              void cancelOnServer(this, CANCEL_WAIT_MS).finally(() => self.connection.stream.destroy());
             }, timeoutMs)
           : undefined;
       return run.then(
@@ -151,7 +151,9 @@ function clientClass(prepare: boolean, timeoutMs: number): typeof pg.Client {
         },
         (err: unknown) => {
           clearTimeout(timer);
-          if (timedOut) throw new StoreTimeoutError(timeoutMs);
+          // 57014: cancelled, by the request above or by the server's statement_timeout (createPool).
+          if (timedOut || (timeoutMs > 0 && (err as { code?: string }).code === QUERY_CANCELED))
+            throw new StoreTimeoutError(timeoutMs);
           if (named && (err as { code?: string }).code === STALE_PLAN) this.generation++;
           throw err;
         },
@@ -160,9 +162,51 @@ function clientClass(prepare: boolean, timeoutMs: number): typeof pg.Client {
   };
 }
 
+const QUERY_CANCELED = '57014';
+/** How long a statement given up on waits for its cancel request to be sent before its connection is closed. */
+const CANCEL_WAIT_MS = 1000;
+
 /**
- * A pool of `poolSize` connections. It sends no startup option (a transaction pooler refuses them, PgBouncer
- * with "unsupported startup parameter: options"): what the service needs of the server's settings is set on its
+ * Asks the server to cancel what `client`'s connection is running: a CancelRequest (its backend's process id and
+ * secret key) on a connection of its own, which the server, or PgBouncer, closes once it has signalled the
+ * backend. Resolves then, or after `waitMs` (a server that does not answer).
+ */
+/** What node-postgres' Connection offers for a cancel request (its types leave these out). */
+interface CancelConnection {
+  stream: { destroy(): void; on(event: 'close', listener: () => void): void };
+  on(event: 'connect' | 'error', listener: () => void): void;
+  connect(portOrPath: number | string, host?: string): void;
+  cancel(processID: number, secretKey: number): void;
+}
+
+function cancelOnServer(client: pg.Client, waitMs: number): Promise<void> {
+  const { processID, secretKey, host, port } = client as unknown as {
+    processID: number | null;
+    secretKey: number | null;
+    host: string;
+    port: number;
+  };
+  if (processID === null || secretKey === null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const connection = new pg.Connection() as unknown as CancelConnection;
+    const done = () => {
+      clearTimeout(timer);
+      connection.stream.destroy();
+      resolve();
+    };
+    const timer = setTimeout(done, waitMs);
+    connection.on('connect', () => connection.cancel(processID, secretKey));
+    connection.on('error', done);
+    connection.stream.on('close', done);
+    if (host.startsWith('/')) connection.connect(`${host}/.s.PGSQL.${port}`);
+    else connection.connect(port, host);
+  });
+}
+
+/**
+ * A pool of `poolSize` connections. Through a pooler it sends no startup option (a transaction pooler refuses
+ * them, PgBouncer with "unsupported startup parameter: options"), and straight to the server only
+ * statement_timeout: what the service needs of the server's settings is set on its
  * role in its database by a migration (settings.migration.ts), and nothing it does depends on session
  * state between transactions.
  */
@@ -176,6 +220,9 @@ export function createPool(
     connectionString: url,
     max: poolSize,
     ...(timeoutMs > 0 ? { connectionTimeoutMillis: timeoutMs } : {}),
+    // Straight to the server, the server itself ends a statement after as long as the service waits for it: the
+    // one startup option sent, and only there (a pooler refuses it; the cancel request above bounds it there).
+    ...(timeoutMs > 0 && pooling === 'direct' ? { statement_timeout: timeoutMs } : {}),
     types: numberTypes,
     ...(applicationName ? { application_name: applicationName } : {}),
   });

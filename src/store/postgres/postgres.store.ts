@@ -1,5 +1,5 @@
 import type { Sealer } from '../../domain/secrets.js';
-import { SecretsKeyMismatchError, type StoreSecrets } from '../store-secrets.js';
+import { cursorKeyOf, SecretsKeyMismatchError, type StoreSecrets } from '../store-secrets.js';
 import type { Store, StoreCounts } from '../store.port.js';
 import { postgresCatalog } from './catalog.js';
 import { openPostgresSecrets, postgresClients } from './clients.js';
@@ -76,7 +76,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     payments: postgresPayments(pool),
     ledger: postgresLedger(pool),
     reconcile: postgresReconcile(pool),
-    search: postgresSearch(pool, options),
+    search: postgresSearch(pool, cursorKeyOf(secrets), options),
     webhooks: {
       ...postgresWebhooks(pool, secrets),
       ...(listenUrl

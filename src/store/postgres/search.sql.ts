@@ -118,23 +118,21 @@ function pageSql(s: SearchShape): string {
       keyRange('o.created_at', 'o.order_id', s),
       ...orderTerms,
       ...(s.reference ? ['o.reference_id = @referenceId'] : []),
-      ...existsTerms('o.order_id', s, PG_ITEM_IDS),
+      ...existsTerms('o.created_at', 'o.order_id', s, PG_ITEM_IDS),
     ];
     return `SELECT ${PAGE_COLUMNS} FROM orders o WHERE ${where.join(' AND ')}
              ORDER BY o.created_at ${dir}, o.order_id ${dir} LIMIT @limit`;
   }
   const terms = ITEM_TERMS[s.driver]!(s);
-  const where = [
-    'd.client_id = @clientId',
-    ...terms,
-    keyRange('d.order_created_at', 'd.order_id', s),
-    ...existsTerms('d.order_id', s, PG_ITEM_IDS),
-  ];
+  const where = ['d.client_id = @clientId', ...terms, keyRange('d.order_created_at', 'd.order_id', s)];
+  // The order's other conditions once per order, after its item rows are grouped.
+  const having = existsTerms('d.order_created_at', 'd.order_id', s, PG_ITEM_IDS);
+  const group = `GROUP BY d.order_created_at, d.order_id${having.length > 0 ? ` HAVING ${having.join(' AND ')}` : ''}`;
   // Keys first, from the index alone; the orders table is read for the page only.
   return `SELECT ${PAGE_COLUMNS} FROM (
             SELECT d.order_created_at AS at, d.order_id AS id FROM order_items d
              WHERE ${where.join(' AND ')}
-             GROUP BY d.order_created_at, d.order_id ORDER BY at ${dir}, id ${dir} LIMIT @limit) k
+             ${group} ORDER BY at ${dir}, id ${dir} LIMIT @limit) k
           JOIN orders o ON o.order_id = k.id`;
 }
 

@@ -1,8 +1,7 @@
-import crypto from 'node:crypto';
 import type pg from 'pg';
 import type { Currency } from '../../domain/money.js';
-import type { OrderView, SearchStore } from '../store.port.js';
-import { toCursor, toItemView, type CursorRow, type ItemTuple } from '../order.rows.js';
+import type { OrderKey, OrderView, SearchStore } from '../store.port.js';
+import { toItemView, type ItemTuple } from '../order.rows.js';
 import { canBeId } from './postgres.rows.js';
 import { NARROW_UPDATE_SCAN } from '../search-plan.js';
 import { planSearch, updateRangeProbe } from './search.sql.js';
@@ -31,9 +30,10 @@ const toOrderView = (r: PageRow): OrderView => ({
   referenceId: r.reference_id,
 });
 
-/** Order history search (one statement per page, after a probe for an update range) and its paging cursors. */
+/** Order history search (one statement per page, after a probe for an update range) and the key a cursor names. */
 export function postgresSearch(
   pool: pg.Pool,
+  cursorKey: Buffer,
   { narrowUpdateScan = NARROW_UPDATE_SCAN }: PostgresSearchOptions = {},
 ): SearchStore {
   return {
@@ -53,35 +53,14 @@ export function postgresSearch(
         more: rows.length > criteria.limit,
       };
     },
-    async issueCursor(cursor, expiredBefore) {
-      await pool.query('DELETE FROM search_cursors WHERE created_at < $1', [expiredBefore]);
-      for (;;) {
-        const cursorId = crypto.randomInt(1, 2 ** 48 - 1);
-        const saved = await pool.query(
-          `INSERT INTO search_cursors (cursor_id, client_id, criteria_hash, date_start, date_end, after_created_at,
-             after_order_id, created_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (cursor_id) DO NOTHING`,
-          [
-            cursorId,
-            cursor.clientId,
-            cursor.criteriaHash,
-            cursor.dateStart,
-            cursor.dateEnd,
-            cursor.after.createdAt,
-            cursor.after.orderId,
-            cursor.createdAt,
-          ],
-        );
-        if (saved.rowCount === 1) return cursorId;
-      }
-    },
-    async findCursor(cursorId, clientId, issuedSince) {
-      if (!canBeId(cursorId)) return null;
-      const { rows } = await pool.query<CursorRow>(
-        'SELECT * FROM search_cursors WHERE cursor_id = $1 AND client_id = $2 AND created_at >= $3',
-        [cursorId, clientId, issuedSince],
+    async orderKey(clientId, orderId) {
+      if (!canBeId(orderId)) return null;
+      const { rows } = await pool.query<OrderKey>(
+        'SELECT created_at AS "createdAt", order_id AS "orderId" FROM orders WHERE order_id = $1 AND client_id = $2',
+        [orderId, clientId],
       );
-      return rows[0] ? toCursor(rows[0]) : null;
+      return rows[0] ?? null;
     },
+    cursorKey,
   };
 }

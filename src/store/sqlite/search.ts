@@ -1,10 +1,9 @@
-import crypto from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
 import type {
   ItemView,
   OrderView,
+  OrderKey,
   SearchCriteria,
-  SearchCursor,
   SearchPage,
   SearchStore,
 } from '../store.port.js';
@@ -19,7 +18,7 @@ import {
   type Driver,
   type SearchShape,
 } from '../search-plan.js';
-import { ITEM_VIEW_COLUMNS, toCursor, toItemView, type CursorRow, type ItemTuple } from '../order.rows.js';
+import { ITEM_VIEW_COLUMNS, toItemView, type ItemTuple } from '../order.rows.js';
 import type { Db } from './sqlite.db.js';
 
 const SQLITE_ITEM_IDS = (column: string) => `${column} IN (SELECT value FROM json_each(@orderItemIds))`;
@@ -40,9 +39,10 @@ export interface SqliteSearchOptions {
   narrowUpdateScan?: number;
 }
 
-/** Order history search (one query for the page, one for its items) and the paging cursors it issues. */
+/** Order history search (one query for the page, one for its items) and the order key a cursor names. */
 export function sqliteSearch(
   db: Db,
+  cursorKey: Buffer,
   { narrowUpdateScan = NARROW_UPDATE_SCAN }: SqliteSearchOptions = {},
 ): SearchStore & { plan(clientId: number, criteria: SearchCriteria): SearchPlan } {
   const statements = new Map<string, Statement>();
@@ -51,15 +51,8 @@ export function sqliteSearch(
     if (!statement) statements.set(sql, (statement = db.prepare(sql)));
     return statement;
   };
-  const saveCursor = db.prepare(
-    `INSERT INTO search_cursors (cursor_id, client_id, criteria_hash, date_start, date_end, after_created_at,
-       after_order_id, created_at)
-     VALUES (@cursorId, @clientId, @criteriaHash, @dateStart, @dateEnd, @afterAt, @afterId, @createdAt)
-     ON CONFLICT (cursor_id) DO NOTHING`,
-  );
-  const dropExpired = db.prepare('DELETE FROM search_cursors WHERE created_at < ?');
-  const cursorById = db.prepare<[number, number, number], CursorRow>(
-    'SELECT * FROM search_cursors WHERE cursor_id = ? AND client_id = ? AND created_at >= ?',
+  const keyOf = db.prepare<[number, number], OrderKey>(
+    'SELECT created_at AS createdAt, order_id AS orderId FROM orders WHERE order_id = ? AND client_id = ?',
   );
 
   function plan(clientId: number, c: SearchCriteria): SearchPlan {
@@ -103,29 +96,16 @@ export function sqliteSearch(
     };
   });
 
-  const issue = db.transaction((cursor: Omit<SearchCursor, 'cursorId'>, expiredBefore: number): number => {
-    dropExpired.run(expiredBefore);
-    for (;;) {
-      const cursorId = crypto.randomInt(1, 2 ** 48 - 1);
-      const { after, ...rest } = cursor;
-      const saved = saveCursor.run({ ...rest, cursorId, afterAt: after.createdAt, afterId: after.orderId });
-      if (saved.changes === 1) return cursorId;
-    }
-  });
-
   return {
     async search(clientId, criteria) {
       return search.deferred(clientId, criteria);
     },
     /** The statements a search runs and the path it takes, without running the page: for EXPLAIN and benchmarks. */
     plan,
-    async issueCursor(cursor, expiredBefore) {
-      return issue.immediate(cursor, expiredBefore);
+    async orderKey(clientId, orderId) {
+      return keyOf.get(orderId, clientId) ?? null;
     },
-    async findCursor(cursorId, clientId, issuedSince) {
-      const row = cursorById.get(cursorId, clientId, issuedSince);
-      return row ? toCursor(row) : null;
-    },
+    cursorKey,
   };
 }
 
@@ -191,23 +171,21 @@ function pageSql(s: SearchShape): string {
       'o.client_id = @clientId',
       keyRange('o.created_at', 'o.order_id', s),
       ...(s.reference ? ['o.reference_id = @referenceId'] : []),
-      ...existsTerms('o.order_id', s, SQLITE_ITEM_IDS),
+      ...existsTerms('o.created_at', 'o.order_id', s, SQLITE_ITEM_IDS),
     ];
     return `SELECT ${ORDER_COLUMNS} FROM ${source} WHERE ${where.join(' AND ')}
             ORDER BY o.created_at ${dir}, o.order_id ${dir} LIMIT @limit`;
   }
   const { index, terms } = ITEM_DRIVERS[s.driver]!;
-  const where = [
-    'd.client_id = @clientId',
-    ...terms(s),
-    keyRange('d.order_created_at', 'd.order_id', s),
-    ...existsTerms('d.order_id', s, SQLITE_ITEM_IDS),
-  ];
+  const where = ['d.client_id = @clientId', ...terms(s), keyRange('d.order_created_at', 'd.order_id', s)];
+  // The order's other conditions once per order, after its item rows are grouped.
+  const having = existsTerms('d.order_created_at', 'd.order_id', s, SQLITE_ITEM_IDS);
+  const group = `GROUP BY d.order_created_at, d.order_id${having.length > 0 ? ` HAVING ${having.join(' AND ')}` : ''}`;
   // Keys first, from the index alone; the orders table is read for the page only.
   return `SELECT ${ORDER_COLUMNS} FROM (
             SELECT d.order_created_at AS at, d.order_id AS id FROM order_items d INDEXED BY ${index}
              WHERE ${where.join(' AND ')}
-             GROUP BY d.order_created_at, d.order_id ORDER BY at ${dir}, id ${dir} LIMIT @limit) k
+             ${group} ORDER BY at ${dir}, id ${dir} LIMIT @limit) k
           CROSS JOIN orders o ON o.order_id = k.id
           ORDER BY k.at ${dir}, k.id ${dir}`;
 }

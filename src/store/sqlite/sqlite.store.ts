@@ -1,5 +1,5 @@
 import type { Sealer } from '../../domain/secrets.js';
-import { SecretsKeyMismatchError, type StoreSecrets } from '../store-secrets.js';
+import { cursorKeyOf, SecretsKeyMismatchError, type StoreSecrets } from '../store-secrets.js';
 import type { Store } from '../store.port.js';
 import { sqliteCatalog } from './catalog.js';
 import { openSqliteSecrets, sqliteClients } from './clients.js';
@@ -85,7 +85,7 @@ export async function openSqliteStore(dbPath: string, options: SqliteStoreOption
     payments: sqlitePayments(db),
     ledger: sqliteLedger(db),
     reconcile: sqliteReconcile(db),
-    search: sqliteSearch(db, options),
+    search: sqliteSearch(db, cursorKeyOf(secrets), options),
     webhooks: sqliteWebhooks(db, secrets),
     retention: sqliteRetention(db),
     async counts() {

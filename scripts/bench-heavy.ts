@@ -1,0 +1,248 @@
+// Heavy clients (issue 41): on a store of --orders orders (generate-orders.ts), one client holds --heavy-orders
+// orders of --items items each, priced out a minute after each was placed. Measured through one web process (no
+// worker): the heavy search (`vendorId=V&itemUpdateDateStart=T&limit=1`, T reaching only the last 40% of those
+// orders, both sort orders in turn) and a cheap one (`limit=1` of another client), p50/p99 side by side, one after
+// another; then `/healthz` (one after another, 10 ms apart) while the heavy client posts a batch of real orders of
+// --batch-items items in all (entries of --items items, RATE_LIMIT_PER_S off). --write puts the table into the
+// "Heavy clients" section of BENCHMARKS.md.
+//   BENCH_RUNTIME=tsx node --import tsx scripts/bench-heavy.ts [--store sqlite,postgres] [--orders 1000000]
+//     [--heavy-orders 200] [--items 250] [--iterations 200] [--batch-items 50000] [--write]
+// PostgreSQL: a fresh database on DATABASE_URL's server, or on a private one started here.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { createSigningClient, type SigningClient } from '../src/client/signing-client.js';
+import { addCard, createClient } from '../src/services/client-keys.js';
+import { ADDRESS } from './bench-buyer.js';
+import { startEntry, stopAllOnInterrupt, stopProcess, waitForWeb } from './bench-processes.js';
+import {
+  freshStore,
+  parseStoreKinds,
+  serviceEnv,
+  stopPostgresServer,
+  type StoreKind,
+} from './bench-stores.js';
+import { replaceSection } from './benchmarks-file.js';
+import { BENCH_STORE_SHAPE, generateOrders } from './generate-orders.js';
+import { heavyOrder, storeHeavyOrders } from './heavy-orders.js';
+import { LOAD_VENDOR } from './load-mix.js';
+import { ensureRedis, freePort, type RunningRedis } from './redis.js';
+
+const { values } = parseArgs({
+  options: {
+    store: { type: 'string', default: 'sqlite,postgres' },
+    orders: { type: 'string', default: '1000000' },
+    'heavy-orders': { type: 'string', default: '200' },
+    items: { type: 'string', default: '250' },
+    iterations: { type: 'string', default: '200' },
+    'batch-items': { type: 'string', default: '50000' },
+    write: { type: 'boolean', default: false },
+  },
+});
+const ORDERS = Number(values.orders);
+const HEAVY_ORDERS = Number(values['heavy-orders']);
+const ITEMS = Number(values.items);
+const ITERATIONS = Number(values.iterations);
+const BATCH_ENTRIES = Math.max(1, Math.round(Number(values['batch-items']) / ITEMS));
+const say = (line: string) => process.stderr.write(`[bench-heavy] ${line}\n`);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The listing every heavy order and the batch buy: stock enough for all of them. */
+const HEAVY_VENDOR = LOAD_VENDOR;
+const HEAVY_LISTING = {
+  listingId: 990_901,
+  vendorId: HEAVY_VENDOR.vendorId,
+  title: 'Heavy title',
+  isbn: '9780000099001',
+  priceCents: 999,
+  quantity: 100_000_000,
+};
+
+interface Latency {
+  p50: number;
+  p99: number;
+  max: number;
+  count: number;
+}
+
+const latency = (ms: number[]): Latency => {
+  const sorted = [...ms].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+  return { p50: at(0.5), p99: at(0.99), max: sorted.at(-1)!, count: sorted.length };
+};
+
+interface Result {
+  kind: StoreKind;
+  cheap: Latency;
+  heavy: Latency;
+  healthz: Latency;
+  batchSeconds: number;
+  batchStatus: number;
+}
+
+async function prepare(kind: StoreKind) {
+  const store = await freshStore(kind, 'bench_heavy');
+  say(`${kind}: generating ${ORDERS.toLocaleString('en')} orders`);
+  await generateOrders(store, { orders: ORDERS, ...BENCH_STORE_SHAPE });
+  const opened = await store.open('bench');
+  try {
+    await opened.catalog.importCatalog([HEAVY_VENDOR], [HEAVY_LISTING]);
+    const clientOf = async (name: string) => {
+      const client = await createClient(opened.clients, name, Date.now());
+      const card = await addCard(opened.clients, client.clientId, false, Date.now());
+      return { ...client, ccToken: card.token, cardId: (await opened.clients.findCard(card.token))!.cardId };
+    };
+    const heavy = await clientOf('heavy client');
+    const cheap = await clientOf('cheap client');
+    const t0 = Date.now() - 10 * 86_400_000;
+    const probe = store.probe();
+    try {
+      const shape = { listing: HEAVY_LISTING, t0, address: ADDRESS };
+      const h = {
+        clientId: heavy.clientId,
+        cardId: heavy.cardId,
+        orders: HEAVY_ORDERS,
+        items: ITEMS,
+        ...shape,
+      };
+      await storeHeavyOrders(opened, (sql) => probe.exec(sql), h);
+      const c = { clientId: cheap.clientId, cardId: cheap.cardId, orders: 20, items: 1, ...shape };
+      for (let i = 0; i < c.orders; i++) await opened.orders.accept(heavyOrder(c, i));
+    } finally {
+      await probe.close();
+    }
+    const from = new Date(t0 + Math.floor(HEAVY_ORDERS * 0.6) * 1000 + 60_000).toISOString();
+    return { store, heavy, cheap, from };
+  } finally {
+    await opened.close();
+  }
+}
+
+async function timedSearches(client: SigningClient, paths: string[], count: number): Promise<Latency> {
+  const ms: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const began = performance.now();
+    const res = await client.request('GET', paths[i % paths.length]!);
+    if (res.status !== 200) throw new Error(`search answered ${res.status}: ${JSON.stringify(res.body)}`);
+    ms.push(performance.now() - began);
+  }
+  return latency(ms);
+}
+
+async function runOnce(redis: RunningRedis, kind: StoreKind): Promise<Result> {
+  const { store, heavy, cheap, from } = await prepare(kind);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-heavy-'));
+  const port = await freePort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const web = startEntry(
+    'src/server.ts',
+    serviceEnv(store, {
+      REDIS_URL: redis.url,
+      QUEUE_PREFIX: `benchheavy${process.pid}${kind}`,
+      LOG_LEVEL: 'warn',
+      LOG_PRETTY: 'false',
+      PORT: String(port),
+      RATE_LIMIT_PER_S: '0',
+      MAX_UNSETTLED_ORDERS: '10000000',
+      MAX_UNSETTLED_PER_CLIENT: '10000000',
+    }),
+    path.join(dir, 'web.log'),
+  );
+  try {
+    await waitForWeb(baseUrl, web);
+    const heavyClient = createSigningClient({ baseUrl, ...heavy });
+    const cheapClient = createSigningClient({ baseUrl, ...cheap });
+    const heavyPath = `/v1/orders?vendorId=${HEAVY_VENDOR.vendorId}&itemUpdateDateStart=${from}&limit=1`;
+    const heavyPaths = [heavyPath, `${heavyPath}&sortOrder=descending`];
+    await timedSearches(cheapClient, ['/v1/orders?limit=1'], 10);
+    await timedSearches(heavyClient, heavyPaths, 10);
+    const cheapLatency = await timedSearches(cheapClient, ['/v1/orders?limit=1'], ITERATIONS);
+    const heavyLatency = await timedSearches(heavyClient, heavyPaths, ITERATIONS);
+    say(`${kind}: cheap p99 ${cheapLatency.p99.toFixed(1)} ms, heavy p99 ${heavyLatency.p99.toFixed(1)} ms`);
+    const batch = {
+      orders: Array.from({ length: BATCH_ENTRIES }, (_, i) => ({
+        requestId: `heavy-batch-${i}`,
+        shipAddr: ADDRESS,
+        billAddr: ADDRESS,
+        ccToken: heavy.ccToken,
+        listings: [{ listingId: HEAVY_LISTING.listingId, quantity: ITEMS }],
+        shippingMode: 'S',
+        domain: 'bookmarket.com',
+      })),
+    };
+    let posting = true;
+    const began = performance.now();
+    const posted = heavyClient.request('POST', '/v1/order-batches', batch).finally(() => (posting = false));
+    const healthz: number[] = [];
+    while (posting) {
+      const t = performance.now();
+      await fetch(`${baseUrl}/healthz`);
+      healthz.push(performance.now() - t);
+      await sleep(10);
+    }
+    const answer = await posted;
+    const batchSeconds = (performance.now() - began) / 1000;
+    say(
+      `${kind}: batch ${answer.status} in ${batchSeconds.toFixed(1)} s, /healthz p99 ${latency(healthz).p99.toFixed(1)} ms`,
+    );
+    return {
+      kind,
+      cheap: cheapLatency,
+      heavy: heavyLatency,
+      healthz: latency(healthz),
+      batchSeconds,
+      batchStatus: answer.status,
+    };
+  } finally {
+    await stopProcess(web);
+    await store.remove();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function report(results: Result[], load: [number, number]): string {
+  const f = (l: Latency) => `${l.p50.toFixed(1)} / ${l.p99.toFixed(1)}`;
+  const command = `BENCH_RUNTIME=tsx node --import tsx scripts/bench-heavy.ts --store ${results.map((r) => r.kind).join(',')} --orders ${ORDERS} --heavy-orders ${HEAVY_ORDERS} --items ${ITEMS} --iterations ${ITERATIONS} --batch-items ${BATCH_ENTRIES * ITEMS} --write`;
+  return [
+    `Command: \`${command}\``,
+    '',
+    `One web process (no worker) on a store of ${ORDERS.toLocaleString('en')} orders (scripts/generate-orders.ts) where`,
+    `one client holds ${HEAVY_ORDERS} orders of ${ITEMS} items each, priced out. Heavy search:`,
+    '`vendorId=V&itemUpdateDateStart=T&limit=1`, T reaching the last 40% of those orders, both sort orders in turn;',
+    `cheap search: another client's \`limit=1\`; ${ITERATIONS} of each, one after another. Then \`/healthz\`, one`,
+    `after another 10 ms apart, while the heavy client posts a batch of ${BATCH_ENTRIES} real orders of ${ITEMS} items`,
+    `(${(BATCH_ENTRIES * ITEMS).toLocaleString('en')} items). Load average ${load[0].toFixed(1)} at the start, ${load[1].toFixed(1)} at the end.`,
+    '',
+    '| store | cheap search p50 / p99 (ms) | heavy search p50 / p99 (ms) | heavy / cheap p99 | /healthz during the batch p50 / p99 / max (ms) | batch (s, HTTP status) |',
+    '|---|---|---|---|---|---|',
+    ...results.map(
+      (r) =>
+        `| ${r.kind} | ${f(r.cheap)} | ${f(r.heavy)} | ${(r.heavy.p99 / r.cheap.p99).toFixed(1)}× | ${f(r.healthz)} / ${r.healthz.max.toFixed(1)} | ${r.batchSeconds.toFixed(1)}, ${r.batchStatus} |`,
+    ),
+  ].join('\n');
+}
+
+async function main() {
+  const redis = await ensureRedis();
+  stopAllOnInterrupt(async () => {
+    await redis.stop();
+    await stopPostgresServer();
+  });
+  const load0 = os.loadavg()[0]!;
+  const results: Result[] = [];
+  try {
+    for (const kind of parseStoreKinds(values.store)) results.push(await runOnce(redis, kind));
+  } finally {
+    await redis.stop();
+    await stopPostgresServer();
+  }
+  const body = report(results, [load0, os.loadavg()[0]!]);
+  process.stdout.write(`${body}\n`);
+  if (values.write) replaceSection('BENCHMARKS.md', 'Heavy clients (issue 41)', body);
+}
+
+void main().catch((err: unknown) => {
+  process.stderr.write(`${(err as Error).stack ?? String(err)}\n`);
+  process.exitCode = 1;
+});
