@@ -17,8 +17,8 @@ export interface BatchOrder {
 
 /**
  * A batch of checked orders (docs/api.md#batches): dry runs priced; real orders admitted by backpressure in
- * request order, accepted in slices of a few hundred items (a store transaction each), enqueued in one round trip and answered at once, as
- * with Prefer: respond-async. One result per order, in the same order, as `placeOrder` would give it.
+ * request order, accepted in slices of a few hundred items (a store transaction each), enqueued in one round
+ * trip and answered at once, as with Prefer: respond-async. One result per order, in the same order, as `placeOrder` would give it.
  */
 export async function placeOrderBatch(
   deps: PlaceOrderBatchDeps,
@@ -53,7 +53,7 @@ export async function placeOrderBatch(
 }
 
 /**
- * Items per acceptance transaction. A batch's entries are accepted independently (CONTRACT.md section 12), so a
+ * Items per acceptance transaction. A batch's entries are accepted independently (docs/api.md#batches), so a
  * large batch is accepted in slices, each its own transaction, yielding between them: 200 orders of 250 items in
  * one SQLite transaction held the web's event loop 5.4 s (issue 41); a slice of 500 items holds it tens of ms.
  */
