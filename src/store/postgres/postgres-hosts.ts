@@ -94,8 +94,11 @@ function choiceOf(url: string, timeoutMs: number): HostChoice {
 /** A URL node-postgres reads (one host, no target_session_attrs): the first host's; connections replace the host. */
 export function firstHostUrl(url: string): string {
   const target = parsePostgresHosts(url);
-  return target.urlOf(target.hosts[0]!);
+  return choosing(target) ? target.urlOf(target.hosts[0]!) : url;
 }
+
+/** Whether there is a host to choose: several, or one that must accept writes. One host, any server: as before. */
+const choosing = (target: PostgresHosts) => target.hosts.length > 1 || target.readWrite;
 
 /**
  * `Base` (a pg.Client class) whose connections go to the host of `url` that will do (see above), note the server
@@ -111,8 +114,10 @@ export function targetedClient(url: string, Base: typeof pg.Client, timeoutMs = 
     override connect(callback?: unknown): never {
       const run = choice.pick().then(async (host) => {
         const self = this as unknown as { host: string; port: number; connectionParameters: PostgresHost };
-        self.host = self.connectionParameters.host = host.host;
-        self.port = self.connectionParameters.port = host.port;
+        if (choosing(choice.target)) {
+          self.host = self.connectionParameters.host = host.host;
+          self.port = self.connectionParameters.port = host.port;
+        }
         this.reached = host;
         try {
           await super.connect();
@@ -120,7 +125,7 @@ export function targetedClient(url: string, Base: typeof pg.Client, timeoutMs = 
           choice.forget(host);
           throw err;
         }
-        noteServer('postgres', `${host.host}:${host.port}`);
+        noteServer('postgres', `${self.host}:${self.port}`);
         return this;
       });
       if (typeof callback !== 'function') return run as never;

@@ -24,15 +24,16 @@ export function parsePostgresHosts(url: string): PostgresHosts {
   // The last @ ends the login, so a password may hold an unencoded @.
   const at = authority.lastIndexOf('@');
   const login = authority.slice(0, at + 1);
-  const hosts = authority
-    .slice(at + 1)
-    .split(',')
-    .map((one) => {
-      const hostPort = /^(\[[^\]]+\]|[^:[\]]+)(?::(\d{1,5}))?$/.exec(one);
-      const port = hostPort?.[2] === undefined ? 5432 : Number(hostPort[2]);
-      if (!hostPort || port < 1 || port > 65535) throw new Error(`'${one}' is not a host or host:port`);
-      return { host: hostPort[1]!.replace(/^\[|\]$/g, ''), port };
-    });
+  const list = authority.slice(at + 1).split(',');
+  const hosts = list.map((one) => {
+    // An empty host (`postgres://u@/db?host=/run/postgresql`) is node-postgres's to read, when it is the only one.
+    const hostPort = /^(\[[^\]]+\]|[^:[\]]*)(?::(\d{1,5}))?$/.exec(one);
+    const port = hostPort?.[2] === undefined ? 5432 : Number(hostPort[2]);
+    if (!hostPort || port < 1 || port > 65535 || (list.length > 1 && !hostPort[1]))
+      throw new Error(`'${one}' is not a host or host:port`);
+    // A socket directory is written %2F-encoded (`%2Frun%2Fpostgresql`).
+    return { host: decodeURIComponent(hostPort[1]!.replace(/^\[|\]$/g, '')), port };
+  });
   const params = new URLSearchParams(query);
   const attrs = params.get('target_session_attrs') ?? 'any';
   if (!(SESSION_ATTRS as readonly string[]).includes(attrs))
@@ -43,6 +44,6 @@ export function parsePostgresHosts(url: string): PostgresHosts {
     hosts,
     readWrite: attrs === 'read-write',
     urlOf: ({ host, port }) =>
-      `${scheme}${login}${host.includes(':') ? `[${host}]` : host}:${port}${path}${rest}`,
+      `${scheme}${login}${host.includes(':') ? `[${host}]` : encodeURIComponent(host)}:${port}${path}${rest}`,
   };
 }
