@@ -62,6 +62,11 @@ export default defineConfig({
           env: { TEST_STORE: 'postgres', TEST_POOLER: 'pgbouncer' },
         },
       },
+      {
+        // A server lost for good and its replica or standby promoted (issue 43): each file starts its own Redis
+        // behind Sentinels or PostgreSQL with a standby, and kills them.
+        test: { ...shared, name: 'failover', include: ['test/failover/**/*.test.ts'] },
+      },
     ],
   },
 });

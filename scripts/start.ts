@@ -7,6 +7,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { RUNTIME_SETTINGS, runtimeFilePath, writeRuntimeFile } from '../src/cli/runtime-file.js';
 import { assertDataFolder, loadConfig } from '../src/config.js';
+import { redisWhere } from '../src/redis/redis-sentinel.js';
 import { openStore } from '../src/store/open-store.js';
 import { seedDemo, writeDemoOrders } from './demo-data.js';
 import { fromSource, readProcfile } from './procfile.js';
@@ -82,12 +83,15 @@ async function main(): Promise<void> {
   assertDataFolder(settings, ROOT);
   await assertPortFree(settings.PORT, given.HOST);
   await assertPortFree(settings.METRICS_PORT, settings.METRICS_HOST, 'METRICS_PORT');
-  redis = ensureRedis();
+  // Behind Sentinel the operator's Redis is used as it is; else REDIS_URL's, or a private one.
+  redis = given.REDIS_SENTINELS
+    ? Promise.resolve({ url: redisWhere(settings), stop: () => Promise.resolve() })
+    : ensureRedis();
   const started = await redis;
   const { url: redisUrl } = started;
   restartWhenGone(started);
-  const env: Record<string, string> = { ...given, REDIS_URL: redisUrl };
-  const redisNote = process.env.REDIS_URL ? '' : ' (private, disk-less)';
+  const env: Record<string, string> = given.REDIS_SENTINELS ? given : { ...given, REDIS_URL: redisUrl };
+  const redisNote = process.env.REDIS_URL || given.REDIS_SENTINELS ? '' : ' (private, disk-less)';
   if (!process.env.LOG_PRETTY && process.stdout.isTTY) env.LOG_PRETTY = 'true';
   const config = loadConfig(env);
   say(

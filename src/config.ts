@@ -4,14 +4,23 @@ import path from 'node:path';
 import cron from 'node-cron';
 import { z } from 'zod';
 import { parseSecretsKey } from './domain/secrets.js';
-import { parseRedisUrl, type RedisSeeds } from './redis/redis-url.js';
+import { parseRedisUrl, parseSentinels, type RedisSeeds } from './redis/redis-url.js';
+import { parsePostgresHosts } from './store/postgres/postgres-url.js';
 
 const positiveInt = z.coerce.number().int().positive();
 const nonNegativeInt = z.coerce.number().int().nonnegative();
 
+// One host, or several in libpq's form (postgres://USER@H1:PORT,H2:PORT/DB?target_session_attrs=read-write).
 const postgresUrl = z
   .string()
-  .regex(/^postgres(ql)?:\/\/[^/]+\/[^/?]+/, 'must be a postgres://USER[:PASSWORD]@HOST:PORT/DB URL');
+  .regex(/^postgres(ql)?:\/\/[^/]+\/[^/?]+/, 'must be a postgres://USER[:PASSWORD]@HOST:PORT/DB URL')
+  .superRefine((url, ctx) => {
+    try {
+      parsePostgresHosts(url);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: (err as Error).message });
+    }
+  });
 
 const secretsKey = z
   .string()
@@ -63,6 +72,20 @@ const ConfigSchema = z.object({
     .enum(['true', 'false', '1', '0', ''])
     .default('')
     .transform((v) => v === 'true' || v === '1'),
+  // Redis behind Sentinel: the Sentinels' host:port list and the master's name replace REDIS_URL's host (its login,
+  // database and TLS still apply to the master); REDIS_SENTINEL_PASSWORD is the Sentinels' own, if they have one.
+  REDIS_SENTINELS: z
+    .string()
+    .superRefine((list, ctx) => {
+      try {
+        parseSentinels(list);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: `${(err as Error).message}: host:port,host:port,…` });
+      }
+    })
+    .optional(),
+  REDIS_SENTINEL_MASTER: z.string().min(1).optional(),
+  REDIS_SENTINEL_PASSWORD: z.string().min(1).optional(),
   QUEUE_PREFIX: z
     .string()
     .regex(/^[^{}:]*$/, 'must not hold {, } or : (the service wraps it in a Redis hash tag itself)')
@@ -167,6 +190,25 @@ function redisUrlProblem(url: string, cluster?: boolean): string | undefined {
   return undefined;
 }
 
+/** What is wrong with the REDIS_SENTINEL* settings, naming the variable. */
+function redisSentinelProblem(config: {
+  REDIS_SENTINELS?: string;
+  REDIS_SENTINEL_MASTER?: string;
+  REDIS_SENTINEL_PASSWORD?: string;
+  REDIS_CLUSTER: boolean;
+}): string | undefined {
+  if (!config.REDIS_SENTINELS) {
+    if (config.REDIS_SENTINEL_MASTER) return 'REDIS_SENTINEL_MASTER: only with REDIS_SENTINELS';
+    if (config.REDIS_SENTINEL_PASSWORD) return 'REDIS_SENTINEL_PASSWORD: only with REDIS_SENTINELS';
+    return undefined;
+  }
+  if (!config.REDIS_SENTINEL_MASTER)
+    return 'REDIS_SENTINEL_MASTER: required with REDIS_SENTINELS (the master name the Sentinels monitor)';
+  if (config.REDIS_CLUSTER)
+    return 'REDIS_SENTINELS: not with REDIS_CLUSTER=true (a cluster fails over by itself)';
+  return undefined;
+}
+
 /** What is wrong with DATABASE_POOLING and DATABASE_DIRECT_URL given DATABASE_URL, naming the variable. */
 function databaseUrlsProblem(config: {
   DATABASE_URL?: string;
@@ -177,10 +219,15 @@ function databaseUrlsProblem(config: {
   if (!url && pooling !== 'direct') return 'DATABASE_POOLING: only with DATABASE_URL';
   if (!direct) return undefined;
   if (!url) return 'DATABASE_DIRECT_URL: only with DATABASE_URL';
-  const database = (u: string) => decodeURIComponent(new URL(u).pathname.slice(1));
+  // A URL of one of its hosts: what WHATWG's URL reads (it refuses a list of hosts).
+  const one = (u: string) => {
+    const target = parsePostgresHosts(u);
+    return new URL(target.urlOf(target.hosts[0]!));
+  };
+  const database = (u: string) => decodeURIComponent(one(u).pathname.slice(1));
   if (database(direct) !== database(url))
     return `DATABASE_DIRECT_URL: must name DATABASE_URL's database (${database(url)}), not ${database(direct)}`;
-  if (pooling === 'transaction' && new URL(direct).host === new URL(url).host)
+  if (pooling === 'transaction' && one(direct).host === one(url).host)
     return 'DATABASE_DIRECT_URL: reaches the same host and port as DATABASE_URL, the transaction pooler: give the server';
   return undefined;
 }
@@ -206,6 +253,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   const redisProblem = redisUrlProblem(parsed.data.REDIS_URL, parsed.data.REDIS_CLUSTER);
   if (redisProblem) throw new ConfigError(`invalid configuration:\n  REDIS_URL: ${redisProblem}`);
+  const sentinelProblem = redisSentinelProblem(parsed.data);
+  if (sentinelProblem) throw new ConfigError(`invalid configuration:\n  ${sentinelProblem}`);
   // A key file per host, as SQLite's default, would give every host its own key to one shared database.
   if (parsed.data.DATABASE_URL && !parsed.data.SECRETS_KEY) {
     throw new ConfigError(

@@ -10,6 +10,7 @@ import { createSandboxGateway } from './payments/sandbox.gateway.js';
 import { createOrderOutcomes } from './queue/order-outcomes.js';
 import { createOrderQueue } from './queue/order.queue.js';
 import { createBlockingRedis, createRedis } from './redis/redis.js';
+import { onServerChange } from './server-changes.js';
 import { createBackpressure } from './services/backpressure.js';
 import { createOrderIntake } from './services/order-intake.js';
 import { openStore } from './store/open-store.js';
@@ -34,6 +35,13 @@ export async function createDeps(
   options: ContainerOptions = {},
 ): Promise<Deps> {
   const clock = options.clock ?? Date.now;
+  // A failover seen by this process: said once, when its first connection reaches the new server.
+  onServerChange((link, now, before) =>
+    logger.warn(
+      { link, server: now.server, was: before, changes: now.changes },
+      `${link} server is now ${now.server}`,
+    ),
+  );
   const store = tracedStore(await openStore(config, options.role, (message) => logger.warn(message)));
   // The rule for anything that needs a session (LISTEN, which wakes the webhook relay): DATABASE_DIRECT_URL, or
   // polling when only a transaction pooler is given: said once, at start.

@@ -20,11 +20,11 @@ async function main(argv: string[]): Promise<number> {
   const { env, used } = withRuntimeSettings(process.env, readRuntimeFile());
   if (used.length > 0)
     process.stderr.write(`admin: ${used.join(', ')} of the running npm start (${RUNTIME_NOTE})\n`);
-  if (command.needsRedis && !env.REDIS_URL) {
+  if (command.needsRedis && !env.REDIS_URL && !env.REDIS_SENTINELS) {
     const why = `REDIS_URL is not set and no npm start runs here (${RUNTIME_NOTE})`;
     return print(
       process.stderr,
-      `admin ${name}: ${why}: set REDIS_URL to the Redis the workers use`,
+      `admin ${name}: ${why}: set REDIS_URL (or REDIS_SENTINELS) to the Redis the workers use`,
       EXIT_INVALID,
     );
   }

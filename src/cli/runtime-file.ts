@@ -18,6 +18,9 @@ export interface RuntimeFile {
 export const RUNTIME_SETTINGS = [
   'REDIS_URL',
   'REDIS_CLUSTER',
+  'REDIS_SENTINELS',
+  'REDIS_SENTINEL_MASTER',
+  'REDIS_SENTINEL_PASSWORD',
   'QUEUE_PREFIX',
   'DB_PATH',
   'DATABASE_URL',

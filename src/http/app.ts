@@ -16,6 +16,7 @@ import { decodeBody, rawBody } from './raw-body.js';
 import { requestContext } from './request-context.js';
 import { signedRoutes } from './signed-routes.js';
 import { SvcStatus } from './status-codes.js';
+import { serverStates } from '../server-changes.js';
 
 export interface AppOptions {
   /** Told of every request once answered (request metrics). */
@@ -146,9 +147,15 @@ function readiness(deps: Pick<Deps, 'store' | 'redis'>): RequestHandler {
   });
   return async (_req, res) => {
     const down = await check();
+    const servers = Object.fromEntries(
+      Object.entries(serverStates()).map(([link, s]) => [
+        link,
+        { server: s.server, since: new Date(s.since).toISOString(), changes: s.changes },
+      ]),
+    );
     res
       .status(down.length ? 503 : 200)
-      .json(down.length ? { status: 'unavailable', down } : { status: 'ready' });
+      .json(down.length ? { status: 'unavailable', down, servers } : { status: 'ready', servers });
   };
 }
 

@@ -1,5 +1,6 @@
 import type { RedisClient } from '../redis/redis.js';
 import { Counter, Gauge, type Registry } from 'prom-client';
+import { serverStates, type ServerState } from '../server-changes.js';
 import type { ScrapeReads } from './scrape-reads.js';
 
 // Workers and the clock serve no HTTP, so each process of the deployment writes a small snapshot of itself
@@ -14,6 +15,8 @@ interface Beat {
   cpuSeconds: number;
   startedAt: number;
   at: number;
+  /** The Redis and PostgreSQL servers the process is connected to (absent in a beat of an older process). */
+  servers?: Record<string, ServerState>;
 }
 
 const keyOf = (prefix: string) => `${prefix}:metrics:processes`;
@@ -27,6 +30,7 @@ function beat(): Beat {
     cpuSeconds: (user + system) / 1e6,
     startedAt: Math.round(Date.now() - process.uptime() * 1000),
     at: Date.now(),
+    servers: serverStates(),
   };
 }
 
@@ -104,6 +108,11 @@ export function registerProcessHeartbeats(
   perProcess('bookorders_process_start_time_seconds', 'Start time of each process, Unix seconds', (b) =>
     Math.round(b.startedAt / 1000),
   );
+  registerServerChanges(
+    registry,
+    () => reading,
+    () => beats,
+  );
   new Counter({
     name: 'bookorders_process_cpu_seconds_total',
     help: 'User and system CPU time of each process',
@@ -113,6 +122,52 @@ export function registerProcessHeartbeats(
       await reading;
       this.reset();
       for (const { role, pid, beat } of beats) this.inc({ role, pid }, beat.cpuSeconds);
+    },
+  });
+}
+
+/** Each process's server per link (Redis, PostgreSQL), since when, and how many times it changed (failovers). */
+function registerServerChanges(
+  registry: Registry,
+  reading: () => Promise<void>,
+  beats: () => { role: string; pid: string; beat: Beat }[],
+): void {
+  const each = function* () {
+    for (const { role, pid, beat } of beats())
+      for (const [link, state] of Object.entries(beat.servers ?? {}))
+        yield { labels: { role, pid, link }, state };
+  };
+  new Gauge({
+    name: 'bookorders_process_server_info',
+    help: 'The server (host:port) each process is connected to, per link (redis, postgres): 1',
+    labelNames: ['role', 'pid', 'link', 'server'] as const,
+    registers: [registry],
+    async collect() {
+      await reading();
+      this.reset();
+      for (const { labels, state } of each()) this.set({ ...labels, server: state.server }, 1);
+    },
+  });
+  new Gauge({
+    name: 'bookorders_process_server_since_seconds',
+    help: "When each process's server of a link last changed (or was first reached), Unix seconds",
+    labelNames: ['role', 'pid', 'link'] as const,
+    registers: [registry],
+    async collect() {
+      await reading();
+      this.reset();
+      for (const { labels, state } of each()) this.set(labels, Math.round(state.since / 1000));
+    },
+  });
+  new Counter({
+    name: 'bookorders_process_server_changes_total',
+    help: "Times each process's server of a link changed since it started: a failover, seen by that process",
+    labelNames: ['role', 'pid', 'link'] as const,
+    registers: [registry],
+    async collect() {
+      await reading();
+      this.reset();
+      for (const { labels, state } of each()) this.inc(labels, state.changes);
     },
   });
 }

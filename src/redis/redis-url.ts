@@ -47,3 +47,14 @@ export function parseRedisUrl(url: string): RedisSeeds {
     hasOptions: first.search.length > 1,
   };
 }
+
+/** `host:port,host:port,…` (REDIS_SENTINELS) as addresses; throws an Error saying what is wrong. */
+export function parseSentinels(list: string): { host: string; port: number }[] {
+  return list.split(',').map((entry) => {
+    const one = entry.trim();
+    const match = /^(\[[^\]]+\]|[^:\s]+):(\d{1,5})$/.exec(one);
+    const port = Number(match?.[2]);
+    if (!match || port < 1 || port > 65535) throw new Error(`'${one}' is not host:port`);
+    return { host: match[1]!.replace(/^\[|\]$/g, ''), port };
+  });
+}

@@ -16,9 +16,10 @@ const SOCKET_CODES = new Set([
  * PostgreSQL SQLSTATEs of a server going away or not there yet: class 08 (connection exceptions; PgBouncer
  * reports its own, "pgbouncer cannot connect to server", as 08P01), 57P01-57P03 (terminated by a shutdown, a
  * crash, or not accepting connections while it starts or stops), 53300 (too many connections), 53100 (its disk
- * is full).
+ * is full), 25006 (a write refused by a server that has become a read-only standby: its connection is dropped, the
+ * next finds the primary).
  */
-const POSTGRES_UNAVAILABLE = /^(08...|57P0[123]|53[13]00)$/;
+const POSTGRES_UNAVAILABLE = /^(08...|57P0[123]|53[13]00|25006)$/;
 
 /**
  * node-postgres's own errors, without a code: a connection that ended under it, or no connection within the

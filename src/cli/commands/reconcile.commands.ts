@@ -1,5 +1,6 @@
 import { closeDeps, createDeps } from '../../container.js';
 import { whenReady } from '../../redis/redis-lock.js';
+import { redisWhere } from '../../redis/redis-sentinel.js';
 import { runReconcilePass } from '../../services/reconcile.js';
 import { CliError, isoTimeOption, parseCommandArgs, type CommandRun } from './command.js';
 import { commandLogger } from './item.commands.js';
@@ -16,7 +17,7 @@ export const reconcile: CommandRun = {
     const deps = await createDeps(config, logger, { role: 'admin' });
     try {
       await whenReady(deps.redis, REDIS_WAIT_MS).catch((err: Error) => {
-        throw CliError.invalid(`redis at ${config.REDIS_URL} is unavailable: ${err.message}`);
+        throw CliError.invalid(`redis at ${redisWhere(config)} is unavailable: ${err.message}`);
       });
       const pass = await runReconcilePass(deps, { now, waitMs: LOCK_WAIT_MS });
       if (!pass.ran) throw CliError.invalid(`no pass ran: ${pass.reason}; try again later`);

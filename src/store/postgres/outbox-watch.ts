@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { OutboxWatch } from '../store.port.js';
 import { OUTBOX_CHANNEL } from './outbox-signal.migration.js';
+import { firstHostUrl, targetedClient } from './postgres-hosts.js';
 
 const RECONNECT_MS = 1000;
 
@@ -21,8 +22,8 @@ export function watchOutbox(url: string, onRecorded: () => void, applicationName
     timer = setTimeout(() => void connect(), RECONNECT_MS);
   };
   const connect = async () => {
-    const c = new pg.Client({
-      connectionString: url,
+    const c = new (targetedClient(url, pg.Client))({
+      connectionString: firstHostUrl(url),
       ...(applicationName ? { application_name: `${applicationName} listen` } : {}),
     });
     client = c;

@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import pg from 'pg';
 import { isStoreUnavailable } from '../store-errors.js';
+import { firstHostUrl, targetedClient } from './postgres-hosts.js';
 
 /** What both a pool and a client checked out of it can run: a statement with positional parameters. */
 export interface Queryable {
@@ -216,8 +217,13 @@ export function createPool(
 ): pg.Pool {
   const prepare = pooling !== 'transaction';
   const pool = new pg.Pool({
-    Client: prepare || timeoutMs > 0 ? clientClass(prepare, timeoutMs) : pg.Client,
-    connectionString: url,
+    // The host of DATABASE_URL's that will do (postgres-hosts.ts).
+    Client: targetedClient(
+      url,
+      prepare || timeoutMs > 0 ? clientClass(prepare, timeoutMs) : pg.Client,
+      timeoutMs,
+    ),
+    connectionString: firstHostUrl(url),
     max: poolSize,
     ...(timeoutMs > 0 ? { connectionTimeoutMillis: timeoutMs } : {}),
     // Straight to the server, the server itself ends a statement after as long as the service waits for it: the

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { Probe } from '../store.probe.js';
+import { firstHostUrl, targetedClient } from './postgres-hosts.js';
 import { numberTypes } from './postgres.pool.js';
 
 /**
@@ -15,7 +16,12 @@ export function toPositional(sql: string): string {
 
 /** A probe of the PostgreSQL database at `url`, on its own small pool with the adapter's number parsing. */
 export function postgresProbe(url: string): Probe {
-  const pool = new pg.Pool({ connectionString: url, max: 2, types: numberTypes });
+  const pool = new pg.Pool({
+    Client: targetedClient(url, pg.Client),
+    connectionString: firstHostUrl(url),
+    max: 2,
+    types: numberTypes,
+  });
   pool.on('error', () => undefined);
   const all = async <T>(sql: string, params: unknown[]): Promise<T[]> =>
     (await pool.query(toPositional(sql), params)).rows as T[];

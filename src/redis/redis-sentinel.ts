@@ -1,0 +1,46 @@
+import { Redis, type RedisOptions } from 'ioredis';
+import type { Config } from '../config.js';
+import { noteServer } from '../server-changes.js';
+import { parseSentinels } from './redis-url.js';
+
+/** What picks the Redis server of a single-server connection: REDIS_URL, or the master Sentinel names. */
+export type RedisTargetConfig = Pick<
+  Config,
+  'REDIS_URL' | 'REDIS_SENTINELS' | 'REDIS_SENTINEL_MASTER' | 'REDIS_SENTINEL_PASSWORD'
+>;
+
+/**
+ * A connection to one Redis server: REDIS_URL's, or with REDIS_SENTINELS the master the Sentinels name for
+ * REDIS_SENTINEL_MASTER. REDIS_URL's login, database and TLS then apply to that master (its host is not used).
+ * ioredis asks the Sentinels for the master at each (re)connection and checks the server's role; it also listens
+ * for Sentinel's switch-master (failoverDetector) and reconnects at once, and a server that answers READONLY (a
+ * demoted master) is left for the new one, the command sent again. The server each connection reaches is noted
+ * (server-changes.ts).
+ */
+export function newRedis(config: RedisTargetConfig, options: RedisOptions): Redis {
+  const redis = new Redis(config.REDIS_URL, { ...options, ...sentinelOptions(config) });
+  redis.on('ready', () => {
+    const stream = (redis as unknown as { stream?: { remoteAddress?: string; remotePort?: number } }).stream;
+    if (stream?.remoteAddress) noteServer('redis', `${stream.remoteAddress}:${stream.remotePort}`);
+  });
+  return redis;
+}
+
+function sentinelOptions(config: RedisTargetConfig): RedisOptions {
+  if (!config.REDIS_SENTINELS) return {};
+  return {
+    sentinels: parseSentinels(config.REDIS_SENTINELS),
+    name: config.REDIS_SENTINEL_MASTER,
+    sentinelPassword: config.REDIS_SENTINEL_PASSWORD,
+    role: 'master',
+    failoverDetector: true,
+    reconnectOnError: (err) => (err.message.startsWith('READONLY') ? 2 : false),
+  };
+}
+
+/** Where the service's Redis is, for a message: REDIS_URL, or the Sentinels' master. */
+export function redisWhere(config: RedisTargetConfig): string {
+  return config.REDIS_SENTINELS
+    ? `master ${config.REDIS_SENTINEL_MASTER} of Sentinels ${config.REDIS_SENTINELS}`
+    : config.REDIS_URL;
+}
