@@ -2,6 +2,7 @@ import type { ErrorRequestHandler } from 'express';
 import type { z } from 'zod';
 import { isStoreUnavailable } from '../store/store-errors.js';
 import { SecretsKeyMismatchError } from '../store/store-secrets.js';
+import { lingerAfterAnswer } from './http-server.js';
 import { writeJson } from './respond.js';
 import { SvcStatus, httpStatusOf, svcStatusHeader, type SvcStatusCode } from './status-codes.js';
 
@@ -71,8 +72,12 @@ export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
   if (apiError.codes.includes(SvcStatus.INTERNAL)) req.log.error({ err }, 'internal error');
   else req.log.info({ svcStatus: apiError.codes, messages: apiError.messages }, 'request refused');
   const requestId = req.get('svc-requestid') ?? '';
-  // A body refused before it was read is never read: the connection closes instead of staying alive for it.
-  if (!req.complete) res.setHeader('Connection', 'close');
+  // A body refused before it was read is never read: the connection closes instead of staying alive for it,
+  // lingering so that a client still sending gets this answer.
+  if (!req.complete) {
+    res.setHeader('Connection', 'close');
+    lingerAfterAnswer(req);
+  }
   for (const [name, value] of Object.entries(apiError.headers)) res.setHeader(name, value);
   const body: ErrorBody = { requestId, messages: apiError.messages };
   writeJson(res, apiError.httpStatus, svcStatusHeader(apiError.codes), body);

@@ -1,4 +1,5 @@
 import http from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
@@ -65,6 +66,32 @@ export function createMetricsServer(listener: http.RequestListener): http.Server
     for (const socket of open) if (!inFlight(socket)) socket.destroy();
   });
   return server;
+}
+
+/** How long, and how many more bytes, a connection answered before its request's body was read is read on. */
+export const LINGER = { ms: 5_000, bytes: 64 * 2 ** 20 };
+
+/**
+ * nginx's lingering close, for a request answered before its body was read (4130: over 1 MiB): once the answer is
+ * written, the connection's sending side is ended and what the client still sends is read and dropped, for at most
+ * LINGER.ms and LINGER.bytes (or until the client ends its side), before the socket is closed. Closed at once, the
+ * connection would be reset while the client still sends, and its TCP stack would drop the answer unread.
+ */
+export function lingerAfterAnswer(req: http.IncomingMessage): void {
+  // Node ends a `Connection: close` connection, once answered, with destroySoon: end, then destroy once flushed.
+  const socket = req.socket as Socket & { destroySoon?: () => void };
+  socket.destroySoon = function lingeringClose(this: Socket) {
+    let drained = 0;
+    const close = () => this.destroy();
+    const timer = setTimeout(close, LINGER.ms);
+    this.once('close', () => clearTimeout(timer)).once('end', close);
+    this.on('data', (chunk: Buffer) => {
+      drained += chunk.length;
+      if (drained > LINGER.bytes) close();
+    });
+    this.end();
+    req.resume();
+  };
 }
 
 type Refusal = [SvcStatusCode, string];

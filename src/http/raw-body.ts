@@ -9,8 +9,8 @@ import { SvcStatus } from './status-codes.js';
  * Reads the request's body into `req.body` as one Buffer (left undefined when the request has none), at most
  * `limitBytes`, exactly as sent: a compressed body stays compressed, since the signature covers the bytes as
  * sent (docs/api.md#signing); `decodeBody` inflates it once the signature holds. A body (chunked or not) is
- * refused with 4130 as soon as it passes the limit, without reading the rest; the error handler closes the
- * connection, since the request never completed.
+ * refused with 4130 as soon as it passes the limit, without keeping the rest; the error handler closes the
+ * connection, since the request never completed, lingering so that the client reads the answer.
  */
 export function rawBody(limitBytes: number): RequestHandler {
   return (req, _res, next) => {

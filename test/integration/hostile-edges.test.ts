@@ -208,6 +208,12 @@ describe('when a client is slow or announces too much', () => {
     expect(answer.sentBytes).toBeLessThan(256 * 64 * 1024);
   });
 
+  it('then a client that keeps sending a chunked body past 1 MiB still reads its 413 (a lingering close)', async () => {
+    const head = `POST /v1/orders HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`;
+    const answer = await sendAllThenRead(head, 64 * 1024, 24 * 1024 * 1024);
+    expectErrorResponse(answer, 413, '4130');
+  });
+
   it('then an idle keep-alive connection is kept longer than a load balancer keeps its own (60 s)', async () => {
     const res = await fetch(`http://127.0.0.1:${port}/healthz`);
     expect(res.headers.get('keep-alive')).toBe('timeout=65');
@@ -330,6 +336,57 @@ describe('when a query holds an invalid percent escape', () => {
     expect(messagesOf(res.body)).toEqual([expect.stringMatching(/^x: /)]);
   });
 });
+
+/**
+ * Sends `head`, then `maxBytes` of chunks of `chunkBytes` in chunked encoding, reading nothing until it has sent
+ * them all, as a client busy sending its body does: the answer waits in its TCP buffer meanwhile, and a write that
+ * fails (the server closed without reading, and reset the connection) loses it. Resolves with what it read once
+ * the server closes.
+ */
+function sendAllThenRead(head: string, chunkBytes: number, maxBytes: number) {
+  return new Promise<RawAnswer>((resolve) => {
+    const started = Date.now();
+    const received: Buffer[] = [];
+    const chunk = Buffer.concat([
+      Buffer.from(`${chunkBytes.toString(16)}\r\n`),
+      Buffer.alloc(chunkBytes, 0x20),
+      Buffer.from('\r\n'),
+    ]);
+    // With `onread`, pause() stops reading from the socket itself, not only the events.
+    const socket = net.connect({
+      port,
+      host: '127.0.0.1',
+      onread: {
+        buffer: Buffer.alloc(64 * 1024),
+        callback: (n, buf) => {
+          received.push(Buffer.from(buf.subarray(0, n)));
+          return true;
+        },
+      },
+    });
+    socket.once('connect', () => {
+      socket.pause();
+      socket.write(head);
+      let sent = 0;
+      const pump = () => {
+        while (!socket.destroyed && sent < maxBytes) {
+          sent += chunkBytes;
+          if (!socket.write(chunk)) return void socket.once('drain', pump);
+        }
+        if (!socket.destroyed) socket.resume();
+      };
+      pump();
+    });
+    socket.on('error', () => undefined);
+    socket.once('close', () =>
+      resolve({
+        ...parseAnswer(Buffer.concat(received).toString('latin1')),
+        ms: Date.now() - started,
+        closed: true,
+      }),
+    );
+  });
+}
 
 /**
  * Sends `head`, then up to `count` chunks of `chunkBytes` in chunked encoding, one per macrotask, stopping as
