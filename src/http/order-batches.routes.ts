@@ -16,7 +16,7 @@ import { createOrderRequestCheck, listingRefsOf } from './order-request.check.js
 import { backpressureError, placedCode } from './order-answers.js';
 import { chargeMore } from './rate-limit.js';
 import { ORDER_COST_RULE, orderCost } from './order-cost.js';
-import { authOf, sendOk } from './respond.js';
+import { authOf, streamOk } from './respond.js';
 import { SvcStatus, type SvcStatusCode } from './status-codes.js';
 import { readableError } from './zod-messages.js';
 
@@ -80,7 +80,12 @@ export function postOrderBatch(deps: PlaceOrderBatchDeps & { intake: OrderIntake
       ...outcomes.map((o) => Number(('error' in o && o.error.headers['Retry-After']) || 0)),
     );
     if (retryAfter > 0) res.set('Retry-After', String(retryAfter));
-    sendOk(res, SvcStatus.BATCH_ANSWERED, { results: outcomes.map((o) => ('error' in o ? refused(o) : o)) });
+    await streamOk(
+      res,
+      SvcStatus.BATCH_ANSWERED,
+      'results',
+      outcomes.map((o) => ('error' in o ? refused(o) : o)),
+    );
   };
 }
 
