@@ -433,9 +433,9 @@ Store: ${n(stats.orders)} orders, ${n(stats.items)} items, ${n(stats.clients)} c
 Machine: ${os.cpus()[0]?.model ?? 'unknown CPU'} (${os.cpus().length} cores, shared), Node ${process.version}, ${bench.describe}.
 
 Milliseconds per search, ${ITERATIONS} samples per row after one untimed run per client. "p50…p99" is the service path in process
-(query parsing, cursor lookup and issue, the store adapter's search, response building, JSON text; no HTTP or signature check);
+(query parsing, cursor opening (and the order key it names) and sealing, the store adapter's search, response building, JSON text; no HTTP or signature check);
 "bare" is ${bareText}. "path" is the access path ${adapter} chose (see its \`chooseDriver\`).
-The gap between the two is building the response and, when more orders follow, writing the cursor that \`next\` names.
+The gap between the two is building the response and, when more orders follow, sealing the cursor that \`next\` is (no store write).
 
 ### Clients drawn by order volume
 
@@ -454,9 +454,9 @@ ${KIND === 'postgres' ? POSTGRES_LIMITS : ''}`;
 // Found apart from this script (EXPLAIN ANALYZE of the adapter's statements on the same generated store).
 const POSTGRES_LIMITS = `
 What limits these figures: every search is at least one round trip to the server with a statement planned
-afresh (bare p50 0.4–0.9 ms for the paths that read few rows), and a page with more orders after it then
-writes its cursor (\`issueCursor\`: a DELETE of the expired ones and an INSERT, two more round trips), which is
-most of the gap on the "orders" rows. The p95 over 5 ms:
+afresh (bare p50 0.4–0.9 ms for the paths that read few rows), and a page given a \`next\` first reads the key of
+the order it names (one more round trip; until issue 41 a page with more orders after it wrote its cursor
+instead, a DELETE and an INSERT). The p95 over 5 ms:
 
 - vendorId with a narrow update range (the updated-items path, fewer than 2,000 items updated in the range):
   PostgreSQL runs that page with a parallel worker (Gather Merge over a parallel index-only scan), and starting

@@ -17,7 +17,7 @@ import { backpressureError, placedCode } from './order-answers.js';
 import { chargeMore } from './rate-limit.js';
 import { ORDER_COST_RULE, orderCost } from './order-cost.js';
 import { parseInput } from './request-input.js';
-import { authOf, sendOk } from './respond.js';
+import { authOf, streamOk } from './respond.js';
 import { SvcStatus, type SvcStatusCode } from './status-codes.js';
 import { readableError } from './zod-messages.js';
 
@@ -81,7 +81,12 @@ export function postOrderBatch(deps: PlaceOrderBatchDeps & { intake: OrderIntake
       ...outcomes.map((o) => Number(('error' in o && o.error.headers['Retry-After']) || 0)),
     );
     if (retryAfter > 0) res.set('Retry-After', String(retryAfter));
-    sendOk(res, SvcStatus.BATCH_ANSWERED, { results: outcomes.map((o) => ('error' in o ? refused(o) : o)) });
+    await streamOk(
+      res,
+      SvcStatus.BATCH_ANSWERED,
+      'results',
+      outcomes.map((o) => ('error' in o ? refused(o) : o)),
+    );
   };
 }
 

@@ -26,6 +26,45 @@ export function sendOk(res: Response, code: SvcStatusCode, body: unknown): void 
   writeJson(res, 200, svcStatusHeader([code]), body);
 }
 
+/** Entries of a streamed list written per write (streamOk). */
+const ENTRIES_PER_WRITE = 20;
+
+/**
+ * A 200 whose body is `{"<key>": [...entries]}`, written a few entries at a time: between writes other requests
+ * are answered, and each waits for the socket to take the previous one, so a large answer (a batch of 500 orders
+ * of 250 items is several MB) never holds the event loop nor its whole text at once. Chunked: no Content-Length.
+ */
+export async function streamOk(
+  res: Response,
+  code: SvcStatusCode,
+  key: string,
+  entries: readonly unknown[],
+): Promise<void> {
+  setAnswerHeaders(res, svcStatusHeader([code]));
+  res.writeHead(200);
+  let text = `{${JSON.stringify(key)}:[`;
+  for (let i = 0; i < entries.length; i += ENTRIES_PER_WRITE) {
+    if (res.destroyed) return;
+    text += entries
+      .slice(i, i + ENTRIES_PER_WRITE)
+      .map((entry) => JSON.stringify(entry))
+      .join(',');
+    if (i + ENTRIES_PER_WRITE < entries.length) text += ',';
+    const flushed = res.write(text);
+    text = '';
+    if (!flushed) await new Promise((resolve) => res.once('drain', resolve).once('close', resolve));
+    else await new Promise((resolve) => setImmediate(resolve));
+  }
+  res.end(`${text}]}`);
+}
+
+function setAnswerHeaders(res: Response, svcStatus: string): void {
+  const requestId = res.req.headers['svc-requestid'];
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Svc-Status', svcStatus);
+  if (typeof requestId === 'string' && requestId) res.setHeader('Svc-RequestId', requestId);
+}
+
 /**
  * Writes a whole JSON answer with Svc-Status and the request id echoed, in one call: what Express's res.json
  * does without its content negotiation, ETag and freshness steps (the API has none of them). Headers set
@@ -33,11 +72,8 @@ export function sendOk(res: Response, code: SvcStatusCode, body: unknown): void 
  */
 export function writeJson(res: Response, status: number, svcStatus: string, body: unknown): void {
   const json = JSON.stringify(body);
-  const requestId = res.req.headers['svc-requestid'];
-  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  setAnswerHeaders(res, svcStatus);
   res.setHeader('Content-Length', Buffer.byteLength(json));
-  res.setHeader('Svc-Status', svcStatus);
-  if (typeof requestId === 'string' && requestId) res.setHeader('Svc-RequestId', requestId);
   res.writeHead(status);
   res.end(json);
 }

@@ -110,14 +110,13 @@ export function existsTerms(
 ): string[] {
   const items = itemTerms('i', s, idIn);
   const itemsGuaranteed = s.driver === 'updated-items' || s.driver === 'dated-items';
-  const sameOrder = (alias: string) =>
-    `${alias}.client_id = @clientId AND ${alias}.order_created_at = ${at} AND ${alias}.order_id = ${oid}`;
+  // A scalar subquery with LIMIT 1 rather than EXISTS: PostgreSQL turns an EXISTS into a semi-join or a hashed
+  // subplan, which reads every item of the client, whatever the limit; this one runs per order, a seek each.
+  const anyItem = (alias: string, terms: string[]) =>
+    `(SELECT 1 FROM order_items ${alias} WHERE ${alias}.client_id = @clientId AND ${alias}.order_created_at = ${at}
+       AND ${alias}.order_id = ${oid} AND ${terms.join(' AND ')} LIMIT 1) IS NOT NULL`;
   return [
-    ...(s.vendor && s.driver !== 'vendor-items'
-      ? [`EXISTS (SELECT 1 FROM order_items v WHERE ${sameOrder('v')} AND v.vendor_id = @vendorId)`]
-      : []),
-    ...(items.length > 0 && !itemsGuaranteed
-      ? [`EXISTS (SELECT 1 FROM order_items i WHERE ${sameOrder('i')} AND ${items.join(' AND ')})`]
-      : []),
+    ...(s.vendor && s.driver !== 'vendor-items' ? [anyItem('v', ['v.vendor_id = @vendorId'])] : []),
+    ...(items.length > 0 && !itemsGuaranteed ? [anyItem('i', items)] : []),
   ];
 }

@@ -316,6 +316,19 @@ if (TEST_STORE === 'sqlite') {
     it('seeks the cursor, not the window start, when paging on', () => {
       expect(planOf(0, { vendorId: 2, after }).page).toContain('(order_created_at,order_id)>(?,?)');
     });
+
+    it("tests an order's other conditions by one index seek each, whatever its items (issue 41)", () => {
+      const vendor = planOf(0, { vendorId: 2, itemUpdateStart: T0 });
+      expect(vendor.driver).toBe('vendor-items');
+      expect(vendor.page).toMatch(
+        /SEARCH i (EXISTS )?USING COVERING INDEX order_items_search_created \(client_id=\? AND order_created_at=\? AND order_id=\? AND updated_at>\?\)/,
+      );
+      const reference = planOf(0, { referenceId: 'r1', vendorId: 2 });
+      expect(reference.driver).toBe('reference');
+      expect(reference.page).toMatch(
+        /SEARCH v (EXISTS )?USING COVERING INDEX order_items_client_vendor \(client_id=\? AND vendor_id=\? AND order_created_at=\? AND order_id=\?\)/,
+      );
+    });
   });
 }
 
@@ -406,6 +419,21 @@ if (TEST_STORE === 'postgres') {
       }
       const items = plan.scans('order_items_order', true);
       expect(items.map(({ node }) => node['Index Cond'])).toEqual([expect.stringMatching(/^\(order_id = /)]);
+    });
+
+    it("tests an order's other conditions by one index seek each, whatever its items (issue 41)", async () => {
+      const condsOf = (plan: Awaited<ReturnType<typeof planOf>>, index: string) =>
+        plan.nodes.filter(({ node }) => node['Index Name'] === index).map(({ node }) => node['Index Cond']);
+      const vendor = await planOf(0, { vendorId: 2, itemUpdateStart: T0 });
+      expect(vendor.driver).toBe('vendor-items');
+      expect(condsOf(vendor, 'order_items_search_created')).toEqual([
+        expect.stringMatching(/order_created_at = .*order_id = .*updated_at >= /),
+      ]);
+      const reference = await planOf(0, { referenceId: 'r1', vendorId: 2 });
+      expect(reference.driver).toBe('reference');
+      expect(condsOf(reference, 'order_items_client_vendor')).toEqual([
+        expect.stringMatching(/vendor_id = .*order_created_at = .*order_id = /),
+      ]);
     });
 
     it('reads a narrow update range from its index, in the order-date window, and sorts only that', async () => {
