@@ -8,18 +8,38 @@ export type RedisClient = Redis | Cluster;
 export type RedisConfig = Pick<Config, 'REDIS_URL' | 'REDIS_CLUSTER'>;
 
 /**
+ * What every connection has, so that a link that stops carrying bytes without closing (a dead switch, a paused
+ * host) is given up and replaced: a bound on connecting, TCP keepalive from 5 s of silence (the kernel's probes
+ * then notice a dead peer of an idle connection), and `socketTimeout`: a connection that waits for an answer
+ * and receives no byte for that long is destroyed and made again (ioredis).
+ */
+const LINK_BOUNDS = { connectTimeout: 2000, keepAlive: 5000 };
+
+/**
  * A connection for commands that must fail fast when Redis is down (lockouts, rate limits, enqueueing),
- * so a request is never held hostage by a reconnect loop.
+ * so a request is never held hostage by a reconnect loop: no offline queue, one retry, and a command with no
+ * answer within 1 s fails (its caller fails open or answers as for Redis down); the link is replaced after 2 s
+ * of silence.
  */
 export function createRedis(config: RedisConfig, name: string): RedisClient {
-  const options = { connectionName: name, maxRetriesPerRequest: 1, connectTimeout: 2000 };
+  const options = {
+    ...LINK_BOUNDS,
+    connectionName: name,
+    maxRetriesPerRequest: 1,
+    commandTimeout: 1000,
+    socketTimeout: 2000,
+  };
   if (config.REDIS_CLUSTER) return createCluster(config.REDIS_URL, options, { enableOfflineQueue: false });
   return new Redis(config.REDIS_URL, { ...options, enableOfflineQueue: false, lazyConnect: false });
 }
 
-/** A connection for BullMQ workers and queue events, which block and must retry for ever. */
+/**
+ * A connection for BullMQ workers and queue events, which block and must retry for ever. No command time-out:
+ * it would break their blocking commands (BZPOPMIN, XREAD BLOCK), which BullMQ bounds itself (at most 10 s, and
+ * a watchdog 1 s past that resets the connection). A link silent for 15 s, longer than any of them, is replaced.
+ */
 export function createBlockingRedis(config: RedisConfig, name: string): RedisClient {
-  const options = { connectionName: name, maxRetriesPerRequest: null };
+  const options = { ...LINK_BOUNDS, connectionName: name, maxRetriesPerRequest: null, socketTimeout: 15_000 };
   if (config.REDIS_CLUSTER) return createCluster(config.REDIS_URL, options, {});
   return new Redis(config.REDIS_URL, options);
 }

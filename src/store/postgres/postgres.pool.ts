@@ -104,7 +104,7 @@ export class StoreTimeoutError extends Error {
  * default), and a host that stopped answering keeps it waiting for as long as TCP does: without a bound, a web
  * request would wait as long, instead of being answered 503.
  */
-function clientClass(prepare: boolean, timeoutMs: number): typeof pg.Client {
+function clientClass(prepare: boolean, timeoutMs: number, health: Health): typeof pg.Client {
   return class StoreClient extends pg.Client {
     private generation = 0;
 
@@ -147,11 +147,15 @@ function clientClass(prepare: boolean, timeoutMs: number): typeof pg.Client {
       return run.then(
         (result) => {
           clearTimeout(timer);
+          health.unanswering = false;
           return result;
         },
         (err: unknown) => {
           clearTimeout(timer);
-          if (timedOut) throw new StoreTimeoutError(timeoutMs);
+          if (timedOut) {
+            health.unanswering = true;
+            throw new StoreTimeoutError(timeoutMs);
+          }
           if (named && (err as { code?: string }).code === STALE_PLAN) this.generation++;
           throw err;
         },
@@ -159,6 +163,34 @@ function clientClass(prepare: boolean, timeoutMs: number): typeof pg.Client {
     }
   };
 }
+
+/** Whether the last statement that ended was given up on (no answer in time), until one is answered. */
+interface Health {
+  unanswering: boolean;
+}
+
+/**
+ * Makes `pool` fail at once (StoreTimeoutError) a caller who would have to wait for a connection while every
+ * connection waits for a server that stopped answering, instead of waiting for a connection and then for its own
+ * statement: one wait of `timeoutMs` per call, not two or more. A caller who finds a connection free, or room for
+ * a new one, goes on as usual: its statement finds out whether the server answers again.
+ */
+function failFastWhenUnanswering(pool: pg.Pool, health: Health, timeoutMs: number): void {
+  const connect = pool.connect.bind(pool) as (...args: unknown[]) => unknown;
+  (pool as unknown as { connect: (...args: unknown[]) => unknown }).connect = (...args) => {
+    const full = pool.idleCount === 0 && pool.totalCount >= (pool.options.max ?? 10);
+    if (!health.unanswering || !full) return connect(...args);
+    const err = new StoreTimeoutError(timeoutMs);
+    const callback = args[0];
+    if (typeof callback === 'function') return void (callback as (e: Error) => void)(err);
+    return Promise.reject(err);
+  };
+}
+
+/** How long opening a connection may take when nothing else bounds it. */
+export const CONNECT_TIMEOUT_MS = 10_000;
+/** TCP keepalive of every connection to PostgreSQL, probing from 5 s of silence. */
+export const KEEPALIVE = { keepAlive: true, keepAliveInitialDelayMillis: 5000 } as const;
 
 /**
  * A pool of `poolSize` connections. It sends no startup option (a transaction pooler refuses them, PgBouncer
@@ -171,16 +203,21 @@ export function createPool(
   { poolSize = 10, applicationName, pooling = 'direct', timeoutMs = 0 }: PoolOptions = {},
 ): pg.Pool {
   const prepare = pooling !== 'transaction';
+  const health: Health = { unanswering: false };
   const pool = new pg.Pool({
-    Client: prepare || timeoutMs > 0 ? clientClass(prepare, timeoutMs) : pg.Client,
+    Client: prepare || timeoutMs > 0 ? clientClass(prepare, timeoutMs, health) : pg.Client,
     connectionString: url,
     max: poolSize,
-    ...(timeoutMs > 0 ? { connectionTimeoutMillis: timeoutMs } : {}),
+    // Connecting is bounded even where statements are not (migrations, the admin CLI), and TCP keepalive from
+    // 5 s of silence lets the kernel notice a dead peer of an idle connection (README, "Time-outs").
+    connectionTimeoutMillis: timeoutMs > 0 ? timeoutMs : CONNECT_TIMEOUT_MS,
+    ...KEEPALIVE,
     types: numberTypes,
     ...(applicationName ? { application_name: applicationName } : {}),
   });
   // An idle connection the server dropped is removed by the pool; the next query opens a new one.
   pool.on('error', () => undefined);
+  if (timeoutMs > 0) failFastWhenUnanswering(pool, health, timeoutMs);
   return pool;
 }
 
@@ -305,19 +342,26 @@ export function groupedCalls<R>(
     while (waiting.length > 0) {
       const group = waiting.slice(0, MAX_GROUP);
       waiting = waiting.slice(group.length);
-      if (group.length === 1) {
-        await alone(group[0]!);
-        continue;
-      }
       try {
+        if (group.length === 1) {
+          const result = await pool.query(group[0]!.call.text, [...group[0]!.call.values]);
+          group[0]!.resolve(answer(result.rows));
+          continue;
+        }
         const rows = await inOneTransaction(
           pool,
           group.map((w) => w.call),
         );
         group.forEach((w, i) => w.resolve(answer(rows[i] ?? [])));
       } catch (err) {
-        // The store away: each call alone would wait for it again. Otherwise each answers for itself.
-        if (isStoreUnavailable(err)) for (const w of group) w.reject(err);
+        if (isStoreUnavailable(err)) {
+          // The store away: each call alone would wait for it again, and so would each call that queued behind
+          // this group meanwhile (one wait each, in turn): they all fail now, as the group did.
+          const behind = waiting;
+          waiting = [];
+          for (const w of [...group, ...behind]) w.reject(err);
+        } else if (group.length === 1) group[0]!.reject(err);
+        // Otherwise each answers for itself.
         else await Promise.all(group.map(alone));
       }
     }
