@@ -10,6 +10,7 @@ import { createSandboxGateway } from './payments/sandbox.gateway.js';
 import { createOrderOutcomes } from './queue/order-outcomes.js';
 import { createOrderQueue } from './queue/order.queue.js';
 import { createBlockingRedis, createRedis } from './redis/redis.js';
+import { startSharedClock } from './redis/shared-clock.js';
 import { createBackpressure } from './services/backpressure.js';
 import { createOrderIntake } from './services/order-intake.js';
 import { openStore } from './store/open-store.js';
@@ -33,7 +34,6 @@ export async function createDeps(
   logger: Logger,
   options: ContainerOptions = {},
 ): Promise<Deps> {
-  const clock = options.clock ?? Date.now;
   const store = tracedStore(await openStore(config, options.role, (message) => logger.warn(message)));
   // The rule for anything that needs a session (LISTEN, which wakes the webhook relay): DATABASE_DIRECT_URL, or
   // polling when only a transaction pooler is given: said once, at start.
@@ -43,6 +43,9 @@ export async function createDeps(
     );
   const redis = createRedis(config, `${config.QUEUE_PREFIX}-cmd`);
   redis.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
+  // One clock for the time processes compare (leases, claims, windows): Redis's, unless a test gives its own.
+  const sharedClock = options.clock ? undefined : await startSharedClock(redis, logger);
+  const clock = options.clock ?? sharedClock!.now;
   const usdPer = loadUsdPer();
   const taxRules = loadTaxRules();
   const cardLockout = new Lockout(redis, config.REDIS_PREFIX, CARD_LOCKOUT, logger);
@@ -51,6 +54,7 @@ export async function createDeps(
     config,
     logger,
     clock,
+    ...(sharedClock ? { sharedClock } : {}),
     store,
     redis,
     payments: traced(
@@ -86,6 +90,7 @@ export async function createDeps(
 /** Closes what createDeps opened, in reverse order. */
 export async function closeDeps(deps: Deps): Promise<void> {
   deps.backpressure.close();
+  deps.sharedClock?.stop();
   // A Redis that went away and came back can leave a close waiting on a reply that never comes: bounded.
   await settledWithin(deps.outcomes.close(), CLOSE_WAIT_MS);
   await settledWithin(deps.queue.close(), CLOSE_WAIT_MS);

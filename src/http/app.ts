@@ -16,6 +16,7 @@ import { decodeBody, rawBody } from './raw-body.js';
 import { requestContext } from './request-context.js';
 import { signedRoutes } from './signed-routes.js';
 import { SvcStatus } from './status-codes.js';
+import { CLOCK_SKEW_BOUND_MS } from '../redis/shared-clock.js';
 
 export interface AppOptions {
   /** Told of every request once answered (request metrics). */
@@ -128,8 +129,12 @@ export function createApp(deps: Deps, options: AppOptions = {}): App {
   return Object.assign(listener, { express: app });
 }
 
-/** GET /readyz: concurrent probes share one check of the store and Redis (at most one of each in flight). */
-function readiness(deps: Pick<Deps, 'store' | 'redis'>): RequestHandler {
+/**
+ * GET /readyz: concurrent probes share one check of the store and Redis (at most one of each in flight). A host
+ * clock off the shared one by more than the bound is said (`clockOffsetMs`): the process still serves right, on
+ * the shared clock, but the host needs its time fixed.
+ */
+function readiness(deps: Pick<Deps, 'store' | 'redis' | 'sharedClock'>): RequestHandler {
   const check = sharedInFlight(async () => {
     const down: string[] = [];
     try {
@@ -146,9 +151,11 @@ function readiness(deps: Pick<Deps, 'store' | 'redis'>): RequestHandler {
   });
   return async (_req, res) => {
     const down = await check();
+    const offsetMs = deps.sharedClock?.offsetMs() ?? 0;
+    const clock = Math.abs(offsetMs) > CLOCK_SKEW_BOUND_MS ? { clockOffsetMs: offsetMs } : {};
     res
       .status(down.length ? 503 : 200)
-      .json(down.length ? { status: 'unavailable', down } : { status: 'ready' });
+      .json(down.length ? { status: 'unavailable', down, ...clock } : { status: 'ready', ...clock });
   };
 }
 
