@@ -17,21 +17,21 @@ const LINK_BOUNDS = { connectTimeout: 2000, keepAlive: 5000 };
 
 /**
  * A connection for commands that must fail fast when Redis is down (lockouts, rate limits, enqueueing),
- * so a request is never held hostage by a reconnect loop: no offline queue, one retry, and a command with no
- * answer within 1 s fails (its caller fails open or answers as for Redis down); the link is replaced after 2 s
- * of silence.
+ * so a request is never held hostage by a reconnect loop: no offline queue, one retry, a command with no answer
+ * within 1 s fails (its caller fails open or answers as for Redis down), and a link that gives no byte for 3 s
+ * while a command waits is dropped and made again. The 1 s applies once the connection is ready: ioredis would
+ * bound its handshake too, and a Redis slow to accept (a connection held a second or two) would never be joined.
  */
 export function createRedis(config: RedisConfig, name: string): RedisClient {
-  const options = {
-    ...LINK_BOUNDS,
-    connectionName: name,
-    maxRetriesPerRequest: 1,
-    commandTimeout: 1000,
-    socketTimeout: 2000,
-  };
+  const options = { ...LINK_BOUNDS, connectionName: name, maxRetriesPerRequest: 1, socketTimeout: 3000 };
   if (config.REDIS_CLUSTER) return createCluster(config.REDIS_URL, options, { enableOfflineQueue: false });
-  return new Redis(config.REDIS_URL, { ...options, enableOfflineQueue: false, lazyConnect: false });
+  const redis = new Redis(config.REDIS_URL, { ...options, enableOfflineQueue: false, lazyConnect: false });
+  redis.on('ready', () => (redis.options.commandTimeout = COMMAND_TIMEOUT_MS));
+  redis.on('close', () => (redis.options.commandTimeout = undefined));
+  return redis;
 }
+
+const COMMAND_TIMEOUT_MS = 1000;
 
 /**
  * A connection for BullMQ workers and queue events, which block and must retry for ever. No command time-out:
