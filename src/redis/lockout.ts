@@ -39,13 +39,10 @@ export class Lockout {
     private readonly prefix: string,
     private readonly policy: LockoutPolicy,
     private readonly logger: Logger,
-  ) {
-    this.started = redis.status === 'ready';
-    if (!this.started) redis.once('ready', () => (this.started = true));
-  }
+  ) {}
 
-  /** Whether the connection has been ready once: a connection made again after that is an outage, not a start. */
-  private started: boolean;
+  /** Whether a check found the connection ready once: a connection made again after that is an outage. */
+  private started = false;
 
   // Both keys start with the prefix's hash tag (config.REDIS_PREFIX): RECORD_FAILURE touches them on one slot.
   private keys(subject: string): [string, string] {
