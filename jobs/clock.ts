@@ -8,7 +8,7 @@ import { schedulePass } from './scheduled-pass.js';
 
 runProcess('clock', async (config, logger) => {
   const deps = await createDeps(config, logger, { role: 'clock' });
-  const stopHeartbeat = startProcessHeartbeat(deps.redis, config.REDIS_PREFIX, 'clock');
+  const stopHeartbeat = startProcessHeartbeat(deps.redis, config.REDIS_PREFIX, 'clock', deps.clock);
   const reconcile = scheduleReconcile(deps, config.RECONCILE_CRON, logger);
   // The counts behind bookorders_order_items and bookorders_orders_unsettled, for every web process's /metrics.
   const storeCounts = scheduleStoreCounts(

@@ -10,6 +10,7 @@ import { createSandboxGateway } from './payments/sandbox.gateway.js';
 import { createOrderOutcomes } from './queue/order-outcomes.js';
 import { createOrderQueue } from './queue/order.queue.js';
 import { createBlockingRedis, createRedis } from './redis/redis.js';
+import { startSharedClock } from './redis/shared-clock.js';
 import { onServerChange } from './server-changes.js';
 import { createBackpressure } from './services/backpressure.js';
 import { createOrderIntake } from './services/order-intake.js';
@@ -34,7 +35,6 @@ export async function createDeps(
   logger: Logger,
   options: ContainerOptions = {},
 ): Promise<Deps> {
-  const clock = options.clock ?? Date.now;
   // A failover seen by this process: said once, when its first connection reaches the new server.
   onServerChange((link, now, before) =>
     logger.warn(
@@ -51,6 +51,9 @@ export async function createDeps(
     );
   const redis = createRedis(config, `${config.QUEUE_PREFIX}-cmd`);
   redis.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
+  // One clock for the time processes compare (leases, claims, windows): Redis's, unless a test gives its own.
+  const sharedClock = options.clock ? undefined : await startSharedClock(redis, logger);
+  const clock = options.clock ?? sharedClock!.now;
   const usdPer = loadUsdPer();
   const taxRules = loadTaxRules();
   const cardLockout = new Lockout(redis, config.REDIS_PREFIX, CARD_LOCKOUT, logger);
@@ -59,6 +62,7 @@ export async function createDeps(
     config,
     logger,
     clock,
+    ...(sharedClock ? { sharedClock } : {}),
     store,
     redis,
     payments: traced(
@@ -94,6 +98,7 @@ export async function createDeps(
 /** Closes what createDeps opened, in reverse order. */
 export async function closeDeps(deps: Deps): Promise<void> {
   deps.backpressure.close();
+  deps.sharedClock?.stop();
   // A Redis that went away and came back can leave a close waiting on a reply that never comes: bounded.
   await settledWithin(deps.outcomes.close(), CLOSE_WAIT_MS);
   await settledWithin(deps.queue.close(), CLOSE_WAIT_MS);

@@ -8,6 +8,7 @@ import type { PaymentGateway } from './payments/payment-gateway.js';
 import type { OrderOutcomes } from './queue/order-outcomes.js';
 import type { BullOrderQueue } from './queue/order.queue.js';
 import type { RedisClient } from './redis/redis.js';
+import type { SharedClock } from './redis/shared-clock.js';
 import type { Backpressure } from './services/backpressure.js';
 import type { OrderIntake } from './services/order-intake.js';
 import type { Store } from './store/store.port.js';
@@ -17,6 +18,8 @@ export interface Deps {
   config: Config;
   logger: Logger;
   clock: () => number;
+  /** Where `clock` comes from when it is the deployment's shared clock (Redis's time): this host's offset. */
+  sharedClock?: Pick<SharedClock, 'offsetMs' | 'stop'>;
   /** The store port: SQLite or PostgreSQL behind the same domain operations. */
   store: Store;
   redis: RedisClient;

@@ -94,7 +94,7 @@ export async function startWeb(
     metricsServer.close();
     throw err;
   });
-  const stopHeartbeat = startProcessHeartbeat(deps.redis, config.REDIS_PREFIX, 'web');
+  const stopHeartbeat = startProcessHeartbeat(deps.redis, config.REDIS_PREFIX, 'web', deps.clock);
   logger.info(
     { port, metricsPort, metrics: `http://${hostForUrl(config.METRICS_HOST)}:${metricsPort}/metrics` },
     'web listening',

@@ -16,6 +16,7 @@ import { decodeBody, rawBody } from './raw-body.js';
 import { requestContext } from './request-context.js';
 import { signedRoutes } from './signed-routes.js';
 import { SvcStatus } from './status-codes.js';
+import { CLOCK_SKEW_BOUND_MS } from '../redis/shared-clock.js';
 import { serverStates } from '../server-changes.js';
 
 export interface AppOptions {
@@ -129,8 +130,12 @@ export function createApp(deps: Deps, options: AppOptions = {}): App {
   return Object.assign(listener, { express: app });
 }
 
-/** GET /readyz: concurrent probes share one check of the store and Redis (at most one of each in flight). */
-function readiness(deps: Pick<Deps, 'store' | 'redis'>): RequestHandler {
+/**
+ * GET /readyz: concurrent probes share one check of the store and Redis (at most one of each in flight). A host
+ * clock off the shared one by more than the bound is said (`clockOffsetMs`): the process still serves right, on
+ * the shared clock, but the host needs its time fixed.
+ */
+function readiness(deps: Pick<Deps, 'store' | 'redis' | 'sharedClock'>): RequestHandler {
   const check = sharedInFlight(async () => {
     const down: string[] = [];
     try {
@@ -153,9 +158,15 @@ function readiness(deps: Pick<Deps, 'store' | 'redis'>): RequestHandler {
         { server: s.server, since: new Date(s.since).toISOString(), changes: s.changes },
       ]),
     );
+    const offsetMs = deps.sharedClock?.offsetMs() ?? 0;
+    const clock = Math.abs(offsetMs) > CLOCK_SKEW_BOUND_MS ? { clockOffsetMs: offsetMs } : {};
     res
       .status(down.length ? 503 : 200)
-      .json(down.length ? { status: 'unavailable', down, servers } : { status: 'ready', servers });
+      .json(
+        down.length
+          ? { status: 'unavailable', down, servers, ...clock }
+          : { status: 'ready', servers, ...clock },
+      );
   };
 }
 

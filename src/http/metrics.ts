@@ -15,7 +15,7 @@ const QUEUE_STATES: readonly CountedState[] = ['waiting', 'prioritized', 'active
  * The deployment-wide series, the same whichever web process is scraped: what workers and the clock recorded
  * in Redis, the queue's depth from BullMQ, order counts from the store, and every process's heartbeat.
  */
-export function createDeploymentRegistry(deps: Pick<Deps, 'redis' | 'config' | 'queue'>): Registry {
+export function createDeploymentRegistry(deps: Pick<Deps, 'redis' | 'config' | 'queue' | 'clock'>): Registry {
   const registry = new Registry();
   // Every read of Redis a scrape makes goes in one pipeline, the queue's counts too.
   const reads = scrapeReads(deps.redis);
@@ -40,7 +40,7 @@ export function createDeploymentRegistry(deps: Pick<Deps, 'redis' | 'config' | '
     help: 'MAX_UNSETTLED_ORDERS: with more unsettled orders than this, real orders are refused with 5030',
     registers: [registry],
   }).set(deps.config.MAX_UNSETTLED_ORDERS);
-  registerProcessHeartbeats(deps.redis, deps.config.REDIS_PREFIX, registry, reads);
+  registerProcessHeartbeats(deps.redis, deps.config.REDIS_PREFIX, registry, reads, deps.clock);
   return registry;
 }
 

@@ -8,7 +8,7 @@ import { luaScript } from '../redis/lua-script.js';
 import { groupCalls } from '../group-calls.js';
 
 // A token bucket per access key in one Redis hash, refilled from the caller's clock (all web processes of a
-// deployment share a host clock or NTP): `capacity` tokens at most, `perMs` tokens added per millisecond.
+// deployment share one: deps.clock, Redis's time): `capacity` tokens at most, `perMs` tokens added per ms.
 // A request takes `cost` tokens; one that costs more than the whole bucket is let through when the bucket is
 // full and leaves it in debt, so that the key's next requests wait until the debt is paid back. `paid`: tokens
 // the same request took already (its cost charged in two steps), so that "full" still means full.

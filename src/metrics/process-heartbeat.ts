@@ -21,23 +21,32 @@ interface Beat {
 
 const keyOf = (prefix: string) => `${prefix}:metrics:processes`;
 
-function beat(): Beat {
+function beat(now: number): Beat {
   const { user, system } = process.cpuUsage();
   const memory = process.memoryUsage();
   return {
     rss: memory.rss,
     heapUsed: memory.heapUsed,
     cpuSeconds: (user + system) / 1e6,
-    startedAt: Math.round(Date.now() - process.uptime() * 1000),
-    at: Date.now(),
+    startedAt: Math.round(now - process.uptime() * 1000),
+    at: now,
     servers: serverStates(),
   };
 }
 
-/** Publishes this process's snapshot now and every few seconds; the returned function stops and removes it. */
-export function startProcessHeartbeat(redis: RedisClient, prefix: string, role: string): () => Promise<void> {
+/**
+ * Publishes this process's snapshot now and every few seconds; the returned function stops and removes it.
+ * `clock` is the deployment's shared one (deps.clock), which the web processes judge the beats by.
+ */
+export function startProcessHeartbeat(
+  redis: RedisClient,
+  prefix: string,
+  role: string,
+  clock: () => number = Date.now,
+): () => Promise<void> {
   const field = `${role}:${process.pid}`;
-  const publish = () => void redis.hset(keyOf(prefix), field, JSON.stringify(beat())).catch(() => undefined);
+  const publish = () =>
+    void redis.hset(keyOf(prefix), field, JSON.stringify(beat(clock()))).catch(() => undefined);
   // Commands fail fast while the connection is still opening; the first beat waits for it.
   if (redis.status === 'ready') publish();
   else redis.once('ready', publish);
@@ -57,11 +66,12 @@ export function registerProcessHeartbeats(
   prefix: string,
   registry: Registry,
   reads: Pick<ScrapeReads, 'hgetall'> = redis,
+  clock: () => number = Date.now,
 ): void {
   let beats: { role: string; pid: string; beat: Beat }[] = [];
   const read = async () => {
     const hash = await reads.hgetall(keyOf(prefix)).catch(() => ({}) as Record<string, string>);
-    const now = Date.now();
+    const now = clock();
     const stale: string[] = [];
     beats = [];
     for (const [field, raw] of Object.entries(hash)) {

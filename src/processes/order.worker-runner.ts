@@ -75,7 +75,7 @@ export async function startOrderWorker(config: Config, logger: Logger) {
   await worker.waitUntilReady();
   // Webhook deliveries run beside orders, on a queue, connection and concurrency of their own.
   const webhooks = await startWebhookWorker(deps);
-  const stopHeartbeat = startProcessHeartbeat(deps.redis, config.REDIS_PREFIX, 'worker');
+  const stopHeartbeat = startProcessHeartbeat(deps.redis, config.REDIS_PREFIX, 'worker', deps.clock);
   logger.info({ concurrency: config.WORKER_CONCURRENCY }, 'worker ready');
   return {
     worker,

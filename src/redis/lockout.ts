@@ -41,6 +41,9 @@ export class Lockout {
     private readonly logger: Logger,
   ) {}
 
+  /** Whether a check found the connection ready once: a connection made again after that is an outage. */
+  private started = false;
+
   // Both keys start with the prefix's hash tag (config.REDIS_PREFIX): RECORD_FAILURE touches them on one slot.
   private keys(subject: string): [string, string] {
     const base = `${this.prefix}:${this.policy.name}:${subject}`;
@@ -52,7 +55,8 @@ export class Lockout {
     const cached = this.known.get(subject);
     if (cached && now - cached.checkedAt < CACHE_MS) return Math.max(0, cached.until - now);
     // A connection still being made (a process just started) is waited for: failing open is for outages only.
-    if (STARTING.has(this.redis.status)) await whenReady(this.redis, STARTUP_WAIT_MS).catch(() => undefined);
+    if (!this.started && STARTING.has(this.redis.status))
+      await whenReady(this.redis, STARTUP_WAIT_MS).catch(() => undefined);
     try {
       const ttl = await this.redis.pttl(this.keys(subject)[1]);
       this.remember(subject, now, ttl > 0 ? now + ttl : 0);

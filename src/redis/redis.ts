@@ -9,18 +9,38 @@ export type RedisClient = Redis | Cluster;
 export type RedisConfig = Pick<Config, 'REDIS_CLUSTER'> & RedisTargetConfig;
 
 /**
+ * What every connection has, so that a link that stops carrying bytes without closing (a dead switch, a paused
+ * host) is given up and replaced: a bound on connecting, TCP keepalive from 5 s of silence (the kernel's probes
+ * then notice a dead peer of an idle connection), and `socketTimeout`: a connection that waits for an answer
+ * and receives no byte for that long is destroyed and made again (ioredis).
+ */
+const LINK_BOUNDS = { connectTimeout: 2000, keepAlive: 5000 };
+
+/**
  * A connection for commands that must fail fast when Redis is down (lockouts, rate limits, enqueueing),
- * so a request is never held hostage by a reconnect loop.
+ * so a request is never held hostage by a reconnect loop: no offline queue, one retry, a command with no answer
+ * within 1 s fails (its caller fails open or answers as for Redis down), and a link that gives no byte for 3 s
+ * while a command waits is dropped and made again. The 1 s applies once the connection is ready: ioredis would
+ * bound its handshake too, and a Redis slow to accept (a connection held a second or two) would never be joined.
  */
 export function createRedis(config: RedisConfig, name: string): RedisClient {
-  const options = { connectionName: name, maxRetriesPerRequest: 1, connectTimeout: 2000 };
+  const options = { ...LINK_BOUNDS, connectionName: name, maxRetriesPerRequest: 1, socketTimeout: 3000 };
   if (config.REDIS_CLUSTER) return createCluster(config.REDIS_URL, options, { enableOfflineQueue: false });
-  return newRedis(config, { ...options, enableOfflineQueue: false, lazyConnect: false });
+  const redis = newRedis(config, { ...options, enableOfflineQueue: false, lazyConnect: false });
+  redis.on('ready', () => (redis.options.commandTimeout = COMMAND_TIMEOUT_MS));
+  redis.on('close', () => (redis.options.commandTimeout = undefined));
+  return redis;
 }
 
-/** A connection for BullMQ workers and queue events, which block and must retry for ever. */
+const COMMAND_TIMEOUT_MS = 1000;
+
+/**
+ * A connection for BullMQ workers and queue events, which block and must retry for ever. No command time-out:
+ * it would break their blocking commands (BZPOPMIN, XREAD BLOCK), which BullMQ bounds itself (at most 10 s, and
+ * a watchdog 1 s past that resets the connection). A link silent for 15 s, longer than any of them, is replaced.
+ */
 export function createBlockingRedis(config: RedisConfig, name: string): RedisClient {
-  const options = { connectionName: name, maxRetriesPerRequest: null };
+  const options = { ...LINK_BOUNDS, connectionName: name, maxRetriesPerRequest: null, socketTimeout: 15_000 };
   if (config.REDIS_CLUSTER) return createCluster(config.REDIS_URL, options, {});
   return newRedis(config, options);
 }

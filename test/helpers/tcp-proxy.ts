@@ -23,8 +23,8 @@ export interface TcpProxy {
 interface Link {
   client: net.Socket;
   server: net.Socket;
-  /** Chunks held while frozen, each with the socket it is for. */
-  held: [net.Socket, Buffer][];
+  /** What was held while frozen, in order: chunks for a socket, or the end of one side (its FIN or its close). */
+  held: [net.Socket, Buffer | 'end' | 'destroy'][];
 }
 
 /** Starts a proxy on a free port of 127.0.0.1 to `target` (`host:port`), passing bytes. */
@@ -32,26 +32,33 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
   let mode: LinkMode = 'pass';
   const links = new Set<Link>();
 
-  const forward = (link: Link, to: net.Socket, chunk: Buffer) => {
-    if (mode === 'freeze') link.held.push([to, chunk]);
-    else if (mode === 'pass') to.write(chunk);
-    else setTimeout(() => to.destroyed || to.write(chunk), mode.delayMs);
+  const apply = (to: net.Socket, what: Buffer | 'end' | 'destroy') => {
+    if (to.destroyed) return;
+    if (what === 'end') to.end();
+    else if (what === 'destroy') to.destroy();
+    else to.write(what);
+  };
+  // A frozen link passes nothing, a FIN or a close included: the other side sees the link as it was.
+  const forward = (link: Link, to: net.Socket, what: Buffer | 'end' | 'destroy') => {
+    if (mode === 'freeze') link.held.push([to, what]);
+    else if (mode === 'pass') apply(to, what);
+    else setTimeout(() => apply(to, what), mode.delayMs);
   };
 
-  const server = net.createServer((client) => {
-    const upstream = net.connect(targetPort, targetHost);
+  const server = net.createServer({ allowHalfOpen: true }, (client) => {
+    const upstream = net.connect({ port: targetPort, host: targetHost, allowHalfOpen: true });
     const link: Link = { client, server: upstream, held: [] };
     links.add(link);
     for (const socket of [client, upstream]) socket.setNoDelay(true).on('error', () => undefined);
     client.on('data', (chunk) => forward(link, upstream, chunk));
     upstream.on('data', (chunk) => forward(link, client, chunk));
-    const end = () => {
-      links.delete(link);
-      client.destroy();
-      upstream.destroy();
-    };
-    client.once('close', end);
-    upstream.once('close', end);
+    client.on('end', () => forward(link, upstream, 'end'));
+    upstream.on('end', () => forward(link, client, 'end'));
+    client.once('close', () => forward(link, upstream, 'destroy'));
+    upstream.once('close', () => forward(link, client, 'destroy'));
+    const gone = () => client.destroyed && upstream.destroyed && links.delete(link);
+    client.once('close', gone);
+    upstream.once('close', gone);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as net.AddressInfo;
@@ -60,7 +67,7 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
     port,
     pass() {
       mode = 'pass';
-      for (const link of links) for (const [to, chunk] of link.held.splice(0)) to.write(chunk);
+      for (const link of [...links]) for (const [to, what] of link.held.splice(0)) apply(to, what);
     },
     freeze() {
       mode = 'freeze';

@@ -31,6 +31,8 @@ export interface Credentials {
 export interface TestServiceOptions {
   env?: Record<string, string>;
   clock?: () => number;
+  /** Changes the private store's variables (DATABASE_URL…) before anything uses them: to put a proxy between. */
+  storeEnv?: (env: Record<string, string>) => Record<string, string>;
 }
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -64,7 +66,8 @@ export async function createTestService(options: TestServiceOptions = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bookorders-test-'));
   const prefix = `t${crypto.randomBytes(5).toString('hex')}`;
   const store = await testStoreEnv(dir);
-  const env = baseEnv(store.env, prefix, inject('redisUrl'), options.env ?? {});
+  const storeEnv = options.storeEnv?.(store.env) ?? store.env;
+  const env = baseEnv(storeEnv, prefix, inject('redisUrl'), options.env ?? {});
   const config: Config = loadConfig(env);
   const logger = createLogger(config, 'test');
   const deps: Deps = await createDeps(config, logger, { withOutcomes: true, clock: options.clock });

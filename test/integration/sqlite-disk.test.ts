@@ -54,10 +54,14 @@ describe.runIf(TEST_STORE === 'sqlite' && AS_ROOT)('SQLite on a full file system
     buyer = await service.client('buyer on a full disk');
   });
   afterAll(async () => {
-    if (mounted) fs.rmSync(filler(), { force: true });
-    await service?.close();
-    if (mounted) execFileSync('umount', ['--lazy', mount]);
-    fs.rmSync(mount, { recursive: true, force: true });
+    try {
+      if (mounted) fs.rmSync(filler(), { force: true });
+      await service?.close();
+    } finally {
+      // Unmounted whatever the test left, a failed close included.
+      if (mounted) execFileSync('umount', ['--lazy', mount]);
+      fs.rmSync(mount, { recursive: true, force: true });
+    }
   });
 
   /** Writes a file until the file system refuses (ENOSPC): nothing is left for SQLite. */

@@ -8,7 +8,7 @@ import { PAYMENT_TARGET_MIGRATION } from './payment-target.migration.js';
 import type pg from 'pg';
 import type { MigrationContext } from '../store-secrets.js';
 import { SECRETS_MIGRATION } from './secrets.migration.js';
-import { SETTINGS_MIGRATION } from './settings.migration.js';
+import { IDLE_TRANSACTION_MIGRATION, SETTINGS_MIGRATION } from './settings.migration.js';
 import { WEBHOOKS_MIGRATION } from './webhooks.migration.js';
 import { installOrderFunctions } from './order-functions.js';
 import { OUTBOX_SIGNAL_MIGRATION } from './outbox-signal.migration.js';
@@ -211,6 +211,7 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   OUTBOX_SIGNAL_MIGRATION,
   { version: 13, ...UNSETTLED_BY_AGE_MIGRATION },
   UNSETTLED_APART_MIGRATION,
+  IDLE_TRANSACTION_MIGRATION,
 ];
 
 // Any constant will do, as long as every process of the service takes the same one.

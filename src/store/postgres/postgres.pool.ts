@@ -105,7 +105,7 @@ export class StoreTimeoutError extends Error {
  * default), and a host that stopped answering keeps it waiting for as long as TCP does: without a bound, a web
  * request would wait as long, instead of being answered 503.
  */
-function clientClass(prepare: boolean, timeoutMs: number): typeof pg.Client {
+function clientClass(prepare: boolean, timeoutMs: number, health: Health): typeof pg.Client {
   return class StoreClient extends pg.Client {
     private generation = 0;
 
@@ -148,13 +148,16 @@ function clientClass(prepare: boolean, timeoutMs: number): typeof pg.Client {
       return run.then(
         (result) => {
           clearTimeout(timer);
+          health.unanswering = false;
           return result;
         },
         (err: unknown) => {
           clearTimeout(timer);
           // 57014: cancelled, by the request above or by the server's statement_timeout (createPool).
-          if (timedOut || (timeoutMs > 0 && (err as { code?: string }).code === QUERY_CANCELED))
+          if (timedOut || (timeoutMs > 0 && (err as { code?: string }).code === QUERY_CANCELED)) {
+            if (timedOut) health.unanswering = true;
             throw new StoreTimeoutError(timeoutMs);
+          }
           if (named && (err as { code?: string }).code === STALE_PLAN) this.generation++;
           throw err;
         },
@@ -167,11 +170,34 @@ const QUERY_CANCELED = '57014';
 /** How long a statement given up on waits for its cancel request to be sent before its connection is closed. */
 const CANCEL_WAIT_MS = 1000;
 
+/** Whether the last statement that ended was given up on (no answer in time), until one is answered. */
+interface Health {
+  unanswering: boolean;
+}
+
 /**
- * Asks the server to cancel what `client`'s connection is running: a CancelRequest (its backend's process id and
- * secret key) on a connection of its own, which the server, or PgBouncer, closes once it has signalled the
- * backend. Resolves then, or after `waitMs` (a server that does not answer).
+ * Makes `pool` fail at once (StoreTimeoutError) a caller who would have to wait for a connection while every
+ * connection waits for a server that stopped answering, instead of waiting for a connection and then for its own
+ * statement: one wait of `timeoutMs` per call, not two or more. A caller who finds a connection free, or room for
+ * a new one, goes on as usual: its statement finds out whether the server answers again.
  */
+function failFastWhenUnanswering(pool: pg.Pool, health: Health, timeoutMs: number): void {
+  const connect = pool.connect.bind(pool) as (...args: unknown[]) => unknown;
+  (pool as unknown as { connect: (...args: unknown[]) => unknown }).connect = (...args) => {
+    const full = pool.idleCount === 0 && pool.totalCount >= (pool.options.max ?? 10);
+    if (!health.unanswering || !full) return connect(...args);
+    const err = new StoreTimeoutError(timeoutMs);
+    const callback = args[0];
+    if (typeof callback === 'function') return void (callback as (e: Error) => void)(err);
+    return Promise.reject(err);
+  };
+}
+
+/** How long opening a connection may take when nothing else bounds it. */
+export const CONNECT_TIMEOUT_MS = 10_000;
+/** TCP keepalive of every connection to PostgreSQL, probing from 5 s of silence. */
+export const KEEPALIVE = { keepAlive: true, keepAliveInitialDelayMillis: 5000 } as const;
+
 /** What node-postgres' Connection offers for a cancel request (its types leave these out). */
 interface CancelConnection {
   stream: { destroy(): void; on(event: 'close', listener: () => void): void };
@@ -180,6 +206,11 @@ interface CancelConnection {
   cancel(processID: number, secretKey: number): void;
 }
 
+/**
+ * Asks the server to cancel what `client`'s connection is running: a CancelRequest (its backend's process id and
+ * secret key) on a connection of its own, which the server, or PgBouncer, closes once it has signalled the
+ * backend. Resolves then, or after `waitMs` (a server that does not answer).
+ */
 function cancelOnServer(client: pg.Client, waitMs: number): Promise<void> {
   const { processID, secretKey, host, port } = client as unknown as {
     processID: number | null;
@@ -216,16 +247,20 @@ export function createPool(
   { poolSize = 10, applicationName, pooling = 'direct', timeoutMs = 0 }: PoolOptions = {},
 ): pg.Pool {
   const prepare = pooling !== 'transaction';
+  const health: Health = { unanswering: false };
   const pool = new pg.Pool({
     // The host of DATABASE_URL's that will do (postgres-hosts.ts).
     Client: targetedClient(
       url,
-      prepare || timeoutMs > 0 ? clientClass(prepare, timeoutMs) : pg.Client,
+      prepare || timeoutMs > 0 ? clientClass(prepare, timeoutMs, health) : pg.Client,
       timeoutMs,
     ),
     connectionString: firstHostUrl(url),
     max: poolSize,
-    ...(timeoutMs > 0 ? { connectionTimeoutMillis: timeoutMs } : {}),
+    // Connecting is bounded even where statements are not (migrations, the admin CLI), and TCP keepalive from
+    // 5 s of silence lets the kernel notice a dead peer of an idle connection (README, "Time-outs").
+    connectionTimeoutMillis: timeoutMs > 0 ? timeoutMs : CONNECT_TIMEOUT_MS,
+    ...KEEPALIVE,
     // Straight to the server, the server itself ends a statement after as long as the service waits for it: the
     // one startup option sent, and only there (a pooler refuses it; the cancel request above bounds it there).
     ...(timeoutMs > 0 && pooling === 'direct' ? { statement_timeout: timeoutMs } : {}),
@@ -234,6 +269,7 @@ export function createPool(
   });
   // An idle connection the server dropped is removed by the pool; the next query opens a new one.
   pool.on('error', () => undefined);
+  if (timeoutMs > 0) failFastWhenUnanswering(pool, health, timeoutMs);
   return pool;
 }
 
@@ -358,19 +394,26 @@ export function groupedCalls<R>(
     while (waiting.length > 0) {
       const group = waiting.slice(0, MAX_GROUP);
       waiting = waiting.slice(group.length);
-      if (group.length === 1) {
-        await alone(group[0]!);
-        continue;
-      }
       try {
+        if (group.length === 1) {
+          const result = await pool.query(group[0]!.call.text, [...group[0]!.call.values]);
+          group[0]!.resolve(answer(result.rows));
+          continue;
+        }
         const rows = await inOneTransaction(
           pool,
           group.map((w) => w.call),
         );
         group.forEach((w, i) => w.resolve(answer(rows[i] ?? [])));
       } catch (err) {
-        // The store away: each call alone would wait for it again. Otherwise each answers for itself.
-        if (isStoreUnavailable(err)) for (const w of group) w.reject(err);
+        if (isStoreUnavailable(err)) {
+          // The store away: each call alone would wait for it again, and so would each call that queued behind
+          // this group meanwhile (one wait each, in turn): they all fail now, as the group did.
+          const behind = waiting;
+          waiting = [];
+          for (const w of [...group, ...behind]) w.reject(err);
+        } else if (group.length === 1) group[0]!.reject(err);
+        // Otherwise each answers for itself.
         else await Promise.all(group.map(alone));
       }
     }

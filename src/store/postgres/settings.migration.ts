@@ -16,3 +16,21 @@ export const SETTINGS_MIGRATION: Migration = {
     END $$;
   `,
 };
+
+/**
+ * A session that has left a transaction open without a statement for 10 s is ended by the server (its
+ * transaction rolled back, its row locks freed): a process cut off mid-transaction (a frozen link, a paused
+ * host) would otherwise hold its locks until TCP gives up on it, for hours. The service's transactions run only
+ * their own statements, back to back (postgres.pool.ts, withTransaction).
+ */
+export const IDLE_TRANSACTION_MIGRATION: Migration = {
+  version: 15,
+  name: 'idle_in_transaction_session_timeout on the role in this database',
+  sql: `
+    DO $$
+    BEGIN
+      EXECUTE format('ALTER ROLE CURRENT_USER IN DATABASE %I SET idle_in_transaction_session_timeout = %L',
+                     current_database(), '10s');
+    END $$;
+  `,
+};
