@@ -12,9 +12,8 @@ export type RedisTargetConfig = Pick<
 /**
  * A connection to one Redis server: REDIS_URL's, or with REDIS_SENTINELS the master the Sentinels name for
  * REDIS_SENTINEL_MASTER. REDIS_URL's login, database and TLS then apply to that master (its host is not used).
- * ioredis asks the Sentinels for the master at each (re)connection and checks the server's role; it also listens
- * for Sentinel's switch-master (failoverDetector) and reconnects at once, and a server that answers READONLY (a
- * demoted master) is left for the new one, the command sent again. The server each connection reaches is noted
+ * ioredis asks the Sentinels for the master at each (re)connection and checks the server's role, and a server
+ * that answers READONLY (a demoted master) is left for the new one, the command sent again. The server each connection reaches is noted
  * (server-changes.ts).
  */
 export function newRedis(config: RedisTargetConfig, options: RedisOptions): Redis {
@@ -33,7 +32,10 @@ function sentinelOptions(config: RedisTargetConfig): RedisOptions {
     name: config.REDIS_SENTINEL_MASTER,
     sentinelPassword: config.REDIS_SENTINEL_PASSWORD,
     role: 'master',
-    failoverDetector: true,
+    // Not ioredis's failoverDetector: its +switch-master, arriving while a connection is being opened again,
+    // ends that connection for good ("Connection is closed" ever after, seen in scripts/bench-failover.ts). A
+    // master lost closes its connections, and a promotion makes Redis close its clients': each reconnection
+    // asks the Sentinels again.
     reconnectOnError: (err) => (err.message.startsWith('READONLY') ? 2 : false),
   };
 }

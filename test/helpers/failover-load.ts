@@ -39,7 +39,10 @@ export interface FailoverRun {
   /** Svc-RequestId → the order it was given. */
   accepted: Map<string, number>;
   networkErrors: string[];
-  /** ms from the loss to the first order accepted that was sent after it. */
+  /**
+   * ms from the loss to the first order accepted that was sent once `lose` was done (the old server gone and, for
+   * PostgreSQL, the standby promoted): an order sent before could still reach the old server.
+   */
   acceptedAgainMs: number;
   /** ms from the loss until every accepted order was settled. */
   settledMs: number;
@@ -237,8 +240,9 @@ export async function runThroughFailover(options: {
     await sleep(options.beforeMs ?? 3_000);
     lostAt = Date.now();
     await lose();
+    const lostDone = Date.now() - lostAt;
     const acceptedAgain = () =>
-      answers.find((a) => a.at >= 0 && a.status === 200 && a.what.endsWith('order'));
+      answers.find((a) => a.at >= lostDone && a.status === 200 && a.what.endsWith('order'));
     await until(
       () => acceptedAgain() !== undefined,
       options.acceptWithinMs ?? 60_000,
