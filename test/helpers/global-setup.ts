@@ -10,6 +10,7 @@ import type { TestProject } from 'vitest/node';
 import { startPgBouncer, type RunningPgBouncer } from '../../scripts/pgbouncer.js';
 import { ensurePostgres, type RunningPostgres } from '../../scripts/postgres.js';
 import { ensureRedis, type RunningRedis } from '../../scripts/redis.js';
+import { ensureFaketime } from './faketime.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -48,6 +49,8 @@ function forget(name: string): void {
 export default async function setup(project: TestProject) {
   const names = new Set(project.vitest.projects.map((p) => p.name));
   const wantPgBouncer = names.has('pgbouncer');
+  // The clock-skew tests run a process under libfaketime.
+  if (names.has('sqlite') || names.has('postgres')) ensureFaketime();
   const [redis, postgres] = await Promise.allSettled([
     ensureRedis(),
     names.has('postgres') || wantPgBouncer ? ensurePostgres() : Promise.resolve(null),

@@ -7,8 +7,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
 import { createTestService, signed, type TestService } from '../helpers/test-service.js';
 import { sleep, until } from '../helpers/wait.js';
+import { FAKETIME_LIB } from '../helpers/faketime.js';
 
-const FAKETIME_LIB = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 /** A process whose host clock runs 4 minutes ahead; its timers keep real time. */
 const FOUR_MINUTES_AHEAD = {
   LD_PRELOAD: FAKETIME_LIB,
