@@ -35,6 +35,7 @@ export async function startWebhookWorker(deps: Deps) {
     connectTimeoutMs: config.WEBHOOK_CONNECT_TIMEOUT_MS,
   });
   const gateConnection = createRedis(config, `${config.QUEUE_PREFIX}-webhook-gate`);
+  gateConnection.on('error', (err) => logger.debug({ err: err.message }, 'webhook gate connection error'));
   const gate = createEndpointGate({
     redis: gateConnection,
     prefix: config.REDIS_PREFIX,
