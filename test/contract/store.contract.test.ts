@@ -324,35 +324,59 @@ describe(`the store port on ${TEST_STORE}`, () => {
       expect(await probe.scalar('SELECT count(*) FROM orders WHERE request_id = ?', order.requestId)).toBe(1);
   });
 
-  it('counts the orders not settled yet', async () => {
-    const unsettled = await probe.scalar("SELECT count(*) FROM orders WHERE phase <> 'settled'");
+  // The backlog counts items (issue 41): an order of many items weighs what as many one-item orders weigh.
+  const unsettledItemsOf = (clientId?: number) =>
+    probe.scalar(
+      `SELECT count(*) FROM order_items i JOIN orders o ON o.order_id = i.order_id
+        WHERE o.phase <> 'settled'${clientId === undefined ? '' : ' AND o.client_id = ?'}`,
+      ...(clientId === undefined ? [] : [clientId]),
+    );
+
+  it('counts the items of the orders not settled yet', async () => {
+    const unsettled = Number(await unsettledItemsOf());
     expect(await store.orders.countUnsettled()).toBe(unsettled);
     await accepted([{ listingId: WALDEN, copies: 1 }]);
-    expect(await store.orders.countUnsettled()).toBe(Number(unsettled) + 1);
+    expect(await store.orders.countUnsettled()).toBe(unsettled + 1);
+    await accepted([
+      { listingId: WALDEN, copies: 3 },
+      { listingId: MIDDLEMARCH, copies: 2 },
+    ]);
+    await store.orders.acceptMany([newOrder([{ listingId: WALDEN, copies: 4 }])]);
+    expect(await store.orders.countUnsettled()).toBe(unsettled + 10);
   });
 
-  it("counts a client's orders not settled yet, no other client's and no settled one", async () => {
+  it("counts the items of a client's orders not settled yet, no other client's and no settled one", async () => {
     const other = (await createClient(store.clients, 'contract share', T0)).clientId;
     const otherCard = (await addCard(store.clients, other, false, T0)).cardId;
-    const mine = await store.orders.countUnsettledOfClient(clientId);
-    expect(mine).toBe(
-      await probe.scalar("SELECT count(*) FROM orders WHERE client_id = ? AND phase <> 'settled'", clientId),
-    );
+    const mine = Number(await store.orders.countUnsettledOfClient(clientId));
+    expect(mine).toBe(Number(await unsettledItemsOf(clientId)));
     expect(await store.orders.countUnsettledOfClient(other)).toBe(0);
-    const line = [{ listingId: WALDEN, copies: 1 }];
     await store.orders.acceptMany([
-      newOrder(line, { clientId: other, cardId: otherCard }),
-      newOrder(line, { clientId: other, cardId: otherCard }),
+      newOrder([{ listingId: WALDEN, copies: 5 }], { clientId: other, cardId: otherCard }),
+      newOrder([{ listingId: WALDEN, copies: 1 }], { clientId: other, cardId: otherCard }),
     ]);
-    const settling = await accepted(line);
-    expect(await store.orders.countUnsettledOfClient(other)).toBe(2);
-    expect(await store.orders.countUnsettledOfClient(clientId)).toBe(Number(mine) + 1);
+    const settling = await accepted([{ listingId: MIDDLEMARCH, copies: 3 }]);
+    expect(await store.orders.countUnsettledOfClient(other)).toBe(6);
+    expect(await store.orders.countUnsettledOfClient(clientId)).toBe(mine + 3);
     await store.processing.beginAttempt(settling, { leaseUntil: T0 + 1, maxAttempts: 5 });
     const fail = { fromPhase: 'queued', itemStatus: S.FAILED, clearCharges: true, zeroTax: true } as const;
     const settled = { ...fail, orderId: settling, giveBack: [], ledger: null, now: T0, leaseFreeAt: T0 + 1 };
     expect(await store.processing.settle(settled)).toBe(true);
     expect(await store.orders.countUnsettledOfClient(clientId)).toBe(mine);
     expect(await store.orders.countUnsettledOfClient(999_999)).toBe(0);
+  });
+
+  it('counts the items of an order an older version accepted (no item count), and fills its count', async () => {
+    const before = Number(await store.orders.countUnsettled());
+    const orderId = await accepted([{ listingId: WALDEN, copies: 4 }]);
+    await probe.exec(`UPDATE orders SET item_count = NULL WHERE order_id = ${orderId}`);
+    expect(await store.orders.countUnsettled()).toBe(before + 4);
+    expect(await store.orders.countUnsettledOfClient(clientId)).toBe(
+      Number(await unsettledItemsOf(clientId)),
+    );
+    await store.migrate();
+    expect(await probe.scalar('SELECT item_count FROM orders WHERE order_id = ?', orderId)).toBe(4);
+    expect(await store.orders.countUnsettled()).toBe(before + 4);
   });
 
   it('counts attempts of unsettled orders only; an attempt within the limit takes the lease', async () => {

@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import type { Sealer } from '../../domain/secrets.js';
 import { cursorKeyOf, SecretsKeyMismatchError, type StoreSecrets } from '../store-secrets.js';
 import type { Store, StoreCounts } from '../store.port.js';
@@ -15,6 +16,7 @@ import { watchOutbox } from './outbox-watch.js';
 import { postgresWebhooks } from './webhooks.js';
 import { postgresRetention } from './retention.js';
 import { createPool, type PoolOptions } from './postgres.pool.js';
+import { backfillItemCounts } from './unsettled-items.migration.js';
 
 export type PostgresStoreOptions = PoolOptions &
   PostgresSearchOptions & {
@@ -35,11 +37,12 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
   const close = (): Promise<void> => (closing ??= pool.end());
   // Migrations may rightly take long (an index on a large table, another process's migration lock): with a
   // timeout, they run on a connection of their own without it.
+  // Orders of an older version (before migration 15, or still running beside this one) then get their item count.
   const migrate = async () => {
-    if (!options.timeoutMs) return migratePostgres(pool, { sealer: options.sealer });
+    if (!options.timeoutMs) return migrateAndBackfill(pool, options.sealer);
     const untimed = createPool(url, { ...options, poolSize: 1, timeoutMs: 0 });
     try {
-      return await migratePostgres(untimed, { sealer: options.sealer });
+      return await migrateAndBackfill(untimed, options.sealer);
     } finally {
       await untimed.end();
     }
@@ -117,3 +120,9 @@ const SESSION_SETTINGS = [
   'tcp_keepalives_interval',
   'tcp_keepalives_count',
 ];
+
+async function migrateAndBackfill(pool: pg.Pool, sealer: Sealer): Promise<number[]> {
+  const applied = await migratePostgres(pool, { sealer });
+  await backfillItemCounts(pool);
+  return applied;
+}

@@ -11,6 +11,7 @@ import { sqliteProcessing } from './processing.js';
 import { sqliteReconcile } from './reconcile.js';
 import { sqliteSearch, type SqliteSearchOptions } from './search.js';
 import { SECRETS_MIGRATION } from './secrets.migration.js';
+import { backfillItemCounts } from './unsettled-items.migration.js';
 import { incrementalVacuum, migrate, openDb, restrictDbFiles, truncateWal, type Db } from './sqlite.db.js';
 import { sqliteWebhooks } from './webhooks.js';
 import { sqliteRetention } from './retention.js';
@@ -115,6 +116,8 @@ const SYNCHRONOUS = ['off', 'normal', 'full', 'extra'];
 
 function migrateAndTidy(db: Db, dbPath: string, sealer: Sealer): number[] {
   const applied = migrate(db, { sealer });
+  // Orders of an older version (before migration 14, or still running beside this one) get their item count.
+  backfillItemCounts(db);
   // The first write made the -wal and -shm: they must be as private as the file (older versions made 0644).
   restrictDbFiles(dbPath);
   if (applied.includes(SECRETS_MIGRATION.version)) truncateWal(db);
