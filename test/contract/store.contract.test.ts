@@ -1052,7 +1052,7 @@ describe(`the store port on ${TEST_STORE}`, () => {
     expect(store.search.cursorKey.length).toBe(32);
   });
 
-  it('counts items by status and unsettled orders by phase', async () => {
+  it('counts items by status and unsettled orders by phase, with their items', async () => {
     const counts = await store.counts();
     const items = await probe.all<{ status: number; n: number }>(
       'SELECT status, count(*) AS n FROM order_items GROUP BY status',
@@ -1062,6 +1062,11 @@ describe(`the store port on ${TEST_STORE}`, () => {
     );
     const queued = await probe.scalar("SELECT count(*) FROM orders WHERE phase = 'queued'");
     expect(counts.unsettledByPhase.find((c) => c.phase === 'queued')?.count).toBe(queued);
+    const queuedItems = await probe.scalar(
+      "SELECT count(*) FROM order_items i JOIN orders o ON o.order_id = i.order_id WHERE o.phase = 'queued'",
+    );
+    expect(counts.unsettledByPhase.find((c) => c.phase === 'queued')?.items).toBe(queuedItems);
+    expect(Number(queuedItems)).toBeGreaterThan(Number(queued));
   });
 });
 

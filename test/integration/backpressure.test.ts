@@ -79,11 +79,13 @@ describe(`when more than MAX_UNSETTLED_ORDERS (${LIMIT}) orders are unsettled`, 
     expect(got.headers['svc-status']).toBe('2000');
   });
 
-  it('then /metrics shows the unsettled orders and the limit', async () => {
+  it('then /metrics shows the unsettled orders, their items and the limit', async () => {
     // What the clock publishes every STORE_COUNTS_EVERY_S.
     await publishStoreCounts(service.deps.store, service.deps.redis, service.config.REDIS_PREFIX);
     const text = (await supertest(metrics).get('/metrics').expect(200)).text;
     expect(valueOf(text, 'bookorders_orders_unsettled', { phase: 'queued' })).toBe(3);
+    expect(valueOf(text, 'bookorders_order_items_unsettled', { phase: 'queued' })).toBe(3);
+    expect(valueOf(text, 'bookorders_order_items_unsettled', { phase: 'reserved' })).toBe(0);
     expect(valueOf(text, 'bookorders_orders_unsettled_limit')).toBe(LIMIT);
   });
 

@@ -16,7 +16,7 @@ import { watchOutbox } from './outbox-watch.js';
 import { postgresWebhooks } from './webhooks.js';
 import { postgresRetention } from './retention.js';
 import { createPool, type PoolOptions } from './postgres.pool.js';
-import { backfillItemCounts } from './unsettled-items.migration.js';
+import { backfillItemCounts, ITEMS_OF_ORDER } from './unsettled-items.migration.js';
 
 export type PostgresStoreOptions = PoolOptions &
   PostgresSearchOptions & {
@@ -61,8 +61,9 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
       pool.query<{ status: number; count: number }>(
         'SELECT status, count(*) AS count FROM order_items GROUP BY status ORDER BY status',
       ),
-      pool.query<{ phase: 'queued' | 'reserved'; count: number }>(
-        'SELECT phase, count(*) AS count FROM orders WHERE NOT settled GROUP BY phase ORDER BY phase',
+      pool.query<StoreCounts['unsettledByPhase'][number]>(
+        `SELECT phase, count(*) AS count, coalesce(sum(${ITEMS_OF_ORDER}), 0) AS items FROM orders o
+          WHERE NOT settled GROUP BY phase ORDER BY phase`,
       ),
     ]);
     return { itemsByStatus: items.rows, unsettledByPhase: orders.rows };

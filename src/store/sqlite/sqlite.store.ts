@@ -1,6 +1,6 @@
 import type { Sealer } from '../../domain/secrets.js';
 import { cursorKeyOf, SecretsKeyMismatchError, type StoreSecrets } from '../store-secrets.js';
-import type { Store } from '../store.port.js';
+import type { Store, StoreCounts } from '../store.port.js';
 import { sqliteCatalog } from './catalog.js';
 import { openSqliteSecrets, sqliteClients } from './clients.js';
 import { sqliteItems } from './items.js';
@@ -11,7 +11,7 @@ import { sqliteProcessing } from './processing.js';
 import { sqliteReconcile } from './reconcile.js';
 import { sqliteSearch, type SqliteSearchOptions } from './search.js';
 import { SECRETS_MIGRATION } from './secrets.migration.js';
-import { backfillItemCounts } from './unsettled-items.migration.js';
+import { backfillItemCounts, ITEMS_OF_ORDER } from './unsettled-items.migration.js';
 import { incrementalVacuum, migrate, openDb, restrictDbFiles, truncateWal, type Db } from './sqlite.db.js';
 import { sqliteWebhooks } from './webhooks.js';
 import { sqliteRetention } from './retention.js';
@@ -71,9 +71,10 @@ export async function openSqliteStore(dbPath: string, options: SqliteStoreOption
   const itemsByStatus = db.prepare<[], { status: number; count: number }>(
     'SELECT status, count(*) AS count FROM order_items GROUP BY status',
   );
-  // orders_unsettled is a partial index on exactly these rows.
-  const unsettledByPhase = db.prepare<[], { phase: 'queued' | 'reserved'; count: number }>(
-    "SELECT phase, count(*) AS count FROM orders WHERE phase <> 'settled' GROUP BY phase",
+  // orders_unsettled_client is a covering partial index of exactly these rows, with their item counts.
+  const unsettledByPhase = db.prepare<[], StoreCounts['unsettledByPhase'][number]>(
+    `SELECT phase, count(*) AS count, total(${ITEMS_OF_ORDER}) AS items FROM orders o
+      WHERE phase <> 'settled' GROUP BY phase`,
   );
   const ping = db.prepare<[], string>('SELECT key_id FROM store_secrets WHERE id = 1').pluck();
   const store: Store = {
