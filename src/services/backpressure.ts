@@ -137,9 +137,9 @@ export function createBackpressure(deps: BackpressureDeps) {
 
   return {
     /**
-     * Admits the first of the client's real orders, given as their item counts, taken in request order as if
-     * each came alone: an order is admitted while the service's figure is at most MAX_UNSETTLED_ORDERS and the
-     * client's at most MAX_UNSETTLED_PER_CLIENT, and then counts its items. The admitted ones are now counted.
+     * Admits the client's real orders, given as their item counts, in request order as if each came alone: an
+     * order is admitted while the service's figure is at most MAX_UNSETTLED_ORDERS and the client's at most
+     * MAX_UNSETTLED_PER_CLIENT, and its items are then counted in both; the first refused ends the admission.
      */
     async reserve(clientId: number, itemsPerOrder: readonly number[]): Promise<Admission> {
       if (itemsPerOrder.length === 0) return { admitted: 0, retryAfterS: 0, ofClient: false };
