@@ -379,6 +379,37 @@ describe(`the store port on ${TEST_STORE}`, () => {
     expect(await store.orders.countUnsettled()).toBe(before + 4);
   });
 
+  it('upgrades a store of the version before: the migration adds the count and fills it for unsettled orders', async () => {
+    const older = await testStoreEnv(fs.mkdtempSync(path.join(dir, 'older-')));
+    const upgraded = await openStore(loadConfig(older.env), 'test', () => undefined);
+    const raw = openProbe(older.env);
+    try {
+      await upgraded.catalog.importCatalog(VENDORS, LISTINGS);
+      const owner = (await createClient(upgraded.clients, 'older', T0)).clientId;
+      const card = (await addCard(upgraded.clients, owner, false, T0)).cardId;
+      const ids = { clientId: owner, cardId: card };
+      await upgraded.orders.accept(newOrder([{ listingId: WALDEN, copies: 7 }], ids));
+      await upgraded.orders.acceptMany([newOrder([{ listingId: WALDEN, copies: 2 }], ids)]);
+      // The schema as the version before left it: no item count, the client's index without it.
+      const version = TEST_STORE === 'postgres' ? 15 : 14;
+      const unsettled = TEST_STORE === 'postgres' ? 'NOT settled' : "phase <> 'settled'";
+      await raw.exec(`DELETE FROM schema_migrations WHERE version = ${version};
+        DROP INDEX orders_unsettled_client;
+        ALTER TABLE orders DROP COLUMN item_count;
+        CREATE INDEX orders_unsettled_client ON orders (client_id) WHERE ${unsettled};`);
+      expect(await upgraded.migrate()).toEqual([version]);
+      expect(await raw.all('SELECT item_count FROM orders ORDER BY order_id')).toEqual([
+        { item_count: 7 },
+        { item_count: 2 },
+      ]);
+      expect(await upgraded.orders.countUnsettledOfClient(owner)).toBe(9);
+    } finally {
+      await raw.close();
+      await upgraded.close();
+      await older.drop();
+    }
+  });
+
   it('counts attempts of unsettled orders only; an attempt within the limit takes the lease', async () => {
     const orderId = await accepted([{ listingId: WALDEN, copies: 1 }]);
     const lease = (leaseUntil: number) => ({ leaseUntil, maxAttempts: 2 });
