@@ -126,7 +126,7 @@ const ConfigSchema = z.object({
     .refine((expression) => cron.validate(expression), 'is not a cron expression (e.g. "*/10 * * * *")')
     .default('*/10 * * * *'),
   SANDBOX_PAYMENT_LATENCY_MS: nonNegativeInt.default(0),
-  // docs/api.md#backpressure: past this many unsettled orders, real orders are refused with 5030.
+  // docs/api.md#backpressure: past this many items of unsettled orders, real orders are refused with 5030.
   MAX_UNSETTLED_ORDERS: positiveInt.default(50_000),
   // One client's share of that backlog: past it only that client's real orders are refused (default a tenth).
   MAX_UNSETTLED_PER_CLIENT: positiveInt.optional(),

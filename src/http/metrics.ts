@@ -34,10 +34,10 @@ export function createDeploymentRegistry(deps: Pick<Deps, 'redis' | 'config' | '
     },
   });
   registerOrderStoreGauges(reads, deps.config.REDIS_PREFIX, registry);
-  // Beside bookorders_orders_unsettled: how close the deployment is to refusing real orders (5030).
+  // Beside bookorders_order_items_unsettled: how close the deployment is to refusing real orders (5030).
   new Gauge({
     name: 'bookorders_orders_unsettled_limit',
-    help: 'MAX_UNSETTLED_ORDERS: with more unsettled orders than this, real orders are refused with 5030',
+    help: 'MAX_UNSETTLED_ORDERS: with more items of unsettled orders than this, real orders are refused with 5030',
     registers: [registry],
   }).set(deps.config.MAX_UNSETTLED_ORDERS);
   registerProcessHeartbeats(deps.redis, deps.config.REDIS_PREFIX, registry, reads, deps.clock);

@@ -121,19 +121,37 @@ export function registerOrderStoreGauges(
         this.set({ status: String(status), name: STATUS_NAMES.get(status) ?? 'UNKNOWN' }, Number(count));
     },
   });
-  new Gauge({
-    name: 'bookorders_orders_unsettled',
-    help: 'Accepted orders a worker has not settled yet, by phase (queued: nothing taken; reserved: paying; counted by the clock)',
-    labelNames: ['phase'] as const,
-    registers: [registry],
-    async collect() {
-      const published = await counts();
-      this.reset();
-      if (!published) return;
-      for (const phase of ['queued', 'reserved']) this.set({ phase }, 0);
-      for (const { phase, count } of published.unsettledByPhase) this.set({ phase }, Number(count));
-    },
-  });
+  /** A gauge of the unsettled orders by phase: `of` each phase's figure; absent where `of` gives none. */
+  const unsettledGauge = (
+    name: string,
+    help: string,
+    of: (c: StoreCounts['unsettledByPhase'][number]) => number,
+  ) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['phase'] as const,
+      registers: [registry],
+      async collect() {
+        const published = await counts();
+        this.reset();
+        if (!published || published.unsettledByPhase.some((c) => of(c) === undefined)) return;
+        for (const phase of ['queued', 'reserved']) this.set({ phase }, 0);
+        for (const c of published.unsettledByPhase) this.set({ phase: c.phase }, Number(of(c)));
+      },
+    });
+  unsettledGauge(
+    'bookorders_orders_unsettled',
+    'Accepted orders a worker has not settled yet, by phase (queued: nothing taken; reserved: paying; counted by the clock)',
+    (c) => c.count,
+  );
+  // What backpressure counts (MAX_UNSETTLED_ORDERS is a number of items): absent while the counts published
+  // last came from a clock of an older version, which counted orders only (no `items`).
+  unsettledGauge(
+    'bookorders_order_items_unsettled',
+    'Items of the orders a worker has not settled yet, by phase: what MAX_UNSETTLED_ORDERS bounds (counted by the clock)',
+    (c) => c.items,
+  );
   new Gauge({
     name: 'bookorders_store_counts_age_seconds',
     help: 'Age of the counts behind bookorders_order_items and bookorders_orders_unsettled (the clock refreshes them)',

@@ -3,9 +3,9 @@ import type { OrderStore } from '../store/store.port.js';
 
 export interface BackpressureDeps {
   orders: Pick<OrderStore, 'countUnsettled' | 'countUnsettledOfClient'>;
-  /** MAX_UNSETTLED_ORDERS: past this many unsettled orders, no real order is accepted. */
+  /** MAX_UNSETTLED_ORDERS: past this many items of unsettled orders, no real order is accepted. */
   limit: number;
-  /** MAX_UNSETTLED_PER_CLIENT: past this many unsettled orders of one client, none of that client's is. */
+  /** MAX_UNSETTLED_PER_CLIENT: past this many items of one client's unsettled orders, none of its orders is. */
   perClientLimit: number;
   clock: () => number;
   logger: Logger;
@@ -30,15 +30,16 @@ const SMOOTHING = 0.3;
 const MAX_CLIENTS = 10_000;
 
 /**
- * One figure of unsettled orders: the store's count as last read, plus the orders this process accepted since
- * (so a burst through one process is seen at once), and the rate at which they settle, smoothed over reads.
+ * One figure of unsettled items (the items of unsettled orders): the store's count as last read, plus the items
+ * of the orders this process accepted since (so a burst through one process is seen at once), and the rate at
+ * which they settle, smoothed over reads.
  */
 function unsettledFigure(count: () => Promise<number>, deps: Pick<BackpressureDeps, 'clock' | 'logger'>) {
   let read: number | null = null;
   let readAt = 0;
-  // Orders reserved or accepted here since the last read began.
+  // Items of the orders reserved or accepted here since the last read began.
   let local = 0;
-  // Orders settled per second; 0 until a read shows some settled.
+  // Items settled per second; 0 until a read shows some settled.
   let drainPerS = 0;
   let reading: Promise<void> | null = null;
 
@@ -56,7 +57,7 @@ function unsettledFigure(count: () => Promise<number>, deps: Pick<BackpressureDe
       readAt = startedAt;
       local -= counted;
     } catch (err) {
-      deps.logger.warn({ err }, 'unsettled orders not counted; keeping the last figure');
+      deps.logger.warn({ err }, 'unsettled items not counted; keeping the last figure');
     }
   }
 
@@ -84,13 +85,14 @@ function unsettledFigure(count: () => Promise<number>, deps: Pick<BackpressureDe
 type Figure = ReturnType<typeof unsettledFigure>;
 
 /**
- * docs/api.md#backpressure: "more than MAX_UNSETTLED_ORDERS accepted orders not settled yet" refuses real
- * orders; and each client may hold at most MAX_UNSETTLED_PER_CLIENT of them, so that one client cannot fill the
- * shared backlog and have every other client refused. The figures cost no store query per request: the
+ * docs/api.md#backpressure: "more than MAX_UNSETTLED_ORDERS items of accepted orders not settled yet" refuses
+ * real orders; and each client may hold at most MAX_UNSETTLED_PER_CLIENT such items, so that one client cannot
+ * fill the shared backlog and have every other client refused. Work is charged by its cost: an order of 250
+ * items weighs what 250 orders of one item do (issue 41). The figures cost no store query per request: the
  * service's count is read in the background every second, a client's when it orders and its figure is older
- * than a second (a count over the partial index orders_unsettled_client), each plus the orders this process
- * accepted since. Other processes' acceptances show at the next read: each may overshoot a limit by a second of
- * its intake.
+ * than a second (a sum over the partial index orders_unsettled_client, which holds each order's item count),
+ * each plus the items of the orders this process accepted since. Other processes' acceptances show at the next
+ * read: each may overshoot a limit by a second of its intake.
  */
 export function createBackpressure(deps: BackpressureDeps) {
   const refreshMs = deps.refreshMs ?? 1000;
@@ -133,34 +135,33 @@ export function createBackpressure(deps: BackpressureDeps) {
     if (clients.size >= MAX_CLIENTS) clients.clear();
   }
 
-  // Orders are admitted while a figure is at most its limit: room for limit - figure + 1 more.
-  const room = (figure: Figure, limit: number) => Math.max(0, limit - figure.value() + 1);
-
   return {
     /**
-     * Room for up to `wanted` real orders of the client, taken in request order as if each came alone: an
+     * Admits the client's real orders, given as their item counts, in request order as if each came alone: an
      * order is admitted while the service's figure is at most MAX_UNSETTLED_ORDERS and the client's at most
-     * MAX_UNSETTLED_PER_CLIENT. The admitted ones are now counted.
+     * MAX_UNSETTLED_PER_CLIENT, and its items are then counted in both; the first refused ends the admission.
      */
-    async reserve(clientId: number, wanted: number): Promise<Admission> {
-      if (wanted <= 0) return { admitted: 0, retryAfterS: 0, ofClient: false };
+    async reserve(clientId: number, itemsPerOrder: readonly number[]): Promise<Admission> {
+      if (itemsPerOrder.length === 0) return { admitted: 0, retryAfterS: 0, ofClient: false };
       const [, client] = await Promise.all([ready(), clientFigure(clientId)]);
-      const forService = room(total, deps.limit);
-      const forClient = room(client, deps.perClientLimit);
-      const admitted = Math.min(wanted, forService, forClient);
-      total.add(admitted);
-      client.add(admitted);
-      if (admitted === wanted) return { admitted, retryAfterS: 0, ofClient: false };
-      const ofClient = forClient < forService;
+      let admitted = 0;
+      for (const items of itemsPerOrder) {
+        if (total.value() > deps.limit || client.value() > deps.perClientLimit) break;
+        total.add(items);
+        client.add(items);
+        admitted++;
+      }
+      if (admitted === itemsPerOrder.length) return { admitted, retryAfterS: 0, ofClient: false };
+      const ofClient = total.value() <= deps.limit;
       const retryAfterS = ofClient ? client.retryAfterS(deps.perClientLimit) : total.retryAfterS(deps.limit);
       return { admitted, retryAfterS, ofClient };
     },
-    /** After acceptance: of the `reserved` orders, `created` are new (duplicates and failures add nothing). */
+    /** After acceptance: of the `reserved` items, those of the orders `created` now stay counted. */
     release(clientId: number, reserved: number, created: number): void {
       total.add(created - reserved);
       clients.get(clientId)?.add(created - reserved);
     },
-    /** This process's figure of unsettled orders; null before the first read. */
+    /** This process's figure of unsettled items; null before the first read. */
     unsettled(): number | null {
       return total.isRead() ? total.value() : null;
     },

@@ -36,15 +36,16 @@ export async function placeOrderBatch(
       };
     else real.push(index);
   });
-  const { admitted, retryAfterS, ofClient } = await deps.backpressure.reserve(input.clientId, real.length);
+  const orders = real.map((index) => newOrder({ ...input.orders[index]!, clientId: input.clientId }, now));
+  const { admitted, retryAfterS, ofClient } = await deps.backpressure.reserve(
+    input.clientId,
+    orders.map((order) => order.items.length),
+  );
   const busy = { kind: 'busy', retryAfterS, ofClient } as const;
   for (const index of real.slice(admitted)) results[index] = busy;
   const accepting = real.slice(0, admitted);
   if (accepting.length > 0) {
-    const orders = accepting.map((index) =>
-      newOrder({ ...input.orders[index]!, clientId: input.clientId }, now),
-    );
-    const accepted = await acceptAll(deps, input.clientId, orders);
+    const accepted = await acceptAll(deps, input.clientId, orders.slice(0, admitted));
     const placed = await answers(deps, accepted, input.log);
     accepting.forEach((index, n) => (results[index] = placed[n]!));
   }
@@ -76,8 +77,9 @@ export function slicesOf<T extends { items: readonly unknown[] }>(orders: readon
 
 /**
  * Accepts the admitted orders, a slice per transaction (slicesOf), letting other requests be answered between
- * slices; what they did not create is given back to backpressure. A failing slice fails the batch request as a
- * failing transaction did: the slices before it are kept, and the same batch sent again finds them as duplicates.
+ * slices; the items of what they did not create are given back to backpressure. A failing slice fails the batch
+ * request as a failing transaction did: the slices before it are kept, and the same batch sent again finds them
+ * as duplicates.
  */
 async function acceptAll(
   deps: PlaceOrderBatchDeps,
@@ -85,6 +87,7 @@ async function acceptAll(
   orders: NewOrder[],
 ): Promise<AcceptResult[]> {
   const accepted: AcceptResult[] = [];
+  const itemsOf = (some: readonly NewOrder[]) => some.reduce((sum, order) => sum + order.items.length, 0);
   try {
     for (const slice of slicesOf(orders)) {
       if (accepted.length > 0) await new Promise((resolve) => setImmediate(resolve));
@@ -92,7 +95,8 @@ async function acceptAll(
     }
     return accepted;
   } finally {
-    deps.backpressure.release(clientId, orders.length, accepted.filter((a) => a.kind === 'created').length);
+    const created = orders.filter((_, n) => accepted[n]?.kind === 'created');
+    deps.backpressure.release(clientId, itemsOf(orders), itemsOf(created));
   }
 }
 

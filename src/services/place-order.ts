@@ -73,17 +73,18 @@ export async function placeOrder(deps: PlaceOrderDeps, input: PlaceOrderInput): 
   return { kind: 'placed', duplicate, queued, order: toOrderResponse(stored.order, stored.items, false) };
 }
 
-/** Accepts the order when backpressure leaves room for one; else its refusal (nothing is stored). */
+/** Accepts the order when backpressure leaves room for its items; else its refusal (nothing is stored). */
 async function acceptIfRoom(deps: PlaceOrderDeps, order: NewOrder): Promise<AcceptResult | Admission> {
-  const admission = await deps.backpressure.reserve(order.clientId, 1);
+  const items = order.items.length;
+  const admission = await deps.backpressure.reserve(order.clientId, [items]);
   if (admission.admitted === 0) return admission;
   let created = 0;
   try {
     const accepted = await deps.store.orders.accept(order);
-    if (accepted.kind === 'created') created = 1;
+    if (accepted.kind === 'created') created = items;
     return accepted;
   } finally {
-    deps.backpressure.release(order.clientId, 1, created);
+    deps.backpressure.release(order.clientId, items, created);
   }
 }
 

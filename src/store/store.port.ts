@@ -29,7 +29,8 @@ export type * from './port/webhooks.js';
 
 export interface StoreCounts {
   itemsByStatus: { status: number; count: number }[];
-  unsettledByPhase: { phase: 'queued' | 'reserved'; count: number }[];
+  /** Unsettled orders by phase: how many, and how many items they hold (what backpressure counts). */
+  unsettledByPhase: { phase: 'queued' | 'reserved'; count: number; items: number }[];
 }
 
 /** The store's ports: the parts whose operations a wrapper (traces, the web's wait for SQLite's lock) wraps. */

@@ -324,35 +324,90 @@ describe(`the store port on ${TEST_STORE}`, () => {
       expect(await probe.scalar('SELECT count(*) FROM orders WHERE request_id = ?', order.requestId)).toBe(1);
   });
 
-  it('counts the orders not settled yet', async () => {
-    const unsettled = await probe.scalar("SELECT count(*) FROM orders WHERE phase <> 'settled'");
+  // The backlog counts items (issue 41): an order of many items weighs what as many one-item orders weigh.
+  const unsettledItemsOf = (clientId?: number) =>
+    probe.scalar(
+      `SELECT count(*) FROM order_items i JOIN orders o ON o.order_id = i.order_id
+        WHERE o.phase <> 'settled'${clientId === undefined ? '' : ' AND o.client_id = ?'}`,
+      ...(clientId === undefined ? [] : [clientId]),
+    );
+
+  it('counts the items of the orders not settled yet', async () => {
+    const unsettled = Number(await unsettledItemsOf());
     expect(await store.orders.countUnsettled()).toBe(unsettled);
     await accepted([{ listingId: WALDEN, copies: 1 }]);
-    expect(await store.orders.countUnsettled()).toBe(Number(unsettled) + 1);
+    expect(await store.orders.countUnsettled()).toBe(unsettled + 1);
+    await accepted([
+      { listingId: WALDEN, copies: 3 },
+      { listingId: MIDDLEMARCH, copies: 2 },
+    ]);
+    await store.orders.acceptMany([newOrder([{ listingId: WALDEN, copies: 4 }])]);
+    expect(await store.orders.countUnsettled()).toBe(unsettled + 10);
   });
 
-  it("counts a client's orders not settled yet, no other client's and no settled one", async () => {
+  it("counts the items of a client's orders not settled yet, no other client's and no settled one", async () => {
     const other = (await createClient(store.clients, 'contract share', T0)).clientId;
     const otherCard = (await addCard(store.clients, other, false, T0)).cardId;
-    const mine = await store.orders.countUnsettledOfClient(clientId);
-    expect(mine).toBe(
-      await probe.scalar("SELECT count(*) FROM orders WHERE client_id = ? AND phase <> 'settled'", clientId),
-    );
+    const mine = Number(await store.orders.countUnsettledOfClient(clientId));
+    expect(mine).toBe(Number(await unsettledItemsOf(clientId)));
     expect(await store.orders.countUnsettledOfClient(other)).toBe(0);
-    const line = [{ listingId: WALDEN, copies: 1 }];
     await store.orders.acceptMany([
-      newOrder(line, { clientId: other, cardId: otherCard }),
-      newOrder(line, { clientId: other, cardId: otherCard }),
+      newOrder([{ listingId: WALDEN, copies: 5 }], { clientId: other, cardId: otherCard }),
+      newOrder([{ listingId: WALDEN, copies: 1 }], { clientId: other, cardId: otherCard }),
     ]);
-    const settling = await accepted(line);
-    expect(await store.orders.countUnsettledOfClient(other)).toBe(2);
-    expect(await store.orders.countUnsettledOfClient(clientId)).toBe(Number(mine) + 1);
+    const settling = await accepted([{ listingId: MIDDLEMARCH, copies: 3 }]);
+    expect(await store.orders.countUnsettledOfClient(other)).toBe(6);
+    expect(await store.orders.countUnsettledOfClient(clientId)).toBe(mine + 3);
     await store.processing.beginAttempt(settling, { leaseUntil: T0 + 1, maxAttempts: 5 });
     const fail = { fromPhase: 'queued', itemStatus: S.FAILED, clearCharges: true, zeroTax: true } as const;
     const settled = { ...fail, orderId: settling, giveBack: [], ledger: null, now: T0, leaseFreeAt: T0 + 1 };
     expect(await store.processing.settle(settled)).toBe(true);
     expect(await store.orders.countUnsettledOfClient(clientId)).toBe(mine);
     expect(await store.orders.countUnsettledOfClient(999_999)).toBe(0);
+  });
+
+  it('counts the items of an order an older version accepted (no item count), and fills its count', async () => {
+    const before = Number(await store.orders.countUnsettled());
+    const orderId = await accepted([{ listingId: WALDEN, copies: 4 }]);
+    await probe.exec(`UPDATE orders SET item_count = NULL WHERE order_id = ${orderId}`);
+    expect(await store.orders.countUnsettled()).toBe(before + 4);
+    expect(await store.orders.countUnsettledOfClient(clientId)).toBe(
+      Number(await unsettledItemsOf(clientId)),
+    );
+    await store.migrate();
+    expect(await probe.scalar('SELECT item_count FROM orders WHERE order_id = ?', orderId)).toBe(4);
+    expect(await store.orders.countUnsettled()).toBe(before + 4);
+  });
+
+  it('upgrades a store of the version before: the migration adds the count and fills it for unsettled orders', async () => {
+    const older = await testStoreEnv(fs.mkdtempSync(path.join(dir, 'older-')));
+    const upgraded = await openStore(loadConfig(older.env), 'test', () => undefined);
+    const raw = openProbe(older.env);
+    try {
+      await upgraded.catalog.importCatalog(VENDORS, LISTINGS);
+      const owner = (await createClient(upgraded.clients, 'older', T0)).clientId;
+      const card = (await addCard(upgraded.clients, owner, false, T0)).cardId;
+      const ids = { clientId: owner, cardId: card };
+      await upgraded.orders.accept(newOrder([{ listingId: WALDEN, copies: 7 }], ids));
+      await upgraded.orders.acceptMany([newOrder([{ listingId: WALDEN, copies: 2 }], ids)]);
+      // The schema as the version before left it: no item count, the client's index without it.
+      const version = TEST_STORE === 'postgres' ? 16 : 14;
+      const unsettled = TEST_STORE === 'postgres' ? 'NOT settled' : "phase <> 'settled'";
+      await raw.exec(`DELETE FROM schema_migrations WHERE version = ${version};
+        DROP INDEX orders_unsettled_client;
+        ALTER TABLE orders DROP COLUMN item_count;
+        CREATE INDEX orders_unsettled_client ON orders (client_id) WHERE ${unsettled};`);
+      expect(await upgraded.migrate()).toEqual([version]);
+      expect(await raw.all('SELECT item_count FROM orders ORDER BY order_id')).toEqual([
+        { item_count: 7 },
+        { item_count: 2 },
+      ]);
+      expect(await upgraded.orders.countUnsettledOfClient(owner)).toBe(9);
+    } finally {
+      await raw.close();
+      await upgraded.close();
+      await older.drop();
+    }
   });
 
   it('counts attempts of unsettled orders only; an attempt within the limit takes the lease', async () => {
@@ -1028,7 +1083,7 @@ describe(`the store port on ${TEST_STORE}`, () => {
     expect(store.search.cursorKey.length).toBe(32);
   });
 
-  it('counts items by status and unsettled orders by phase', async () => {
+  it('counts items by status and unsettled orders by phase, with their items', async () => {
     const counts = await store.counts();
     const items = await probe.all<{ status: number; n: number }>(
       'SELECT status, count(*) AS n FROM order_items GROUP BY status',
@@ -1038,6 +1093,11 @@ describe(`the store port on ${TEST_STORE}`, () => {
     );
     const queued = await probe.scalar("SELECT count(*) FROM orders WHERE phase = 'queued'");
     expect(counts.unsettledByPhase.find((c) => c.phase === 'queued')?.count).toBe(queued);
+    const queuedItems = await probe.scalar(
+      "SELECT count(*) FROM order_items i JOIN orders o ON o.order_id = i.order_id WHERE o.phase = 'queued'",
+    );
+    expect(counts.unsettledByPhase.find((c) => c.phase === 'queued')?.items).toBe(queuedItems);
+    expect(Number(queuedItems)).toBeGreaterThan(Number(queued));
   });
 });
 

@@ -79,11 +79,13 @@ describe(`when more than MAX_UNSETTLED_ORDERS (${LIMIT}) orders are unsettled`, 
     expect(got.headers['svc-status']).toBe('2000');
   });
 
-  it('then /metrics shows the unsettled orders and the limit', async () => {
+  it('then /metrics shows the unsettled orders, their items and the limit', async () => {
     // What the clock publishes every STORE_COUNTS_EVERY_S.
     await publishStoreCounts(service.deps.store, service.deps.redis, service.config.REDIS_PREFIX);
     const text = (await supertest(metrics).get('/metrics').expect(200)).text;
     expect(valueOf(text, 'bookorders_orders_unsettled', { phase: 'queued' })).toBe(3);
+    expect(valueOf(text, 'bookorders_order_items_unsettled', { phase: 'queued' })).toBe(3);
+    expect(valueOf(text, 'bookorders_order_items_unsettled', { phase: 'reserved' })).toBe(0);
     expect(valueOf(text, 'bookorders_orders_unsettled_limit')).toBe(LIMIT);
   });
 
@@ -159,6 +161,87 @@ describe('when one client floods the backlog (MAX_UNSETTLED_PER_CLIENT, by defau
         expect(res.svcStatus).toEqual([2010]);
       }
       expect(await shared.probe.scalar('SELECT count(*) FROM orders')).toBe(10);
+    } finally {
+      await shared.close();
+    }
+  });
+});
+
+describe('when one client’s orders are large (the backlog counts items, not orders)', () => {
+  it('then it is refused 5030 once its unsettled items pass its share, while another client’s orders are accepted', async () => {
+    // A share of 40 items (400 / 10). By orders, the heavy client would be admitted 41 orders.
+    const shared = await createTestService({ env: { MAX_UNSETTLED_ORDERS: '400' } });
+    try {
+      await shared.importCatalog(VENDORS, LISTINGS);
+      const heavy = await shared.client('heavy client');
+      const light = await shared.client('light client');
+      const tenItems = (ccToken: string) => ({ listings: [{ listingId: 2002, quantity: 10 }], ccToken });
+      const heavyOrder = () =>
+        signed(
+          shared.app,
+          heavy,
+          'POST',
+          '/v1/orders',
+          orderBody(heavy.ccToken, tenItems(heavy.ccToken)),
+          ASYNC,
+        );
+      // No worker runs: every accepted order stays unsettled. Admitted while at most 40 of its items were.
+      const alone: string[] = [];
+      for (let i = 0; i < 6; i++) alone.push(String((await heavyOrder()).headers['svc-status']));
+      expect(alone).toEqual(['2010', '2010', '2010', '2010', '2010', '5030']);
+      const refused = await heavyOrder();
+      expect(refused.status).toBe(503);
+      expect(refused.body.messages).toEqual([expect.stringMatching(/^too many of this client's orders/)]);
+      expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      const batch = await postBatch(
+        shared,
+        heavy,
+        Array.from({ length: 3 }, (_, i) => entry(`h${i}`, heavy.ccToken, tenItems(heavy.ccToken))),
+      );
+      expect(statusesOf(batch)).toEqual([[5030], [5030], [5030]]);
+      const itemsOf = (clientId: number) =>
+        shared.probe.scalar(
+          "SELECT count(*) FROM order_items i JOIN orders o ON o.order_id = i.order_id WHERE o.client_id = ? AND o.phase <> 'settled'",
+          clientId,
+        );
+      expect(await itemsOf(heavy.clientId)).toBe(50);
+
+      // The other client's orders, of one item and of ten, are accepted: the service holds 55 of its 400 items.
+      for (let i = 0; i < 5; i++) {
+        const res = await signed(shared.app, light, 'POST', '/v1/orders', orderBody(light.ccToken), ASYNC);
+        expect(res.headers['svc-status']).toBe('2010');
+      }
+      const lightBatch = await postBatch(shared, light, [
+        entry('l0', light.ccToken, tenItems(light.ccToken)),
+        entry('l1', light.ccToken),
+      ]);
+      expect(statusesOf(lightBatch)).toEqual([[2010], [2010]]);
+      expect(await itemsOf(light.clientId)).toBe(16);
+      expect(await shared.deps.store.orders.countUnsettledOfClient(heavy.clientId)).toBe(50);
+    } finally {
+      await shared.close();
+    }
+  });
+
+  it('then a batch of large orders is admitted in request order until its items pass the share', async () => {
+    const shared = await createTestService({ env: { MAX_UNSETTLED_ORDERS: '400' } });
+    try {
+      await shared.importCatalog(VENDORS, LISTINGS);
+      const heavy = await shared.client('heavy batcher');
+      const sizes = [25, 10, 10, 1, 1];
+      const res = await postBatch(
+        shared,
+        heavy,
+        sizes.map((quantity, i) =>
+          entry(`s${i}`, heavy.ccToken, { listings: [{ listingId: 2002, quantity }] }),
+        ),
+      );
+      // 0 → 25 → 35 → 45: the third is admitted at 35 (at most 40), the fourth refused at 45.
+      expect(statusesOf(res)).toEqual([[2010], [2010], [2010], [5030], [5030]]);
+      expect(resultsOf(res)[3]).toMatchObject({
+        messages: [expect.stringMatching(/^too many of this client's orders/)],
+      });
+      expect(await shared.probe.scalar('SELECT count(*) FROM order_items')).toBe(45);
     } finally {
       await shared.close();
     }

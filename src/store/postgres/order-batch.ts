@@ -13,13 +13,13 @@ import { toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './post
 const ACCEPT_SQL = `
   WITH o AS (
     INSERT INTO orders (client_id, request_id, request_hash, reference_id, domain, currency, shipping_mode,
-      ship_addr, bill_addr, card_id, total_max_price_cents, created_at)
+      ship_addr, bill_addr, card_id, total_max_price_cents, created_at, item_count)
     SELECT t.client_id, t.request_id, t.request_hash, t.reference_id, t.domain, t.currency, t.shipping_mode,
-           t.ship_addr, t.bill_addr, t.card_id, t.total_max_price_cents, t.created_at
+           t.ship_addr, t.bill_addr, t.card_id, t.total_max_price_cents, t.created_at, t.item_count
       FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-                  $8::jsonb[], $9::jsonb[], $10::bigint[], $11::bigint[], $12::bigint[]) WITH ORDINALITY
+                  $8::jsonb[], $9::jsonb[], $10::bigint[], $11::bigint[], $12::bigint[], $25::int[]) WITH ORDINALITY
            AS t(client_id, request_id, request_hash, reference_id, domain, currency, shipping_mode, ship_addr,
-                bill_addr, card_id, total_max_price_cents, created_at, n)
+                bill_addr, card_id, total_max_price_cents, created_at, item_count, n)
      ORDER BY t.n
     ON CONFLICT (client_id, request_id) DO NOTHING
     RETURNING order_id, client_id, request_id, created_at, row_to_json(orders) AS r
@@ -112,6 +112,7 @@ async function insertOrders(
     itemColumn((i) => i.minDays),
     itemColumn((i) => i.maxDays),
     itemColumn((i) => i.costCents),
+    column((o) => o.items.length),
   ]);
   const created = new Map<string, OrderWithItems>();
   const byOrder = new Map<number, OrderWithItems['items']>();

@@ -2,6 +2,7 @@ import type pg from 'pg';
 import type { AcceptResult, NewOrder, OrderPhase, OrderStore, OrderWithItems } from '../store.port.js';
 import { acceptOrderBatch } from './order-batch.js';
 import type { Queryable } from './postgres.pool.js';
+import { ITEMS_OF_ORDER } from './unsettled-items.migration.js';
 import { canBeId, toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './postgres.rows.js';
 
 // One statement, so one atomic write: the order, then its items from parallel arrays in request order,
@@ -11,8 +12,8 @@ import { canBeId, toStoredItem, toStoredOrder, type ItemRow, type OrderRow } fro
 const ACCEPT_SQL = `
   WITH accepted AS (
     INSERT INTO orders (client_id, request_id, request_hash, reference_id, domain, currency, shipping_mode,
-      ship_addr, bill_addr, card_id, total_max_price_cents, created_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12)
+      ship_addr, bill_addr, card_id, total_max_price_cents, created_at, item_count)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12, $23)
     ON CONFLICT (client_id, request_id) DO NOTHING
     RETURNING *),
   items AS (
@@ -100,6 +101,7 @@ function acceptParams(order: NewOrder): unknown[] {
     items.map((i) => i.minDays),
     items.map((i) => i.maxDays),
     items.map((i) => i.costCents),
+    items.length,
   ];
 }
 
@@ -119,6 +121,11 @@ async function acceptOne(db: Queryable, order: NewOrder): Promise<AcceptResult> 
     ? { kind: 'duplicate', orderId: row.order_id }
     : { kind: 'conflict' };
 }
+
+/** The items of unsettled orders: an index-only sum over the partial index orders_unsettled_client. */
+export const COUNT_UNSETTLED_SQL = `SELECT coalesce(sum(${ITEMS_OF_ORDER}), 0) AS n FROM orders o WHERE NOT settled`;
+/** The items of a client's unsettled orders, over the same index. */
+export const COUNT_UNSETTLED_OF_CLIENT_SQL = `${COUNT_UNSETTLED_SQL} AND client_id = $1`;
 
 /** Accepting orders and reading them back. */
 export function postgresOrders(pool: pg.Pool): OrderStore {
@@ -148,14 +155,11 @@ export function postgresOrders(pool: pg.Pool): OrderStore {
       return rows.map(fromJson);
     },
     async countUnsettled() {
-      const { rows } = await pool.query<{ n: number }>('SELECT count(*) AS n FROM orders WHERE NOT settled');
+      const { rows } = await pool.query<{ n: number }>(COUNT_UNSETTLED_SQL);
       return rows[0]?.n ?? 0;
     },
     async countUnsettledOfClient(clientId) {
-      const { rows } = await pool.query<{ n: number }>(
-        'SELECT count(*) AS n FROM orders WHERE client_id = $1 AND NOT settled',
-        [clientId],
-      );
+      const { rows } = await pool.query<{ n: number }>(COUNT_UNSETTLED_OF_CLIENT_SQL, [clientId]);
       return rows[0]?.n ?? 0;
     },
     getForClient(clientId, orderId) {

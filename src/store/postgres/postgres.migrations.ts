@@ -13,6 +13,7 @@ import { WEBHOOKS_MIGRATION } from './webhooks.migration.js';
 import { installOrderFunctions } from './order-functions.js';
 import { OUTBOX_SIGNAL_MIGRATION } from './outbox-signal.migration.js';
 import { UNSETTLED_APART_MIGRATION } from './unsettled-apart.migration.js';
+import { UNSETTLED_ITEMS_MIGRATION } from './unsettled-items.migration.js';
 import { withTransaction } from './postgres.pool.js';
 
 /** One schema version: its SQL, then code when rows must be rewritten too (in the same transaction). */
@@ -212,6 +213,7 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   { version: 13, ...UNSETTLED_BY_AGE_MIGRATION },
   UNSETTLED_APART_MIGRATION,
   IDLE_TRANSACTION_MIGRATION,
+  UNSETTLED_ITEMS_MIGRATION,
 ];
 
 // Any constant will do, as long as every process of the service takes the same one.

@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import type { Sealer } from '../../domain/secrets.js';
 import { cursorKeyOf, SecretsKeyMismatchError, type StoreSecrets } from '../store-secrets.js';
 import type { Store, StoreCounts } from '../store.port.js';
@@ -15,6 +16,7 @@ import { watchOutbox } from './outbox-watch.js';
 import { postgresWebhooks } from './webhooks.js';
 import { postgresRetention } from './retention.js';
 import { createPool, type PoolOptions } from './postgres.pool.js';
+import { backfillItemCounts, ITEMS_OF_ORDER } from './unsettled-items.migration.js';
 
 export type PostgresStoreOptions = PoolOptions &
   PostgresSearchOptions & {
@@ -35,11 +37,12 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
   const close = (): Promise<void> => (closing ??= pool.end());
   // Migrations may rightly take long (an index on a large table, another process's migration lock): with a
   // timeout, they run on a connection of their own without it.
+  // Orders of an older version (before migration 16, or still running beside this one) then get their item count.
   const migrate = async () => {
-    if (!options.timeoutMs) return migratePostgres(pool, { sealer: options.sealer });
+    if (!options.timeoutMs) return migrateAndBackfill(pool, options.sealer);
     const untimed = createPool(url, { ...options, poolSize: 1, timeoutMs: 0 });
     try {
-      return await migratePostgres(untimed, { sealer: options.sealer });
+      return await migrateAndBackfill(untimed, options.sealer);
     } finally {
       await untimed.end();
     }
@@ -58,8 +61,9 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
       pool.query<{ status: number; count: number }>(
         'SELECT status, count(*) AS count FROM order_items GROUP BY status ORDER BY status',
       ),
-      pool.query<{ phase: 'queued' | 'reserved'; count: number }>(
-        'SELECT phase, count(*) AS count FROM orders WHERE NOT settled GROUP BY phase ORDER BY phase',
+      pool.query<StoreCounts['unsettledByPhase'][number]>(
+        `SELECT phase, count(*) AS count, coalesce(sum(${ITEMS_OF_ORDER}), 0) AS items FROM orders o
+          WHERE NOT settled GROUP BY phase ORDER BY phase`,
       ),
     ]);
     return { itemsByStatus: items.rows, unsettledByPhase: orders.rows };
@@ -117,3 +121,9 @@ const SESSION_SETTINGS = [
   'tcp_keepalives_interval',
   'tcp_keepalives_count',
 ];
+
+async function migrateAndBackfill(pool: pg.Pool, sealer: Sealer): Promise<number[]> {
+  const applied = await migratePostgres(pool, { sealer });
+  await backfillItemCounts(pool);
+  return applied;
+}

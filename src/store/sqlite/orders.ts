@@ -9,14 +9,20 @@ import type {
 import { toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './sqlite.rows.js';
 import { orderBatchAcceptor } from './order-batch.js';
 import type { Db } from './sqlite.db.js';
+import { ITEMS_OF_ORDER } from './unsettled-items.migration.js';
+
+/** The items of unsettled orders: a sum over the covering partial index orders_unsettled_client. */
+export const COUNT_UNSETTLED_SQL = `SELECT total(${ITEMS_OF_ORDER}) FROM orders o WHERE phase <> 'settled'`;
+/** The items of a client's unsettled orders, over the same index. */
+export const COUNT_UNSETTLED_OF_CLIENT_SQL = `${COUNT_UNSETTLED_SQL} AND client_id = ?`;
 
 /** Accepting orders and reading one back. */
 export function sqliteOrders(db: Db): OrderStore {
   const insertOrder = db.prepare(
     `INSERT INTO orders (client_id, request_id, request_hash, reference_id, domain, currency, shipping_mode,
-       ship_addr, bill_addr, card_id, total_max_price_cents, created_at)
+       ship_addr, bill_addr, card_id, total_max_price_cents, created_at, item_count)
      VALUES (@clientId, @requestId, @requestHash, @referenceId, @domain, @currency, @shippingMode,
-       @shipAddr, @billAddr, @cardId, @totalMaxPriceCents, @createdAt)
+       @shipAddr, @billAddr, @cardId, @totalMaxPriceCents, @createdAt, @itemCount)
      ON CONFLICT (client_id, request_id) DO NOTHING
      RETURNING *`,
   );
@@ -34,12 +40,8 @@ export function sqliteOrders(db: Db): OrderStore {
   const phaseOf = db.prepare<[number], { phase: OrderRow['phase'] }>(
     'SELECT phase FROM orders WHERE order_id = ?',
   );
-  const countUnsettled = db
-    .prepare<[], number>("SELECT count(*) FROM orders WHERE phase <> 'settled'")
-    .pluck();
-  const countUnsettledOfClient = db
-    .prepare<[number], number>("SELECT count(*) FROM orders WHERE client_id = ? AND phase <> 'settled'")
-    .pluck();
+  const countUnsettled = db.prepare<[], number>(COUNT_UNSETTLED_SQL).pluck();
+  const countUnsettledOfClient = db.prepare<[number], number>(COUNT_UNSETTLED_OF_CLIENT_SQL).pluck();
   const read = orderReader(db);
 
   // The body of one acceptance, run inside the caller's transaction; a new order is answered from its inserts.
@@ -49,6 +51,7 @@ export function sqliteOrders(db: Db): OrderStore {
       ...head,
       shipAddr: JSON.stringify(order.shipAddr),
       billAddr: JSON.stringify(order.billAddr),
+      itemCount: items.length,
     }) as OrderRow | undefined;
     if (!inserted) {
       const existing = byRequest.get(order.clientId, order.requestId)!;

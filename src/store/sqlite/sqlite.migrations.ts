@@ -10,6 +10,7 @@ import { TRACE_CONTEXT_MIGRATION } from './trace-context.migration.js';
 import { RETENTION_MIGRATION } from '../retention.sql.js';
 import { SECRETS_MIGRATION } from './secrets.migration.js';
 import { WEBHOOKS_MIGRATION } from './webhooks.migration.js';
+import { UNSETTLED_ITEMS_MIGRATION } from './unsettled-items.migration.js';
 import type { Db } from './sqlite.db.js';
 
 /** One schema version: its SQL, then code when rows must be rewritten too (in the same transaction). */
@@ -183,4 +184,5 @@ export const MIGRATIONS: readonly SqliteMigration[] = [
   TRACE_CONTEXT_MIGRATION,
   { version: 12, ...RETENTION_MIGRATION },
   { version: 13, ...UNSETTLED_BY_AGE_MIGRATION },
+  UNSETTLED_ITEMS_MIGRATION,
 ];

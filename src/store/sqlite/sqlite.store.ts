@@ -1,6 +1,6 @@
 import type { Sealer } from '../../domain/secrets.js';
 import { cursorKeyOf, SecretsKeyMismatchError, type StoreSecrets } from '../store-secrets.js';
-import type { Store } from '../store.port.js';
+import type { Store, StoreCounts } from '../store.port.js';
 import { sqliteCatalog } from './catalog.js';
 import { openSqliteSecrets, sqliteClients } from './clients.js';
 import { sqliteItems } from './items.js';
@@ -11,6 +11,7 @@ import { sqliteProcessing } from './processing.js';
 import { sqliteReconcile } from './reconcile.js';
 import { sqliteSearch, type SqliteSearchOptions } from './search.js';
 import { SECRETS_MIGRATION } from './secrets.migration.js';
+import { backfillItemCounts, ITEMS_OF_ORDER } from './unsettled-items.migration.js';
 import { incrementalVacuum, migrate, openDb, restrictDbFiles, truncateWal, type Db } from './sqlite.db.js';
 import { sqliteWebhooks } from './webhooks.js';
 import { sqliteRetention } from './retention.js';
@@ -70,9 +71,10 @@ export async function openSqliteStore(dbPath: string, options: SqliteStoreOption
   const itemsByStatus = db.prepare<[], { status: number; count: number }>(
     'SELECT status, count(*) AS count FROM order_items GROUP BY status',
   );
-  // orders_unsettled is a partial index on exactly these rows.
-  const unsettledByPhase = db.prepare<[], { phase: 'queued' | 'reserved'; count: number }>(
-    "SELECT phase, count(*) AS count FROM orders WHERE phase <> 'settled' GROUP BY phase",
+  // orders_unsettled_client is a covering partial index of exactly these rows, with their item counts.
+  const unsettledByPhase = db.prepare<[], StoreCounts['unsettledByPhase'][number]>(
+    `SELECT phase, count(*) AS count, total(${ITEMS_OF_ORDER}) AS items FROM orders o
+      WHERE phase <> 'settled' GROUP BY phase`,
   );
   const ping = db.prepare<[], string>('SELECT key_id FROM store_secrets WHERE id = 1').pluck();
   const store: Store = {
@@ -115,6 +117,8 @@ const SYNCHRONOUS = ['off', 'normal', 'full', 'extra'];
 
 function migrateAndTidy(db: Db, dbPath: string, sealer: Sealer): number[] {
   const applied = migrate(db, { sealer });
+  // Orders of an older version (before migration 14, or still running beside this one) get their item count.
+  backfillItemCounts(db);
   // The first write made the -wal and -shm: they must be as private as the file (older versions made 0644).
   restrictDbFiles(dbPath);
   if (applied.includes(SECRETS_MIGRATION.version)) truncateWal(db);
