@@ -143,7 +143,8 @@ function report(results: Result[], runs: number, loads: [string, string], starte
       `- ${r.case.split(' ')[0]} each run (longest, accepted again, 503s, settled, orders accepted, of them during the freeze): ` +
       r.each
         .map(
-          (e) => `${s(e.longestS)}, ${s(e.acceptedAgainS)}, ${e.refused503}, ${s(e.settledS)}, ${e.accepted}`,
+          (e) =>
+            `${s(e.longestS)}, ${s(e.acceptedAgainS)}, ${e.refused503}, ${s(e.settledS)}, ${e.accepted}, ${e.acceptedDuring}`,
         )
         .join('; ') +
       '.',
