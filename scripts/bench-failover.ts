@@ -9,11 +9,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { openProbe } from '../test/helpers/test-store.js';
-import { runThroughFailover, type FailoverRun } from '../test/helpers/failover-load.js';
+import type { FailoverRun } from '../test/helpers/failover-load.js';
 import { startPostgresPair, startRedisSentinels } from './failover-servers.js';
+import { figuresOfLoss, runSettings, summary } from './fault-runs.js';
 import { createDatabase } from './postgres.js';
-import { ensureRedis, freePort } from './redis.js';
+import { ensureRedis } from './redis.js';
 
 const { values } = parseArgs({
   options: { runs: { type: 'string', default: '5' }, only: { type: 'string' } },
@@ -26,31 +26,15 @@ interface Figures {
   refused503: number;
 }
 
-function settings(dir: string): Record<string, string> {
-  return {
-    QUEUE_PREFIX: `bf${crypto.randomBytes(4).toString('hex')}`,
-    DB_PATH: path.join(dir, 'orders.db'),
-    LOG_PRETTY: 'false',
-    RATE_LIMIT_PER_S: '0',
-    RECONCILE_CRON: '*/2 * * * * *',
-    QUEUED_STALE_AFTER_S: '5',
-  };
-}
+const settings = (dir: string) => runSettings(dir, 'bf');
 
-async function once(env: Record<string, string>, lose: () => Promise<void>): Promise<Figures> {
-  const probe = openProbe(env);
-  try {
-    const run: FailoverRun = await runThroughFailover({ env, port: await freePort(), probe, lose });
-    if (run.exits.some((exit) => exit !== null)) throw new Error(`a process exited:\n${run.tails()}`);
-    return {
-      acceptedAgainS: Math.max(0, run.acceptedAgainMs) / 1000,
-      settledS: run.settledMs / 1000,
-      refused503: run.answers.filter((a) => a.at >= 0 && a.status === 503).length,
-    };
-  } finally {
-    await probe.close();
-  }
-}
+const figures = (run: FailoverRun): Figures => ({
+  acceptedAgainS: Math.max(0, run.acceptedAgainMs) / 1000,
+  settledS: run.settledMs / 1000,
+  refused503: run.answers.filter((a) => a.at >= 0 && a.status === 503).length,
+});
+
+const once = (env: Record<string, string>, lose: () => Promise<void>) => figuresOfLoss(env, lose, figures);
 
 async function redisRun(): Promise<Figures> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-failover-'));
@@ -83,27 +67,6 @@ async function postgresRun(redisUrl: string): Promise<Figures> {
     await pair.stop();
     fs.rmSync(dir, { recursive: true, force: true });
   }
-}
-
-const median = (xs: number[]) => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
-
-function summary(name: string, runs: Figures[]) {
-  const of = (key: keyof Figures) => {
-    const xs = runs.map((r) => r[key]);
-    return { median: median(xs), worst: Math.max(...xs) };
-  };
-  return {
-    case: name,
-    runs: runs.length,
-    acceptedAgainS: of('acceptedAgainS'),
-    settledS: of('settledS'),
-    refused503: of('refused503'),
-    each: runs,
-  };
 }
 
 async function main() {

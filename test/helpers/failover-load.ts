@@ -29,6 +29,8 @@ export const MAX_PROCESS_ATTEMPTS = 5;
 /** One answer a caller got; `at` tells when it was sent (the load's `at()` then). */
 export interface Answer<At = number> {
   at: At;
+  /** ms from sending to the answer. */
+  ms: number;
   what: string;
   status: number;
   svcStatus: number[];
@@ -44,6 +46,8 @@ export interface FailoverRun {
    * PostgreSQL, the standby promoted): an order sent before could still reach the old server.
    */
   acceptedAgainMs: number;
+  /** ms that `lose` took (for a frozen link: the freeze, up to the thaw). */
+  lostForMs: number;
   /** ms from the loss until every accepted order was settled. */
   settledMs: number;
   /** Each process's exit code or signal (null: still running), web, worker, clock. */
@@ -101,11 +105,13 @@ export function startLoad<At>(callers: Caller[], at: () => At) {
     const requestId = crypto.randomUUID();
     for (;;) {
       const sentAt = at();
+      const started = Date.now();
       const answer = await call(requestId).catch((err: unknown) => {
         networkErrors.push(`${what}: ${(err as Error).message}`);
         return null;
       });
-      if (answer) answers.push({ at: sentAt, what, status: answer.status, svcStatus: answer.svcStatus });
+      const ms = Date.now() - started;
+      if (answer) answers.push({ at: sentAt, ms, what, status: answer.status, svcStatus: answer.svcStatus });
       if (answer && answer.status < 500) return { requestId, answer };
       await sleep(100);
     }
@@ -267,6 +273,7 @@ export async function runThroughFailover(options: {
       accepted,
       networkErrors,
       acceptedAgainMs,
+      lostForMs: lostDone,
       settledMs,
       exits: all.map((child) => child.exitCode ?? child.signalCode),
       logs,
