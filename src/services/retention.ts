@@ -6,7 +6,8 @@ import type { Store } from '../store/store.port.js';
 import { CURSOR_TTL_MS } from './search-cursor.js';
 
 const DAY_MS = 86_400_000;
-const LOCK_TTL_MS = 30_000;
+/** Short, as reconciliation's (reconcile.ts): a lock that reaches Redis after its asker gave up holds no one long. */
+const LOCK_TTL_MS = 6_000;
 
 export interface RetentionDeps {
   store: Pick<Store, 'retention'>;
