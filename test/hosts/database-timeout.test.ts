@@ -1,9 +1,9 @@
 import net from 'node:net';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, StoreTimeoutError } from '../../src/store/postgres/postgres.pool.js';
 import { isStoreUnavailable } from '../../src/store/store-errors.js';
 import { createTestService, signed, type Credentials, type TestService } from '../helpers/test-service.js';
+import { whileLocked } from '../helpers/table-lock.js';
 import { THROUGH_PGBOUNCER } from '../helpers/test-store.js';
 
 // DATABASE_TIMEOUT_MS: a statement the database does not answer in time (a lock held elsewhere, a pooler holding
@@ -23,22 +23,10 @@ afterAll(() => service?.close());
 const databaseUrl = () => (service.env as Record<string, string>).DATABASE_URL!;
 const pooling = THROUGH_PGBOUNCER ? ('transaction' as const) : ('direct' as const);
 
-/** Runs `fn` while another session holds an exclusive lock on `table`. */
-async function whileLocked<T>(table: string, fn: () => Promise<T>): Promise<T> {
-  const holder = new pg.Client({ connectionString: databaseUrl() });
-  await holder.connect();
-  try {
-    await holder.query(`BEGIN; LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
-    return await fn();
-  } finally {
-    await holder.query('ROLLBACK').finally(() => holder.end());
-  }
-}
-
 describe('a database that does not answer in time (PostgreSQL)', () => {
   it('a request waiting on it is answered 503 5030 with Retry-After, and served once it answers', async () => {
     const search = () => signed(service.app, creds, 'GET', '/v1/orders?limit=5');
-    const refused = await whileLocked('orders', search);
+    const refused = await whileLocked(databaseUrl(), 'orders', search);
     expect(refused.status).toBe(503);
     expect(refused.headers['svc-status']).toBe('5030');
     expect(refused.headers['retry-after']).toBe('1');

@@ -1,7 +1,7 @@
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, StoreTimeoutError } from '../../src/store/postgres/postgres.pool.js';
 import { createTestService, signed, type Credentials, type TestService } from '../helpers/test-service.js';
+import { whileLocked } from '../helpers/table-lock.js';
 import { THROUGH_PGBOUNCER } from '../helpers/test-store.js';
 
 // Issue 41: a search the service gave up on (503/5030 after DATABASE_TIMEOUT_MS) went on running in the server,
@@ -30,22 +30,9 @@ async function running(except: number[] = []): Promise<string[]> {
   return rows.map((r) => r.query);
 }
 
-/** Runs `fn` while another session holds an exclusive lock on `table`; `fn` gets that session's pid. */
-async function whileLocked<T>(table: string, fn: (holderPid: number) => Promise<T>): Promise<T> {
-  const holder = new pg.Client({ connectionString: databaseUrl() });
-  await holder.connect();
-  try {
-    await holder.query(`BEGIN; LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
-    const pid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
-    return await fn(pid);
-  } finally {
-    await holder.query('ROLLBACK').finally(() => holder.end());
-  }
-}
-
 describe('a statement the service gives up on (PostgreSQL)', () => {
   it('a search answered 503 5030 leaves no statement of the service running in the server', async () => {
-    await whileLocked('orders', async (holderPid) => {
+    await whileLocked(databaseUrl(), 'orders', async (holderPid) => {
       const refused = await signed(service.app, creds, 'GET', '/v1/orders?limit=5');
       expect(refused.status).toBe(503);
       expect(refused.headers['svc-status']).toBe('5030');
