@@ -1,4 +1,4 @@
-// Mutation testing of the pure core: `npm run test:mutation` (README, "Mutation testing"). Stryker changes one
+// Mutation testing of the pure core: `npm run test:mutation` (docs/developing.md, "Mutation testing"). Stryker changes one
 // thing at a time in these modules (a condition, an operator, a constant, a pattern) and runs the unit tests
 // that cover it; a change no test notices is a survivor: a missing test, or an equivalent change marked in the
 // code with `// Stryker disable next-line <mutator>: <why>`.

@@ -1,4 +1,4 @@
-// The connection arithmetic of README "Connections: direct, or through PgBouncer", run: 3 hosts' worth of
+// The connection arithmetic of docs/operating.md, "How many connections", run: 3 hosts' worth of
 // processes (2 web, 2 workers, 1 clock each, plus one admin CLI run: 16 pools of DB_POOL_SIZE 10, the service's
 // own pool) all busy at once against a private PostgreSQL started with max_connections = 40, once directly and
 // once through a private PgBouncer in transaction mode (max_client_conn 200, default_pool_size 20). Prints how

@@ -1,7 +1,8 @@
-// The README's "Trying it", walked as a new user walks it: every `npm run --silent call|admin` line of its code
-// blocks, run in order against one `npm start` (SQLite, WEBHOOK_ALLOW_PRIVATE=true as the webhook steps say),
-// with the README's own receiver running. A line fails the test when it exits non-zero or prints other than
-// its comment says (`# {"clientId","accessKey","secretKey"}`: a JSON object with exactly those keys).
+// The README's "Trying it" and docs/operating.md's "The admin CLI", walked as a new user walks them: every
+// `npm run --silent call|admin` line of their code blocks, run in order against one `npm start` (SQLite,
+// WEBHOOK_ALLOW_PRIVATE=true as the webhook steps say), with the README's own receiver running. A line fails the
+// test when it exits non-zero or prints other than its comment says (`# {"clientId","accessKey","secretKey"}`: a
+// JSON object with exactly those keys). test/start/docs-walk.test.ts accounts for every other shell block.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -9,21 +10,20 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readRuntimeFile, runtimeFilePath, type RuntimeFile } from '../../src/cli/runtime-file.js';
 import { freePort } from '../../scripts/redis.js';
+import { ROOT, WALKED_SECTIONS, sectionBlocks } from '../helpers/doc-blocks.js';
 import { holdStartLock } from '../helpers/start-lock.js';
 import { collect, until, type CliRun } from '../helpers/wait.js';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
-
 /**
- * Lines of "Trying it" that are not run here, each with the reason. A line not run and not listed fails the
- * test, as does a listed line the README no longer has.
+ * Lines of the walked sections that are not run here, each with the reason. A line not run and not listed fails
+ * the test, as does a listed line the docs no longer have.
  */
 const NOT_RUN: Record<string, string> = {
   'admin -- secrets:rotate --new-key-file new.key':
-    "re-seals the running service's keys under a key file made as Rotating SECRETS_KEY says; " +
+    "re-seals the running service's keys under a key file made as operating.md, Keys and secrets says; " +
     'test/integration/secrets-rotate.test.ts runs it against processes on the old and the new key',
   'admin -- secrets:rotate [--batch-size 500]':
-    'needs processes restarted with SECRETS_KEY_PREVIOUS first, as Rotating SECRETS_KEY with no downtime says; ' +
+    'needs processes restarted with SECRETS_KEY_PREVIOUS first, as the rolling rotation of operating.md says; ' +
     'test/integration/secrets-rolling.test.ts runs those steps under signed traffic',
 };
 
@@ -35,12 +35,9 @@ interface Step {
   comment: string;
 }
 
-/** The code blocks of the README's "Trying it" section. */
-function tryingItBlocks(): string[][] {
-  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-  const section = readme.split(/^## /m).find((part) => part.startsWith('Trying it'));
-  if (!section) throw new Error('README.md has no "Trying it" section');
-  return [...section.matchAll(/^```sh\n([\s\S]*?)^```/gm)].map((m) => m[1]!.trim().split('\n'));
+/** The code blocks of every walked section, in walking order. */
+function walkedBlocks(): string[][] {
+  return WALKED_SECTIONS.flatMap(([file, heading]) => sectionBlocks(file, heading));
 }
 
 /** Splits a command line as sh does for the quoting the README uses ('…' and "…", no escapes). */
@@ -160,7 +157,7 @@ async function startReceiver(line: string): Promise<void> {
   );
 }
 
-describe("the README's Trying it, walked against npm start", () => {
+describe("the README's Trying it and operating.md's admin CLI, walked against npm start", () => {
   it('when each command runs as written, then it exits 0 and prints what its comment says', async () => {
     const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'warn' };
     for (const name of [
@@ -184,13 +181,14 @@ describe("the README's Trying it, walked against npm start", () => {
     const ran: string[] = [];
     const skipped: string[] = [];
 
-    for (const line of tryingItBlocks().flat()) {
+    for (const line of walkedBlocks().flat()) {
       if (line.startsWith('node -e ')) {
         await startReceiver(line);
         continue;
       }
       const step = stepOf(line);
-      if (!step) throw new Error(`a line of Trying it that the walk does not know how to run: ${line}`);
+      if (!step)
+        throw new Error(`a line of a walked section that the walk does not know how to run: ${line}`);
       const listed = Object.keys(NOT_RUN).find((key) => line.includes(`npm run --silent ${key}`));
       if (listed) {
         skipped.push(listed);
@@ -247,5 +245,5 @@ describe("the README's Trying it, walked against npm start", () => {
     expect(skipped.sort()).toEqual(Object.keys(NOT_RUN).sort());
     // The walk reached every kind of step: orders, the admin CLI, webhooks.
     expect(ran.length).toBeGreaterThanOrEqual(15);
-  }, 300_000);
+  }, 600_000); // about 20 npm runs of compiled commands: a few seconds each, far more on a loaded machine
 });
