@@ -64,8 +64,8 @@ const itemsOf = ({ checked }: BatchOrder): number =>
  * Items per acceptance transaction. A batch's entries are accepted independently (docs/api.md#batches), so a
  * large batch is accepted in slices, each its own transaction, with a turn of the event loop between them: on
  * SQLite a slice holds the web's loop while it runs and while its commit is flushed. 200 orders of 250 items in one
- * transaction held it 5.4 s (issue 41); slices of 500 items still held it about 35 ms of work each, plus the
- * flush. At most 100 items (a few ms of work): an order of more (up to 250) is a slice of its own.
+ * transaction held it 5.4 s (issue 41); slices of 500 items still held it tens of ms each, plus the flush, and
+ * garbage collections of their rows on top. At most 100 items: an order of more (up to 250) is a slice of its own.
  */
 export const ITEMS_PER_SLICE = 100;
 
