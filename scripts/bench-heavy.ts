@@ -2,7 +2,10 @@
 // orders of --items items each, priced out a minute after each was placed. Measured through one web process (no
 // worker): the heavy search (`vendorId=V&itemUpdateDateStart=T&limit=1`, T reaching only the last 40% of those
 // orders, both sort orders in turn) and a cheap one (`limit=1` of another client), p50/p99 side by side, one after
-// another; then `/healthz` (one after another, 10 ms apart) while the heavy client posts a batch of real orders of
+// another; two more shapes of the heavy client whose cost may follow its history rather than the page: its vendor
+// none of whose orders match an update range (the range holds the items of a few later orders of another vendor,
+// more than the narrow-range path takes), and that update range alone (its matches at the far end of the order
+// scan); then `/healthz` (one after another, 10 ms apart) while the heavy client posts a batch of real orders of
 // --batch-items items in all (entries of --items items, RATE_LIMIT_PER_S off). --write puts the table into the
 // "Heavy clients" section of BENCHMARKS.md.
 //   BENCH_RUNTIME=tsx node --import tsx scripts/bench-heavy.ts [--store sqlite,postgres] [--orders 1000000]
@@ -25,6 +28,7 @@ import {
 } from './bench-stores.js';
 import { replaceSection } from './benchmarks-file.js';
 import { BENCH_STORE_SHAPE, generateOrders } from './generate-orders.js';
+import { NARROW_UPDATE_SCAN } from '../src/store/search-plan.js';
 import { heavyOrder, storeHeavyOrders } from './heavy-orders.js';
 import { LOAD_VENDOR } from './load-mix.js';
 import { ensureRedis, freePort, type RunningRedis } from './redis.js';
@@ -59,6 +63,17 @@ const HEAVY_LISTING = {
   quantity: 100_000_000,
 };
 
+/** Another vendor's listing: the heavy client's later orders, updated after all the others. */
+const LATE_VENDOR = { ...HEAVY_VENDOR, vendorId: HEAVY_VENDOR.vendorId + 1, name: 'Later Books' };
+const LATE_LISTING = {
+  ...HEAVY_LISTING,
+  listingId: HEAVY_LISTING.listingId + 1,
+  vendorId: LATE_VENDOR.vendorId,
+  isbn: '9780000099002',
+};
+/** Enough later orders that their items are more than the narrow update range's path reads. */
+const LATE_ORDERS = Math.floor(NARROW_UPDATE_SCAN / ITEMS) + 1;
+
 interface Latency {
   p50: number;
   p99: number;
@@ -76,6 +91,8 @@ interface Result {
   kind: StoreKind;
   cheap: Latency;
   heavy: Latency;
+  vendorNone: Latency;
+  lateRange: Latency;
   healthz: Latency;
   batchSeconds: number;
   batchStatus: number;
@@ -87,7 +104,7 @@ async function prepare(kind: StoreKind) {
   await generateOrders(store, { orders: ORDERS, ...BENCH_STORE_SHAPE });
   const opened = await store.open('bench');
   try {
-    await opened.catalog.importCatalog([HEAVY_VENDOR], [HEAVY_LISTING]);
+    await opened.catalog.importCatalog([HEAVY_VENDOR, LATE_VENDOR], [HEAVY_LISTING, LATE_LISTING]);
     const clientOf = async (name: string) => {
       const client = await createClient(opened.clients, name, Date.now());
       const card = await addCard(opened.clients, client.clientId, false, Date.now());
@@ -106,6 +123,9 @@ async function prepare(kind: StoreKind) {
         items: ITEMS,
         ...shape,
       };
+      // Stored first, priced out with the others by storeHeavyOrders: created (and updated) after all of them.
+      for (let i = 0; i < LATE_ORDERS; i++)
+        await opened.orders.accept(heavyOrder({ ...h, listing: LATE_LISTING }, HEAVY_ORDERS + i));
       await storeHeavyOrders(opened, (sql) => probe.exec(sql), h);
       const c = { clientId: cheap.clientId, cardId: cheap.cardId, orders: 20, items: 1, ...shape };
       for (let i = 0; i < c.orders; i++) await opened.orders.accept(heavyOrder(c, i));
@@ -113,7 +133,8 @@ async function prepare(kind: StoreKind) {
       await probe.close();
     }
     const from = new Date(t0 + Math.floor(HEAVY_ORDERS * 0.6) * 1000 + 60_000).toISOString();
-    return { store, heavy, cheap, from };
+    const late = new Date(t0 + HEAVY_ORDERS * 1000 + 60_000).toISOString();
+    return { store, heavy, cheap, from, late };
   } finally {
     await opened.close();
   }
@@ -131,7 +152,7 @@ async function timedSearches(client: SigningClient, paths: string[], count: numb
 }
 
 async function runOnce(redis: RunningRedis, kind: StoreKind): Promise<Result> {
-  const { store, heavy, cheap, from } = await prepare(kind);
+  const { store, heavy, cheap, from, late } = await prepare(kind);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-heavy-'));
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
@@ -159,7 +180,15 @@ async function runOnce(redis: RunningRedis, kind: StoreKind): Promise<Result> {
     await timedSearches(heavyClient, heavyPaths, 10);
     const cheapLatency = await timedSearches(cheapClient, ['/v1/orders?limit=1'], ITERATIONS);
     const heavyLatency = await timedSearches(heavyClient, heavyPaths, ITERATIONS);
-    say(`${kind}: cheap p99 ${cheapLatency.p99.toFixed(1)} ms, heavy p99 ${heavyLatency.p99.toFixed(1)} ms`);
+    const latePath = `/v1/orders?itemUpdateDateStart=${late}&limit=1`;
+    const vendorNonePath = `/v1/orders?vendorId=${HEAVY_VENDOR.vendorId}&itemUpdateDateStart=${late}&limit=1`;
+    await timedSearches(heavyClient, [vendorNonePath, latePath], 10);
+    const vendorNone = await timedSearches(heavyClient, [vendorNonePath], ITERATIONS);
+    const lateRange = await timedSearches(heavyClient, [latePath], ITERATIONS);
+    say(
+      `${kind}: cheap p99 ${cheapLatency.p99.toFixed(1)} ms, heavy p99 ${heavyLatency.p99.toFixed(1)} ms, ` +
+        `vendor none p99 ${vendorNone.p99.toFixed(1)} ms, late range p99 ${lateRange.p99.toFixed(1)} ms`,
+    );
     const batch = {
       orders: Array.from({ length: BATCH_ENTRIES }, (_, i) => ({
         requestId: `heavy-batch-${i}`,
@@ -190,6 +219,8 @@ async function runOnce(redis: RunningRedis, kind: StoreKind): Promise<Result> {
       kind,
       cheap: cheapLatency,
       heavy: heavyLatency,
+      vendorNone,
+      lateRange,
       healthz: latency(healthz),
       batchSeconds,
       batchStatus: answer.status,
@@ -210,15 +241,18 @@ function report(results: Result[], load: [number, number]): string {
     `One web process (no worker) on a store of ${ORDERS.toLocaleString('en')} orders (scripts/generate-orders.ts) where`,
     `one client holds ${HEAVY_ORDERS} orders of ${ITEMS} items each, priced out. Heavy search:`,
     '`vendorId=V&itemUpdateDateStart=T&limit=1`, T reaching the last 40% of those orders, both sort orders in turn;',
-    `cheap search: another client's \`limit=1\`; ${ITERATIONS} of each, one after another. Then \`/healthz\`, one`,
+    `cheap search: another client's \`limit=1\`; ${ITERATIONS} of each, one after another. The client also holds`,
+    `${LATE_ORDERS} later orders of ${ITEMS} items of another vendor, updated after all the others, and two more shapes`,
+    'are searched: "vendor, none match" (`vendorId=V&itemUpdateDateStart=L&limit=1`, L after every update of V\'s',
+    'orders: empty) and "late range" (`itemUpdateDateStart=L&limit=1`: only the later orders). Then `/healthz`, one',
     `after another 10 ms apart, while the heavy client posts a batch of ${BATCH_ENTRIES} real orders of ${ITEMS} items`,
     `(${(BATCH_ENTRIES * ITEMS).toLocaleString('en')} items). Load average ${load[0].toFixed(1)} at the start, ${load[1].toFixed(1)} at the end.`,
     '',
-    '| store | cheap search p50 / p99 (ms) | heavy search p50 / p99 (ms) | heavy / cheap p99 | /healthz during the batch p50 / p99 / max (ms) | batch (s, HTTP status) |',
-    '|---|---|---|---|---|---|',
+    '| store | cheap search p50 / p99 (ms) | heavy search p50 / p99 (ms) | heavy / cheap p99 | vendor, none match p50 / p99 (ms) | late range p50 / p99 (ms) | /healthz during the batch p50 / p99 / max (ms) | batch (s, HTTP status) |',
+    '|---|---|---|---|---|---|---|---|',
     ...results.map(
       (r) =>
-        `| ${r.kind} | ${f(r.cheap)} | ${f(r.heavy)} | ${(r.heavy.p99 / r.cheap.p99).toFixed(1)}× | ${f(r.healthz)} / ${r.healthz.max.toFixed(1)} | ${r.batchSeconds.toFixed(1)}, ${r.batchStatus} |`,
+        `| ${r.kind} | ${f(r.cheap)} | ${f(r.heavy)} | ${(r.heavy.p99 / r.cheap.p99).toFixed(1)}× | ${f(r.vendorNone)} | ${f(r.lateRange)} | ${f(r.healthz)} / ${r.healthz.max.toFixed(1)} | ${r.batchSeconds.toFixed(1)}, ${r.batchStatus} |`,
     ),
   ].join('\n');
 }

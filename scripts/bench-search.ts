@@ -208,6 +208,22 @@ const KINDS: Kind[] = [
     (_, now) => `itemUpdateDateStart=${iso(now - 90 * DAY)}&itemUpdateDateEnd=${iso(now)}`,
   ],
   ['items not updated for 30 days', (_, now) => `itemUpdateDateEnd=${iso(now - 30 * DAY)}`],
+  // Issue 41: shapes whose cost may follow the client's history in the window rather than the page. A wide update
+  // range whose matches sit at the window's far end (items updated on one day a month ago, scanned from 90 days
+  // back), and a vendor in many orders none of which match the rest (its items updated long before the last day).
+  [
+    'items updated on one day a month ago',
+    (_, now) => `itemUpdateDateStart=${iso(now - 31 * DAY)}&itemUpdateDateEnd=${iso(now - 30 * DAY)}`,
+  ],
+  [
+    'items updated over 90 days, desc',
+    (_, now) =>
+      `itemUpdateDateStart=${iso(now - 90 * DAY)}&itemUpdateDateEnd=${iso(now)}&sortOrder=descending`,
+  ],
+  [
+    'vendorId + updated in the last day',
+    (s, now) => `vendorId=${s.vendorId}&itemUpdateDateStart=${iso(now - DAY)}`,
+  ],
   ['5 × orderId', (s) => s.orderIds.map((id) => `orderId=${id}`).join('&')],
   ['5 × orderItemId', (s) => s.itemIds.map((id) => `orderItemId=${id}`).join('&')],
   [

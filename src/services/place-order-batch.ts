@@ -1,7 +1,8 @@
 import { ItemStatus } from '../domain/item-status.js';
 import type { Logger } from '../logger.js';
 import type { OrderQueue } from '../queue/order.queue.js';
-import type { AcceptResult, NewOrder, OrderWithItems } from '../store/store.port.js';
+import type { AcceptResult, OrderWithItems } from '../store/store.port.js';
+import { loopTurns, nextTurn } from './loop-turns.js';
 import type { CheckedOrder } from './order-intake.js';
 import { toDryRunResponse, toOrderResponse } from './order-view.js';
 import { newOrder, type PlaceOrderDeps, type PlaceOrderResult } from './place-order.js';
@@ -17,7 +18,7 @@ export interface BatchOrder {
 
 /**
  * A batch of checked orders (docs/api.md#batches): dry runs priced; real orders admitted by backpressure in
- * request order, accepted in slices of a few hundred items (a store transaction each), enqueued in one round
+ * request order, accepted in slices of up to a hundred items (a store transaction each), enqueued in one round
  * trip and answered at once, as with Prefer: respond-async. One result per order, in the same order, as `placeOrder` would give it.
  */
 export async function placeOrderBatch(
@@ -25,9 +26,11 @@ export async function placeOrderBatch(
   input: { clientId: number; orders: readonly BatchOrder[]; log: Logger },
 ): Promise<PlaceOrderResult[]> {
   const now = deps.clock();
+  const turn = loopTurns();
   const results = new Array<PlaceOrderResult>(input.orders.length);
   const real: number[] = [];
-  input.orders.forEach(({ checked }, index) => {
+  for (const [index, { checked }] of input.orders.entries()) {
+    await turn();
     const { draft, pricing, currency } = checked;
     if (draft.dryrun)
       results[index] = {
@@ -35,98 +38,133 @@ export async function placeOrderBatch(
         order: toDryRunResponse(pricing, currency, draft.referenceId, now),
       };
     else real.push(index);
-  });
-  const orders = real.map((index) => newOrder({ ...input.orders[index]!, clientId: input.clientId }, now));
+  }
   const { admitted, retryAfterS, ofClient } = await deps.backpressure.reserve(
     input.clientId,
-    orders.map((order) => order.items.length),
+    real.map((index) => itemsOf(input.orders[index]!)),
   );
   const busy = { kind: 'busy', retryAfterS, ofClient } as const;
   for (const index of real.slice(admitted)) results[index] = busy;
   const accepting = real.slice(0, admitted);
   if (accepting.length > 0) {
-    const accepted = await acceptAll(deps, input.clientId, orders.slice(0, admitted));
-    const placed = await answers(deps, accepted, input.log);
+    const orders = accepting.map((index) => input.orders[index]!);
+    const accepted = await acceptAll(deps, { clientId: input.clientId, orders, now });
+    const placed = await answers(deps, orders, accepted, input.log);
     accepting.forEach((index, n) => (results[index] = placed[n]!));
   }
   input.log.info(summary(results), 'batch answered');
   return results;
 }
 
+/** The items an order of the batch will have (one per unit of each line, as `newOrder` makes them). */
+const itemsOf = ({ checked }: BatchOrder): number =>
+  checked.pricing.lines.reduce((sum, line) => sum + line.items.length, 0);
+
 /**
  * Items per acceptance transaction. A batch's entries are accepted independently (docs/api.md#batches), so a
- * large batch is accepted in slices, each its own transaction, yielding between them: 200 orders of 250 items in
- * one SQLite transaction held the web's event loop 5.4 s (issue 41); a slice of 500 items holds it tens of ms.
+ * large batch is accepted in slices, each its own transaction, with a turn of the event loop between them: on
+ * SQLite a slice holds the web's loop while it runs and while its commit is flushed. 200 orders of 250 items in one
+ * transaction held it 5.4 s (issue 41); slices of 500 items still held it tens of ms each, plus the flush, and
+ * garbage collections of their rows on top. At most 100 items: an order of more (up to 250) is a slice of its own.
  */
-export const ITEMS_PER_SLICE = 500;
+export const ITEMS_PER_SLICE = 100;
 
-/** The orders in slices of at most ITEMS_PER_SLICE items (an order larger than that alone). */
-export function slicesOf<T extends { items: readonly unknown[] }>(orders: readonly T[]): T[][] {
+/** The orders in slices of at most ITEMS_PER_SLICE items (`itemsOf` counts an order's), an order larger than that alone. */
+export function slicesOf<T>(orders: readonly T[], itemsOf: (order: T) => number): T[][] {
   const slices: T[][] = [];
   let items = ITEMS_PER_SLICE;
   for (const order of orders) {
-    if (items + order.items.length > ITEMS_PER_SLICE) {
+    const count = itemsOf(order);
+    if (items + count > ITEMS_PER_SLICE) {
       slices.push([]);
       items = 0;
     }
     slices.at(-1)!.push(order);
-    items += order.items.length;
+    items += count;
   }
   return slices;
 }
 
+/** An order of the batch as its slice left it: a new one answered at once, a duplicate to read back, a conflict. */
+type Accepted =
+  { kind: 'created'; orderId: number; answer: PlaceOrderResult } | Exclude<AcceptResult, { kind: 'created' }>;
+
 /**
  * Accepts the admitted orders, a slice per transaction (slicesOf), letting other requests be answered between
- * slices; the items of what they did not create are given back to backpressure. A failing slice fails the batch
- * request as a failing transaction did: the slices before it are kept, and the same batch sent again finds them
- * as duplicates.
+ * slices. An order's items are made just before its slice and a new order's answer right after it, so what the
+ * store gave back for it is dropped at once: a batch's items are not all in memory three times over, for the
+ * garbage collector to go through. The items of what they did not create are given back to backpressure. A failing
+ * slice fails the batch request as a failing transaction did: the slices before it are kept, and the same batch
+ * sent again finds them as duplicates.
  */
 async function acceptAll(
   deps: PlaceOrderBatchDeps,
-  clientId: number,
-  orders: NewOrder[],
-): Promise<AcceptResult[]> {
-  const accepted: AcceptResult[] = [];
-  const itemsOf = (some: readonly NewOrder[]) => some.reduce((sum, order) => sum + order.items.length, 0);
+  { clientId, orders, now }: { clientId: number; orders: readonly BatchOrder[]; now: number },
+): Promise<Accepted[]> {
+  const accepted: Accepted[] = [];
+  let created = 0;
   try {
-    for (const slice of slicesOf(orders)) {
-      if (accepted.length > 0) await new Promise((resolve) => setImmediate(resolve));
-      accepted.push(...(await deps.store.orders.acceptMany(slice)));
+    for (const slice of slicesOf(orders, itemsOf)) {
+      if (accepted.length > 0) await nextTurn();
+      const results = await deps.store.orders.acceptMany(slice.map((o) => newOrder({ ...o, clientId }, now)));
+      for (const [n, result] of results.entries()) {
+        if (result.kind !== 'created') accepted.push(result);
+        else {
+          created += itemsOf(slice[n]!);
+          accepted.push({ kind: 'created', orderId: result.orderId, answer: placed(result.stored, false) });
+        }
+      }
     }
     return accepted;
   } finally {
-    const created = orders.filter((_, n) => accepted[n]?.kind === 'created');
-    deps.backpressure.release(clientId, itemsOf(orders), itemsOf(created));
+    deps.backpressure.release(
+      clientId,
+      orders.reduce((sum, o) => sum + itemsOf(o), 0),
+      created,
+    );
   }
 }
 
 /**
- * Enqueues the accepted orders (duplicates again, in case their first enqueue was lost); new orders are answered
- * as their acceptance stored them, duplicates read back as they now stand.
+ * Enqueues the accepted orders (duplicates again, in case their first enqueue was lost); duplicates are answered
+ * as they now stand, read back in slices as they were accepted (a batch sent again reads all its orders back).
  */
 async function answers(
   deps: PlaceOrderBatchDeps,
-  accepted: readonly AcceptResult[],
+  orders: readonly BatchOrder[],
+  accepted: readonly Accepted[],
   log: Logger,
 ): Promise<PlaceOrderResult[]> {
   const ids = accepted.flatMap((a) => (a.kind === 'conflict' ? [] : [a.orderId]));
-  const duplicates = accepted.flatMap((a) => (a.kind === 'duplicate' ? [a.orderId] : []));
+  const duplicates = accepted.flatMap((a, n) =>
+    a.kind === 'duplicate' ? [{ orderId: a.orderId, items: itemsOf(orders[n]!) }] : [],
+  );
   // The orders are stored: Redis takes the jobs while the store reads the duplicates.
-  const [, read] = await Promise.all([
-    enqueueAll(deps.queue, ids, log),
-    duplicates.length > 0 ? deps.store.orders.getMany(duplicates) : [],
-  ]);
-  const stored = new Map(read.map((o) => [o.order.orderId, o]));
+  const [, read] = await Promise.all([enqueueAll(deps.queue, ids, log), readBack(deps, duplicates)]);
   return accepted.map((a) =>
-    a.kind === 'conflict' ? a : placed(a.kind === 'created' ? a.stored : stored.get(a.orderId)!, a.kind),
+    a.kind === 'created' ? a.answer : a.kind === 'duplicate' ? read.get(a.orderId)! : a,
   );
 }
 
-function placed({ order, items }: OrderWithItems, kind: 'created' | 'duplicate'): PlaceOrderResult {
+/** The orders answered as they stand, read in slices of at most ITEMS_PER_SLICE items, each in a turn of its own. */
+async function readBack(
+  deps: PlaceOrderBatchDeps,
+  orders: readonly { orderId: number; items: number }[],
+): Promise<Map<number, PlaceOrderResult>> {
+  const read = new Map<number, PlaceOrderResult>();
+  for (const slice of slicesOf(orders, (o) => o.items)) {
+    await nextTurn();
+    for (const order of await deps.store.orders.getMany(slice.map((o) => o.orderId)))
+      read.set(order.order.orderId, placed(order, true));
+  }
+  return read;
+}
+
+function placed({ order, items }: OrderWithItems, duplicate: boolean): PlaceOrderResult {
   const queued = items.some((item) => item.status === ItemStatus.QUEUED);
   return {
     kind: 'placed',
-    duplicate: kind === 'duplicate',
+    duplicate,
     queued,
     order: toOrderResponse(order, items, false),
   };
