@@ -3,7 +3,7 @@ import { ItemStatus } from '../domain/item-status.js';
 import type { Logger } from '../logger.js';
 import type { RedisClient } from '../redis/redis.js';
 import { whenReady } from '../redis/redis-lock.js';
-import type { Store, StoreCounts } from '../store/store.port.js';
+import type { Store, StoreCounts } from '../store/port/store.port.js';
 import type { ScrapeReads } from './scrape-reads.js';
 
 const STATUS_NAMES = new Map<number, string>(Object.entries(ItemStatus).map(([name, code]) => [code, name]));

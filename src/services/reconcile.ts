@@ -3,7 +3,7 @@ import { ItemStatus as S, type ItemStatusCode } from '../domain/item-status.js';
 import type { OrderQueue } from '../queue/order.queue.js';
 import { withLock, type LockResult } from '../redis/redis-lock.js';
 import type { RedisClient } from '../redis/redis.js';
-import type { StaleItemKey, StaleOrder, StaleOrderKey, Store } from '../store/store.port.js';
+import type { StaleItemKey, StaleOrder, StaleOrderKey, Store } from '../store/port/store.port.js';
 import { moveItem, type ItemLifecycleDeps } from './item-lifecycle.js';
 import { syncPayment } from './payment-sync.js';
 import { failOrder } from './process-order.js';

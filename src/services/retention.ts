@@ -2,7 +2,7 @@ import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import { withLock } from '../redis/redis-lock.js';
 import type { RedisClient } from '../redis/redis.js';
-import type { Store } from '../store/store.port.js';
+import type { Store } from '../store/port/store.port.js';
 import { CURSOR_TTL_MS } from './search-cursor.js';
 
 const DAY_MS = 86_400_000;

@@ -15,8 +15,8 @@ import type {
   Settlement,
   Store,
   StoredItem,
-} from '../../src/store/store.port.js';
-import type { Probe } from '../../src/store/store.probe.js';
+} from '../../src/store/port/store.port.js';
+import type { Probe } from '../helpers/store.probe.js';
 import { LISTINGS, VENDORS } from '../helpers/fixtures.js';
 import { openProbe, TEST_STORE, testStoreEnv, type TestStoreEnv } from '../helpers/test-store.js';
 

@@ -16,7 +16,7 @@ import { ItemStatus } from '../../src/domain/item-status.js';
 import { addCard, createClient } from '../../src/services/client-keys.js';
 import { openStore } from '../../src/store/open-store.js';
 import { freePort } from '../../scripts/redis.js';
-import type { Probe } from '../../src/store/store.probe.js';
+import type { Probe } from './store.probe.js';
 import { LISTINGS, orderBody, VENDORS } from './fixtures.js';
 import { ledgerBalance } from './ledger.js';
 import { spawnProcess, stopChild } from './test-service.js';

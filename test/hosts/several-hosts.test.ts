@@ -12,7 +12,7 @@ import { createSigningClient, type SigningClient } from '../../src/client/signin
 import { loadConfig } from '../../src/config.js';
 import { addCard, createClient } from '../../src/services/client-keys.js';
 import { openStore } from '../../src/store/open-store.js';
-import type { Probe } from '../../src/store/store.probe.js';
+import type { Probe } from '../helpers/store.probe.js';
 import { LISTINGS, orderBody, VENDORS } from '../helpers/fixtures.js';
 import { ledgerBalance } from '../helpers/ledger.js';
 import { spawnProcess, stopChild } from '../helpers/test-service.js';

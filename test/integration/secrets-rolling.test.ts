@@ -6,7 +6,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSigningClient } from '../../src/client/signing-client.js';
-import { secretsKeyFile } from '../../src/store/secrets-key.js';
+import { secretsKeyFile } from '../../src/store/secrets/secrets-key.js';
 import { LISTINGS, orderBody, VENDORS } from '../helpers/fixtures.js';
 import { freePort } from '../../scripts/redis.js';
 import { runAdmin } from '../helpers/wait.js';

@@ -17,7 +17,7 @@ import {
 } from '../../src/store/sqlite/orders.js';
 import { SETTLE_ITEMS_SQL as SQLITE_SETTLE_ITEMS } from '../../src/store/sqlite/processing.js';
 import { STALE_ORDERS_SQL as SQLITE_STALE_ORDERS } from '../../src/store/sqlite/reconcile.js';
-import type { Probe } from '../../src/store/store.probe.js';
+import type { Probe } from '../helpers/store.probe.js';
 import { TEST_STORE, openProbe, testStoreEnv, type TestStoreEnv } from '../helpers/test-store.js';
 
 // A settlement finds its order's pending items by the order, on a store that has no statistics yet (a new

@@ -8,7 +8,7 @@ import { addWebhook, removeWebhook } from '../../src/services/webhooks.js';
 import { recordEvent } from '../../src/store/postgres/webhooks.js';
 import { openDb } from '../../src/store/sqlite/sqlite.db.js';
 import { eventRecorder } from '../../src/store/sqlite/webhooks.js';
-import type { WebhookWithSecret } from '../../src/store/store.port.js';
+import type { WebhookWithSecret } from '../../src/store/port/store.port.js';
 import type { PostResult, WebhookPost } from '../../src/webhooks/webhook-sender.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
 import { createTestService, signed, type Credentials, type TestService } from '../helpers/test-service.js';

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { Currency } from '../../domain/money.js';
 import type { PricingListing, PricingVendor, ShippingMode, Zone } from '../../domain/pricing.js';
-import type { CatalogListing, CatalogStore, CatalogVendor, PricingCatalog } from '../store.port.js';
+import type { CatalogListing, CatalogStore, CatalogVendor, PricingCatalog } from '../port/store.port.js';
 import { withTransaction } from './postgres.pool.js';
 import { canBeId } from './postgres.rows.js';
 

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { ItemMoveWrite, ItemStore } from '../store.port.js';
+import type { ItemMoveWrite, ItemStore } from '../port/store.port.js';
 import { writeAdjustment } from './ledger.js';
 import { recordEvent } from './webhooks.js';
 import { withTransaction } from './postgres.pool.js';

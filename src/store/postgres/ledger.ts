@@ -1,7 +1,7 @@
 import type pg from 'pg';
-import type { LedgerStore, LedgerWrite, PaymentTarget } from '../store.port.js';
-import { LEDGER_COLUMNS, ledgerParams } from '../ledger.rows.js';
-import { PAYMENT_TARGET_COLUMNS } from '../payment-target.sql.js';
+import type { LedgerStore, LedgerWrite, PaymentTarget } from '../port/store.port.js';
+import { LEDGER_COLUMNS, ledgerParams } from '../shared/ledger.rows.js';
+import { PAYMENT_TARGET_COLUMNS } from '../shared/payment-target.sql.js';
 import type { Queryable } from './postgres.pool.js';
 
 export const INSERT_SQL = `

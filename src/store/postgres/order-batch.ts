@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { AcceptResult, NewOrder, OrderWithItems } from '../store.port.js';
+import type { AcceptResult, NewOrder, OrderWithItems } from '../port/store.port.js';
 import type { Queryable } from './postgres.pool.js';
 import { toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './postgres.rows.js';
 

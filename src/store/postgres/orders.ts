@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { AcceptResult, NewOrder, OrderPhase, OrderStore, OrderWithItems } from '../store.port.js';
+import type { AcceptResult, NewOrder, OrderPhase, OrderStore, OrderWithItems } from '../port/store.port.js';
 import { acceptOrderBatch } from './order-batch.js';
 import type { Queryable } from './postgres.pool.js';
 import { ITEMS_OF_ORDER } from './unsettled-items.migration.js';

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { PaymentRecord, PaymentStore } from '../store.port.js';
+import type { PaymentRecord, PaymentStore } from '../port/store.port.js';
 import { groupedCalls } from './postgres.pool.js';
 
 // A release before any authorisation is kept as a declined payment of 0: a later authorisation is declined.

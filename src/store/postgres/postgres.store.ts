@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { Sealer } from '../../domain/secrets.js';
-import { cursorKeyOf, SecretsKeyMismatchError, type StoreSecrets } from '../store-secrets.js';
-import type { Store, StoreCounts } from '../store.port.js';
+import { cursorKeyOf, SecretsKeyMismatchError, type StoreSecrets } from '../secrets/store-secrets.js';
+import type { Store, StoreCounts } from '../port/store.port.js';
 import { postgresCatalog } from './catalog.js';
 import { openPostgresSecrets, postgresClients } from './clients.js';
 import { postgresItems } from './items.js';

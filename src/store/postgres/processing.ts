@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { listingsOf } from '../order.rows.js';
+import { listingsOf } from '../shared/order.rows.js';
 import { onceEach } from '../port/processing.js';
 import type {
   AttemptBegun,
@@ -9,7 +9,7 @@ import type {
   ReserveResult,
   Settlement,
   StockChange,
-} from '../store.port.js';
+} from '../port/store.port.js';
 import { toPricingCatalog, type ListingWithVendorRow } from './catalog.js';
 import { BEGIN_ATTEMPT, COUNT_ATTEMPT_SQL, RESERVE_ORDER, SETTLE_ORDER } from './order-functions.js';
 import { inOneTransaction, withTightTransaction, type Statement } from './postgres.pool.js';

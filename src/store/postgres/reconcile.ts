@@ -1,5 +1,11 @@
 import type pg from 'pg';
-import type { ReconcileStore, StaleItem, StaleItemKey, StaleOrder, StaleOrderKey } from '../store.port.js';
+import type {
+  ReconcileStore,
+  StaleItem,
+  StaleItemKey,
+  StaleOrder,
+  StaleOrderKey,
+} from '../port/store.port.js';
 
 const START_ORDER: StaleOrderKey = { createdAt: Number.MIN_SAFE_INTEGER, orderId: 0 };
 const START_ITEM: StaleItemKey = { statusChangedAt: Number.MIN_SAFE_INTEGER, orderItemId: 0 };

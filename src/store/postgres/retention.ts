@@ -1,6 +1,6 @@
 import type pg from 'pg';
-import type { RetentionStore } from '../store.port.js';
-import { PRUNE_CURSORS_SQL, PRUNE_DELIVERIES_SQL, PRUNE_EVENTS_SQL } from '../retention.sql.js';
+import type { RetentionStore } from '../port/store.port.js';
+import { PRUNE_CURSORS_SQL, PRUNE_DELIVERIES_SQL, PRUNE_EVENTS_SQL } from '../shared/retention.sql.js';
 
 /** Each call one statement (its own transaction) deleting one small batch; autovacuum reuses the space. */
 export function postgresRetention(pool: pg.Pool): RetentionStore {

@@ -1,9 +1,9 @@
 import type pg from 'pg';
 import type { Currency } from '../../domain/money.js';
-import type { OrderKey, OrderView, SearchStore } from '../store.port.js';
-import { toItemView, type ItemTuple } from '../order.rows.js';
+import type { OrderKey, OrderView, SearchStore } from '../port/store.port.js';
+import { toItemView, type ItemTuple } from '../shared/order.rows.js';
 import { canBeId } from './postgres.rows.js';
-import { NARROW_UPDATE_SCAN } from '../search-plan.js';
+import { NARROW_UPDATE_SCAN } from '../shared/search-plan.js';
 import { planSearch, updateRangeProbe } from './search.sql.js';
 
 export interface PostgresSearchOptions {

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { ClaimOutcome, DeliveryAttempt, OrderEventWrite, WebhookStore } from '../store.port.js';
+import type { ClaimOutcome, DeliveryAttempt, OrderEventWrite, WebhookStore } from '../port/store.port.js';
 import {
   newSecretSalt,
   TARGET_SELECT,
@@ -10,7 +10,7 @@ import {
   type SecretDeriver,
   type TargetRow,
   type WebhookRow,
-} from '../webhook.rows.js';
+} from '../shared/webhook.rows.js';
 import { withTransaction, type Queryable } from './postgres.pool.js';
 import { canBeId } from './postgres.rows.js';
 

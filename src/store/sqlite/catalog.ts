@@ -1,6 +1,6 @@
 import type { Currency } from '../../domain/money.js';
 import type { PricingListing, PricingVendor, ShippingMode, Zone } from '../../domain/pricing.js';
-import type { CatalogStore, PricingCatalog } from '../store.port.js';
+import type { CatalogStore, PricingCatalog } from '../port/store.port.js';
 import type { Db } from './sqlite.db.js';
 
 /** A listing with its vendor and one of the vendor's rates (nulls when it has none), by position. */

@@ -6,8 +6,8 @@ import {
   SecretsKeyMismatchError,
   type SecretsRow,
   type StoreSecrets,
-} from '../store-secrets.js';
-import type { Card, Client, ClientStore } from '../store.port.js';
+} from '../secrets/store-secrets.js';
+import type { Card, Client, ClientStore } from '../port/store.port.js';
 import { truncateWal, type Db } from './sqlite.db.js';
 
 interface ClientRow {

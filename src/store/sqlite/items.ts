@@ -1,4 +1,4 @@
-import type { ItemMoveWrite, ItemMoveWriteResult, ItemStore } from '../store.port.js';
+import type { ItemMoveWrite, ItemMoveWriteResult, ItemStore } from '../port/store.port.js';
 import { toItemWithCurrency, type ItemWithCurrencyRow } from './sqlite.rows.js';
 import { ledgerWriter, paymentVersionBumper } from './ledger.js';
 import type { Db } from './sqlite.db.js';

@@ -1,6 +1,6 @@
-import type { LedgerStore, LedgerWrite, PaymentTarget } from '../store.port.js';
-import { LEDGER_COLUMNS, ledgerParams } from '../ledger.rows.js';
-import { PAYMENT_TARGET_COLUMNS } from '../payment-target.sql.js';
+import type { LedgerStore, LedgerWrite, PaymentTarget } from '../port/store.port.js';
+import { LEDGER_COLUMNS, ledgerParams } from '../shared/ledger.rows.js';
+import { PAYMENT_TARGET_COLUMNS } from '../shared/payment-target.sql.js';
 import type { Db } from './sqlite.db.js';
 
 /** Writes a ledger entry once per entry key; returns its id, or null when the key was written before. */

@@ -1,4 +1,4 @@
-import type { AcceptResult, NewOrder } from '../store.port.js';
+import type { AcceptResult, NewOrder } from '../port/store.port.js';
 import type { Db } from './sqlite.db.js';
 
 /**

@@ -5,7 +5,7 @@ import type {
   OrderStore,
   OrderWithItems,
   StoredItem,
-} from '../store.port.js';
+} from '../port/store.port.js';
 import { toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './sqlite.rows.js';
 import { orderBatchAcceptor } from './order-batch.js';
 import type { Db } from './sqlite.db.js';

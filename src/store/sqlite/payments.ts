@@ -1,4 +1,4 @@
-import type { PaymentRecord, PaymentStore, SettleToResult } from '../store.port.js';
+import type { PaymentRecord, PaymentStore, SettleToResult } from '../port/store.port.js';
 import type { Db } from './sqlite.db.js';
 
 interface PaymentRow {

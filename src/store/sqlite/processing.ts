@@ -1,5 +1,5 @@
 import { ItemStatus } from '../../domain/item-status.js';
-import { listingsOf } from '../order.rows.js';
+import { listingsOf } from '../shared/order.rows.js';
 import { onceEach } from '../port/processing.js';
 import type {
   AttemptBegun,
@@ -9,7 +9,7 @@ import type {
   ReserveResult,
   Settlement,
   StockChange,
-} from '../store.port.js';
+} from '../port/store.port.js';
 import { pricingCatalogReader } from './catalog.js';
 import { ledgerWriter } from './ledger.js';
 import { orderReader } from './orders.js';

@@ -1,4 +1,10 @@
-import type { ReconcileStore, StaleItem, StaleItemKey, StaleOrder, StaleOrderKey } from '../store.port.js';
+import type {
+  ReconcileStore,
+  StaleItem,
+  StaleItemKey,
+  StaleOrder,
+  StaleOrderKey,
+} from '../port/store.port.js';
 import type { Db } from './sqlite.db.js';
 
 const START_ORDER: StaleOrderKey = { createdAt: Number.MIN_SAFE_INTEGER, orderId: 0 };

@@ -1,5 +1,10 @@
-import type { RetentionStore } from '../store.port.js';
-import { PRUNE_CURSORS_SQL, PRUNE_DELIVERIES_SQL, PRUNE_EVENTS_SQL, forSqlite } from '../retention.sql.js';
+import type { RetentionStore } from '../port/store.port.js';
+import {
+  PRUNE_CURSORS_SQL,
+  PRUNE_DELIVERIES_SQL,
+  PRUNE_EVENTS_SQL,
+  forSqlite,
+} from '../shared/retention.sql.js';
 import type { Db } from './sqlite.db.js';
 
 /** Each call one `BEGIN IMMEDIATE` transaction of one small batch; the file gives free pages back on request. */

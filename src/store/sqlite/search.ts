@@ -6,7 +6,7 @@ import type {
   SearchCriteria,
   SearchPage,
   SearchStore,
-} from '../store.port.js';
+} from '../port/store.port.js';
 import {
   chooseDriver,
   itemTerms,
@@ -17,8 +17,8 @@ import {
   existsTerms,
   type Driver,
   type SearchShape,
-} from '../search-plan.js';
-import { ITEM_VIEW_COLUMNS, toItemView, type ItemTuple } from '../order.rows.js';
+} from '../shared/search-plan.js';
+import { ITEM_VIEW_COLUMNS, toItemView, type ItemTuple } from '../shared/order.rows.js';
 import type { Db } from './sqlite.db.js';
 
 const SQLITE_ITEM_IDS = (column: string) => `${column} IN (SELECT value FROM json_each(@orderItemIds))`;

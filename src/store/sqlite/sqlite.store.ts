@@ -1,6 +1,6 @@
 import type { Sealer } from '../../domain/secrets.js';
-import { cursorKeyOf, SecretsKeyMismatchError, type StoreSecrets } from '../store-secrets.js';
-import type { Store, StoreCounts } from '../store.port.js';
+import { cursorKeyOf, SecretsKeyMismatchError, type StoreSecrets } from '../secrets/store-secrets.js';
+import type { Store, StoreCounts } from '../port/store.port.js';
 import { sqliteCatalog } from './catalog.js';
 import { openSqliteSecrets, sqliteClients } from './clients.js';
 import { sqliteItems } from './items.js';

@@ -1,4 +1,4 @@
-import { snapshotOf } from '../event-snapshot.js';
+import { snapshotOf } from '../shared/event-snapshot.js';
 import type { Statement } from 'better-sqlite3';
 import type {
   AttemptOutcome,
@@ -6,7 +6,7 @@ import type {
   DeliveryAttempt,
   OrderEventWrite,
   WebhookStore,
-} from '../store.port.js';
+} from '../port/store.port.js';
 import {
   newSecretSalt,
   TARGET_SELECT,
@@ -17,7 +17,7 @@ import {
   type SecretDeriver,
   type TargetRow,
   type WebhookRow,
-} from '../webhook.rows.js';
+} from '../shared/webhook.rows.js';
 import { orderReader } from './orders.js';
 import type { Db } from './sqlite.db.js';
 

@@ -5,14 +5,14 @@
  */
 import crypto from 'node:crypto';
 import { readSnapshot, type EventSnapshot } from './event-snapshot.js';
-import type { StoreSecrets } from './store-secrets.js';
+import type { StoreSecrets } from '../secrets/store-secrets.js';
 import type {
   DeliveryState,
   DeliveryTarget,
   OrderEventType,
   Webhook,
   WebhookWithSecret,
-} from './store.port.js';
+} from '../port/store.port.js';
 
 export type SecretDeriver = Pick<StoreSecrets, 'hashToken'>;
 

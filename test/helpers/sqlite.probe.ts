@@ -1,7 +1,7 @@
 // Raw SQL probe on a SQLite store file: its own better-sqlite3 connection, methods wrapped as promises so
 // tests can treat both stores alike.
 import Database from 'better-sqlite3';
-import type { Probe } from '../store.probe.js';
+import type { Probe } from './store.probe.js';
 
 export function sqliteProbe(dbPath: string): Probe {
   const db = new Database(dbPath);

@@ -2,15 +2,15 @@
  * The order and item rows as both adapters' SQL names their columns, and their mapping to the port's objects.
  * Only the adapters import this: no row leaves them.
  */
-import type { ItemStatusCode } from '../domain/item-status.js';
-import type { Currency } from '../domain/money.js';
+import type { ItemStatusCode } from '../../domain/item-status.js';
+import type { Currency } from '../../domain/money.js';
 import type {
   ItemView,
   OrderAddress,
   StoredItem,
   StoredItemWithCurrency,
   StoredOrder,
-} from './store.port.js';
+} from '../port/store.port.js';
 
 /** An order row; `Address` is how the adapter hands over the address columns (JSON text or an object). */
 export interface OrderRow<Address> {

@@ -3,29 +3,29 @@
  * plain camelCase objects. Services decide; an adapter (sqlite/, postgres/) applies a decision in one
  * transaction and reports what it found. Nothing here names a driver, a row or a SQL type.
  */
-import type { CatalogStore } from './port/catalog.js';
-import type { ClientStore } from './port/clients.js';
-import type { ItemStore } from './port/items.js';
-import type { LedgerStore } from './port/ledger.js';
-import type { OrderStore } from './port/orders.js';
-import type { PaymentStore } from './port/payments.js';
-import type { ProcessingStore } from './port/processing.js';
-import type { ReconcileStore } from './port/reconcile.js';
-import type { RetentionStore } from './port/retention.js';
-import type { SearchStore } from './port/search.js';
-import type { WebhookStore } from './port/webhooks.js';
+import type { CatalogStore } from './catalog.js';
+import type { ClientStore } from './clients.js';
+import type { ItemStore } from './items.js';
+import type { LedgerStore } from './ledger.js';
+import type { OrderStore } from './orders.js';
+import type { PaymentStore } from './payments.js';
+import type { ProcessingStore } from './processing.js';
+import type { ReconcileStore } from './reconcile.js';
+import type { RetentionStore } from './retention.js';
+import type { SearchStore } from './search.js';
+import type { WebhookStore } from './webhooks.js';
 
-export type * from './port/clients.js';
-export type * from './port/catalog.js';
-export type * from './port/orders.js';
-export type * from './port/processing.js';
-export type * from './port/items.js';
-export type * from './port/ledger.js';
-export type * from './port/payments.js';
-export type * from './port/reconcile.js';
-export type * from './port/retention.js';
-export type * from './port/search.js';
-export type * from './port/webhooks.js';
+export type * from './clients.js';
+export type * from './catalog.js';
+export type * from './orders.js';
+export type * from './processing.js';
+export type * from './items.js';
+export type * from './ledger.js';
+export type * from './payments.js';
+export type * from './reconcile.js';
+export type * from './retention.js';
+export type * from './search.js';
+export type * from './webhooks.js';
 
 export interface StoreCounts {
   itemsByStatus: { status: number; count: number }[];

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Config } from '../config.js';
-import { newSecretsKey, parseSecretsKey } from '../domain/secrets.js';
+import type { Config } from '../../config.js';
+import { newSecretsKey, parseSecretsKey } from '../../domain/secrets.js';
 import { restrictToOwner, writePrivateFile } from './private-files.js';
 
 export interface SecretsKeySource {

@@ -2,7 +2,7 @@
  * What both adapters decide the same way before writing any SQL: which access path leads a search, the shape
  * of its statement, and the bounds derived from the criteria. Pure: no driver, no SQL.
  */
-import type { SearchCriteria } from './store.port.js';
+import type { SearchCriteria } from '../port/store.port.js';
 
 /** The access path that leads a search; see chooseDriver. */
 export type Driver =

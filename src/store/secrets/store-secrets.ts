@@ -4,7 +4,7 @@
  * naming the SECRETS_KEY that seals the store and holding the token-hashing key sealed under it. Rotation
  * re-seals the secret keys and that row; card hashes stay valid since the tokens themselves are never kept.
  */
-import { isSealed, newSecretsKey, SealedValueError, tokenHasher, type Sealer } from '../domain/secrets.js';
+import { isSealed, newSecretsKey, SealedValueError, tokenHasher, type Sealer } from '../../domain/secrets.js';
 
 /** What a code migration may use besides its database handle. */
 export interface MigrationContext {

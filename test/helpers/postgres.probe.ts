@@ -1,7 +1,7 @@
 import pg from 'pg';
-import type { Probe } from '../store.probe.js';
-import { firstHostUrl, targetedClient } from './postgres-hosts.js';
-import { numberTypes } from './postgres.pool.js';
+import type { Probe } from './store.probe.js';
+import { firstHostUrl, targetedClient } from '../../src/store/postgres/postgres-hosts.js';
+import { numberTypes } from '../../src/store/postgres/postgres.pool.js';
 
 /**
  * Rewrites SQLite's `?` placeholders to `$1..$n`, leaving string literals, quoted identifiers and comments

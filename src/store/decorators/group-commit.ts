@@ -1,5 +1,5 @@
-import { groupCalls } from '../group-calls.js';
-import { isStoreUnavailable } from './store-errors.js';
+import { groupCalls } from '../../group-calls.js';
+import { isStoreUnavailable } from '../store-errors.js';
 import type {
   AcceptResult,
   AttemptBegun,
@@ -8,7 +8,7 @@ import type {
   OrderStore,
   ProcessingStore,
   Settlement,
-} from './store.port.js';
+} from '../port/store.port.js';
 
 /** Most orders accepted in one transaction; more wait for the next. */
 export const MAX_GROUP = 64;

@@ -1,6 +1,12 @@
-import { groupCalls } from '../group-calls.js';
-import { isStoreUnavailable } from './store-errors.js';
-import type { CatalogStore, OrderAsk, OrderStore, OrderWithItems, PricingCatalog } from './store.port.js';
+import { groupCalls } from '../../group-calls.js';
+import { isStoreUnavailable } from '../store-errors.js';
+import type {
+  CatalogStore,
+  OrderAsk,
+  OrderStore,
+  OrderWithItems,
+  PricingCatalog,
+} from '../port/store.port.js';
 
 /** Most reads sharing one statement; more wait for the next. */
 export const MAX_READS = 32;

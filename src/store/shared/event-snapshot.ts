@@ -2,7 +2,7 @@
  * The order as an event keeps it: the fields of its OrderResponse, in camelCase JSON, written by the adapters
  * in the event's transaction and read back for delivery. Only the adapters import this.
  */
-import type { ItemView, OrderView, OrderWithItems } from './store.port.js';
+import type { ItemView, OrderView, OrderWithItems } from '../port/store.port.js';
 
 export interface EventSnapshot {
   order: OrderView;

@@ -1,5 +1,5 @@
-import { traced, tracingOn, type SpanAttributes } from '../tracing/tracing.js';
-import { STORE_PORTS, type Store } from './store.port.js';
+import { traced, tracingOn, type SpanAttributes } from '../../tracing/tracing.js';
+import { STORE_PORTS, type Store } from '../port/store.port.js';
 
 /**
  * The store with each port operation a span `store.<port>.<operation>` (the SQLite store's operations have no

@@ -1,4 +1,4 @@
-import type { LedgerWrite } from './store.port.js';
+import type { LedgerWrite } from '../port/store.port.js';
 
 /** The columns of a ledger entry as both adapters insert it, and its values in that order. */
 export const LEDGER_COLUMNS = 'entry_key, order_id, order_item_id, kind, amount_cents, currency, created_at';
