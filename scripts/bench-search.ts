@@ -15,7 +15,7 @@ import { searchOrders, type SearchDeps } from '../src/services/search-orders.js'
 import { planSearch, updateRangeProbe } from '../src/store/postgres/search.sql.js';
 import { NARROW_UPDATE_SCAN } from '../src/store/shared/search-plan.js';
 import { openDb } from '../src/store/sqlite/sqlite.db.js';
-import { sqliteSearch } from '../src/store/sqlite/search.js';
+import { sqliteSearch } from '../src/store/sqlite/search.sqlite.js';
 import type { SearchCriteria, Store } from '../src/store/port/store.port.js';
 import type { Probe } from '../test/helpers/store.probe.js';
 import { replaceSection } from './benchmarks-file.js';

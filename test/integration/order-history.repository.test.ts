@@ -8,7 +8,7 @@ import { openStore } from '../../src/store/open-store.js';
 import { planSearch, updateRangeProbe } from '../../src/store/postgres/search.sql.js';
 import { openPostgresStore } from '../../src/store/postgres/postgres.store.js';
 import { NARROW_UPDATE_SCAN, type Driver } from '../../src/store/shared/search-plan.js';
-import { sqliteSearch } from '../../src/store/sqlite/search.js';
+import { sqliteSearch } from '../../src/store/sqlite/search.sqlite.js';
 import { openDb, type Db } from '../../src/store/sqlite/sqlite.db.js';
 import type { SearchCriteria, SearchStore } from '../../src/store/port/store.port.js';
 import type { Probe } from '../helpers/store.probe.js';

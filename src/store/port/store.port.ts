@@ -3,29 +3,29 @@
  * plain camelCase objects. Services decide; an adapter (sqlite/, postgres/) applies a decision in one
  * transaction and reports what it found. Nothing here names a driver, a row or a SQL type.
  */
-import type { CatalogStore } from './catalog.js';
-import type { ClientStore } from './clients.js';
-import type { ItemStore } from './items.js';
-import type { LedgerStore } from './ledger.js';
-import type { OrderStore } from './orders.js';
-import type { PaymentStore } from './payments.js';
-import type { ProcessingStore } from './processing.js';
-import type { ReconcileStore } from './reconcile.js';
-import type { RetentionStore } from './retention.js';
-import type { SearchStore } from './search.js';
-import type { WebhookStore } from './webhooks.js';
+import type { CatalogStore } from './catalog.port.js';
+import type { ClientStore } from './clients.port.js';
+import type { ItemStore } from './items.port.js';
+import type { LedgerStore } from './ledger.port.js';
+import type { OrderStore } from './orders.port.js';
+import type { PaymentStore } from './payments.port.js';
+import type { ProcessingStore } from './processing.port.js';
+import type { ReconcileStore } from './reconcile.port.js';
+import type { RetentionStore } from './retention.port.js';
+import type { SearchStore } from './search.port.js';
+import type { WebhookStore } from './webhooks.port.js';
 
-export type * from './clients.js';
-export type * from './catalog.js';
-export type * from './orders.js';
-export type * from './processing.js';
-export type * from './items.js';
-export type * from './ledger.js';
-export type * from './payments.js';
-export type * from './reconcile.js';
-export type * from './retention.js';
-export type * from './search.js';
-export type * from './webhooks.js';
+export type * from './clients.port.js';
+export type * from './catalog.port.js';
+export type * from './orders.port.js';
+export type * from './processing.port.js';
+export type * from './items.port.js';
+export type * from './ledger.port.js';
+export type * from './payments.port.js';
+export type * from './reconcile.port.js';
+export type * from './retention.port.js';
+export type * from './search.port.js';
+export type * from './webhooks.port.js';
 
 export interface StoreCounts {
   itemsByStatus: { status: number; count: number }[];

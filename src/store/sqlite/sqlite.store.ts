@@ -1,20 +1,20 @@
 import type { Sealer } from '../../domain/secrets.js';
 import { cursorKeyOf, SecretsKeyMismatchError, type StoreSecrets } from '../secrets/store-secrets.js';
 import type { Store, StoreCounts } from '../port/store.port.js';
-import { sqliteCatalog } from './catalog.js';
-import { openSqliteSecrets, sqliteClients } from './clients.js';
-import { sqliteItems } from './items.js';
-import { sqliteLedger } from './ledger.js';
-import { sqliteOrders } from './orders.js';
-import { sqlitePayments } from './payments.js';
-import { sqliteProcessing } from './processing.js';
-import { sqliteReconcile } from './reconcile.js';
-import { sqliteSearch, type SqliteSearchOptions } from './search.js';
+import { sqliteCatalog } from './catalog.sqlite.js';
+import { openSqliteSecrets, sqliteClients } from './clients.sqlite.js';
+import { sqliteItems } from './items.sqlite.js';
+import { sqliteLedger } from './ledger.sqlite.js';
+import { sqliteOrders } from './orders.sqlite.js';
+import { sqlitePayments } from './payments.sqlite.js';
+import { sqliteProcessing } from './processing.sqlite.js';
+import { sqliteReconcile } from './reconcile.sqlite.js';
+import { sqliteSearch, type SqliteSearchOptions } from './search.sqlite.js';
 import { SECRETS_MIGRATION } from './secrets.migration.js';
 import { backfillItemCounts, ITEMS_OF_ORDER } from './unsettled-items.migration.js';
 import { incrementalVacuum, migrate, openDb, restrictDbFiles, truncateWal, type Db } from './sqlite.db.js';
-import { sqliteWebhooks } from './webhooks.js';
-import { sqliteRetention } from './retention.js';
+import { sqliteWebhooks } from './webhooks.sqlite.js';
+import { sqliteRetention } from './retention.sqlite.js';
 import { waitUnblocked } from './wait-unblocked.js';
 
 export interface SqliteStoreOptions extends SqliteSearchOptions {

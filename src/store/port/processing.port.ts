@@ -1,8 +1,8 @@
 /** Part of the store port (../store.port.ts): the worker's atomic steps. */
 import type { PricingCatalog } from '../../domain/catalog.js';
 import type { ItemStatusCode, LedgerKind } from '../../domain/item-status.js';
-import type { OrderWithItems } from './orders.js';
-import type { OrderEventWrite } from './webhooks.js';
+import type { OrderWithItems } from './orders.port.js';
+import type { OrderEventWrite } from './webhooks.port.js';
 
 export interface StockChange {
   listingId: number;

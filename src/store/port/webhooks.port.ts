@@ -1,5 +1,5 @@
 /** Part of the store port (../store.port.ts): order events, webhooks and the delivery outbox. */
-import type { ItemView, OrderView } from './orders.js';
+import type { ItemView, OrderView } from './orders.port.js';
 
 /**
  * An event to record in the transaction of the change it reports: the adapter counts one more in the order's

@@ -7,7 +7,7 @@ import type {
   StoredItem,
 } from '../port/store.port.js';
 import { toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './sqlite.rows.js';
-import { orderBatchAcceptor } from './order-batch.js';
+import { orderBatchAcceptor } from './order-batch.sqlite.js';
 import type { Db } from './sqlite.db.js';
 import { ITEMS_OF_ORDER } from './unsettled-items.migration.js';
 

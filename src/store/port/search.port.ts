@@ -1,5 +1,5 @@
 /** Part of the store port (../store.port.ts): order search. */
-import type { ItemView, OrderView } from './orders.js';
+import type { ItemView, OrderView } from './orders.port.js';
 
 export type SortOrder = 'ascending' | 'descending';
 

@@ -18,7 +18,7 @@ import {
   type TargetRow,
   type WebhookRow,
 } from '../shared/webhook.rows.js';
-import { orderReader } from './orders.js';
+import { orderReader } from './orders.sqlite.js';
 import type { Db } from './sqlite.db.js';
 
 /**

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { listingsOf } from '../shared/order.rows.js';
-import { onceEach } from '../port/processing.js';
+import { onceEach } from '../port/processing.port.js';
 import type {
   AttemptBegun,
   AttemptRequest,
@@ -10,7 +10,7 @@ import type {
   Settlement,
   StockChange,
 } from '../port/store.port.js';
-import { toPricingCatalog, type ListingWithVendorRow } from './catalog.js';
+import { toPricingCatalog, type ListingWithVendorRow } from './catalog.postgres.js';
 import { BEGIN_ATTEMPT, COUNT_ATTEMPT_SQL, RESERVE_ORDER, SETTLE_ORDER } from './order-functions.js';
 import { inOneTransaction, withTightTransaction, type Statement } from './postgres.pool.js';
 import { toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './postgres.rows.js';

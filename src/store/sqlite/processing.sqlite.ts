@@ -1,6 +1,6 @@
 import { ItemStatus } from '../../domain/item-status.js';
 import { listingsOf } from '../shared/order.rows.js';
-import { onceEach } from '../port/processing.js';
+import { onceEach } from '../port/processing.port.js';
 import type {
   AttemptBegun,
   AttemptRequest,
@@ -10,11 +10,11 @@ import type {
   Settlement,
   StockChange,
 } from '../port/store.port.js';
-import { pricingCatalogReader } from './catalog.js';
-import { ledgerWriter } from './ledger.js';
-import { orderReader } from './orders.js';
+import { pricingCatalogReader } from './catalog.sqlite.js';
+import { ledgerWriter } from './ledger.sqlite.js';
+import { orderReader } from './orders.sqlite.js';
 import type { Db } from './sqlite.db.js';
-import { eventRecorder } from './webhooks.js';
+import { eventRecorder } from './webhooks.sqlite.js';
 
 /** Raised inside a reservation to roll it back whole when a listing no longer has the stock. */
 class ShortOfStock extends Error {}

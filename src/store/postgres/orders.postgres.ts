@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { AcceptResult, NewOrder, OrderPhase, OrderStore, OrderWithItems } from '../port/store.port.js';
-import { acceptOrderBatch } from './order-batch.js';
+import { acceptOrderBatch } from './order-batch.postgres.js';
 import type { Queryable } from './postgres.pool.js';
 import { ITEMS_OF_ORDER } from './unsettled-items.migration.js';
 import { canBeId, toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './postgres.rows.js';

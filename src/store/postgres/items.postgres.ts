@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { ItemMoveWrite, ItemStore } from '../port/store.port.js';
-import { writeAdjustment } from './ledger.js';
-import { recordEvent } from './webhooks.js';
+import { writeAdjustment } from './ledger.postgres.js';
+import { recordEvent } from './webhooks.postgres.js';
 import { withTransaction } from './postgres.pool.js';
 import { canBeId, toItemWithCurrency, type ItemWithCurrencyRow } from './postgres.rows.js';
 

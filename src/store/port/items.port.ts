@@ -1,9 +1,9 @@
 /** Part of the store port (../store.port.ts): item moves and the payment outbox. */
 import type { ItemStatusCode } from '../../domain/item-status.js';
 import type { Currency } from '../../domain/money.js';
-import type { StoredItem } from './orders.js';
-import type { LedgerWrite } from './processing.js';
-import type { OrderEventWrite } from './webhooks.js';
+import type { StoredItem } from './orders.port.js';
+import type { LedgerWrite } from './processing.port.js';
+import type { OrderEventWrite } from './webhooks.port.js';
 
 export interface StoredItemWithCurrency extends StoredItem {
   currency: Currency;

@@ -1,8 +1,8 @@
 import type { ItemMoveWrite, ItemMoveWriteResult, ItemStore } from '../port/store.port.js';
 import { toItemWithCurrency, type ItemWithCurrencyRow } from './sqlite.rows.js';
-import { ledgerWriter, paymentVersionBumper } from './ledger.js';
+import { ledgerWriter, paymentVersionBumper } from './ledger.sqlite.js';
 import type { Db } from './sqlite.db.js';
-import { eventRecorder } from './webhooks.js';
+import { eventRecorder } from './webhooks.sqlite.js';
 
 /** Item moves as compare-and-set: status, stock, shipping cost and ledger change together or not at all. */
 export function sqliteItems(db: Db): ItemStore {
