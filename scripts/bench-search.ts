@@ -422,7 +422,7 @@ function sectionBody(
         ? `DATABASE_URL=… npx tsx scripts/generate-orders.ts --store postgres && DATABASE_URL=… npx tsx scripts/bench-search.ts --store postgres --iterations ${ITERATIONS} --write`
         : `npx tsx scripts/bench-search.ts --store postgres --orders ${values.orders} --iterations ${ITERATIONS} --write`;
   const { generated } = bench;
-  const adapter = KIND === 'sqlite' ? '`sqlite/search.ts`' : '`postgres/search.sql.ts`';
+  const adapter = KIND === 'sqlite' ? '`sqlite/search.sqlite.ts`' : '`postgres/search.sql.ts`';
   const bareText =
     KIND === 'sqlite'
       ? 'the SQL that search needed (probe, page, items), run with raw rows and nothing built'

@@ -42,9 +42,8 @@ const HOUR_MS = 3_600_000;
 /**
  * The pass's lease, extended every third of it while the pass runs. Short, because a lock asked for on a link
  * that froze may still reach Redis when the link thaws, for a pass that has long given up: nobody holds that
- * lease, and it keeps every clock's pass out until it expires (30 s held reconciliation 30 s after a thaw,
- * BENCHMARKS.md, "Frozen links"). A lease lost to a pause only stops the pass at its next batch; every change it
- * makes is guarded in the store, so two passes never do the same work twice.
+ * lease, and it keeps every clock's pass out until it expires (BENCHMARKS.md). A lease lost to a pause only
+ * stops the pass at its next batch; every change is guarded in the store, so two passes never do it twice.
  */
 const LOCK_TTL_MS = 6_000;
 // States in which the order's job will still run: enqueueing again would be a no-op anyway.

@@ -39,8 +39,7 @@ export interface SqliteStoreOptions extends SqliteSearchOptions {
 
 /**
  * Fewer, larger checkpoints than SQLite's default of 1000 pages: a page rewritten by many orders (a listing's
- * stock, an index leaf) is copied back once per checkpoint. Measured in BENCHMARKS.md, "Orders end to end,
- * compiled"; the log file grows to ~40 MiB and stays that size (SQLite reuses it after each checkpoint).
+ * stock, an index leaf) is copied back once per checkpoint (BENCHMARKS.md); the log is reused after each.
  */
 export const WORKER_CHECKPOINT_PAGES = 10_000;
 /**
