@@ -6,11 +6,7 @@
 import type { ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import { expect } from 'vitest';
-import {
-  createSigningClient,
-  type SignedResponse,
-  type SigningClient,
-} from '../../src/client/signing-client.js';
+import { createSigningClient, type SignedResponse, type SigningClient } from './signed-client.js';
 import { loadConfig } from '../../src/config.js';
 import { ItemStatus } from '../../src/domain/item-status.js';
 import { addCard, createClient } from '../../src/services/client-keys.js';

@@ -5,7 +5,7 @@ import type { ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSigningClient } from '../../src/client/signing-client.js';
+import { createSigningClient } from '../helpers/signed-client.js';
 import { secretsKeyFile } from '../../src/store/secrets/secrets-key.js';
 import { LISTINGS, orderBody, VENDORS } from '../helpers/fixtures.js';
 import { freePort } from '../../scripts/redis.js';
