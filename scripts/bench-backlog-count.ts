@@ -7,8 +7,8 @@
 //   node --import tsx scripts/bench-backlog-count.ts [--stores sqlite,postgres] [--history 950000] [--backlog 50000]
 import { parseArgs } from 'node:util';
 import { addCard, createClient } from '../src/services/client-keys.js';
-import * as postgresOrders from '../src/store/postgres/orders.js';
-import * as sqliteOrders from '../src/store/sqlite/orders.js';
+import * as postgresOrders from '../src/store/postgres/orders.postgres.js';
+import * as sqliteOrders from '../src/store/sqlite/orders.sqlite.js';
 import { freshStore, parseStoreKinds, stopPostgresServer, type StoreKind } from './bench-stores.js';
 
 const { values } = parseArgs({

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { sign } from '../src/auth/signature.js';
-import { createSigningClient } from '../src/client/signing-client.js';
+import { createSigningClient } from '../test/helpers/signed-client.js';
 import { entryArgs, profileArgs, RUNTIME } from './bench-processes.js';
 import {
   freshStore,

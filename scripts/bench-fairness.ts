@@ -13,7 +13,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { addCard, createClient } from '../src/services/client-keys.js';
 import { ADDRESS, signedHeaders, type Buyer } from './bench-buyer.js';
-import type { CatalogListing } from '../src/store/store.port.js';
+import type { CatalogListing } from '../src/store/port/store.port.js';
 import { running, startEntry, stopAllOnInterrupt, stopProcess, waitForWeb } from './bench-processes.js';
 import { freshStore, serviceEnv, type BenchStore } from './bench-stores.js';
 import { replaceSection } from './benchmarks-file.js';

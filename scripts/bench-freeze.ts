@@ -17,7 +17,7 @@ import { expectNothingLost, type FailoverRun } from '../test/helpers/failover-lo
 import { CLOCK_ENV, FAULT_ENV, FREEZE_MS, proxied } from '../test/helpers/freeze-load.js';
 import type { TcpProxy } from '../test/helpers/tcp-proxy.js';
 import { sleep } from '../test/helpers/wait.js';
-import type { Probe } from '../src/store/store.probe.js';
+import type { Probe } from '../test/helpers/store.probe.js';
 import { replaceSection } from './benchmarks-file.js';
 import { figuresOfLoss, runSettings, summary, type Spread, type Summary } from './fault-runs.js';
 import { createDatabase, dropDatabase, ensurePostgres } from './postgres.js';

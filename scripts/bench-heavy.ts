@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { createSigningClient, type SigningClient } from '../src/client/signing-client.js';
+import { createSigningClient, type SigningClient } from '../test/helpers/signed-client.js';
 import { addCard, createClient } from '../src/services/client-keys.js';
 import { ADDRESS } from './bench-buyer.js';
 import { startEntry, stopAllOnInterrupt, stopProcess, waitForWeb } from './bench-processes.js';

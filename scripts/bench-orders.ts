@@ -25,7 +25,7 @@ import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { loadConfig } from '../src/config.js';
 import { ORDER_QUEUE } from '../src/queue/order.queue.js';
-import type { Probe } from '../src/store/store.probe.js';
+import type { Probe } from '../test/helpers/store.probe.js';
 import { replaceSection } from './benchmarks-file.js';
 import { postAsyncOrder, prepareBuyer, refusedBusy, timed, type Buyer } from './bench-buyer.js';
 import {

@@ -9,7 +9,7 @@ import type pg from 'pg';
 import { createPool, withTransaction, type Pooling } from '../src/store/postgres/postgres.pool.js';
 import { startPgBouncer } from './pgbouncer.js';
 import { createDatabase, startPrivatePostgres } from './postgres.js';
-import { postgresProbe } from '../src/store/postgres/postgres.probe.js';
+import { postgresProbe } from '../test/helpers/postgres.probe.js';
 
 const { values } = parseArgs({ options: { transactions: { type: 'string', default: '40' } } });
 const PER_CONNECTION = Number(values.transactions);

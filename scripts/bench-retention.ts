@@ -20,7 +20,7 @@ import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import type { RetentionCounts } from '../src/services/retention.js';
 import { incrementalVacuum } from '../src/store/sqlite/sqlite.db.js';
-import type { Probe } from '../src/store/store.probe.js';
+import type { Probe } from '../test/helpers/store.probe.js';
 import { replaceSection } from './benchmarks-file.js';
 import { sampleCells, sleep } from './bench-samples.js';
 import { running, startEntry, stopAllOnInterrupt, stopProcess, waitForWeb } from './bench-processes.js';

@@ -13,11 +13,11 @@ import { parseArgs } from 'node:util';
 import { parseOrderSearchQuery } from '../src/http/order-search.schema.js';
 import { searchOrders, type SearchDeps } from '../src/services/search-orders.js';
 import { planSearch, updateRangeProbe } from '../src/store/postgres/search.sql.js';
-import { NARROW_UPDATE_SCAN } from '../src/store/search-plan.js';
+import { NARROW_UPDATE_SCAN } from '../src/store/shared/search-plan.js';
 import { openDb } from '../src/store/sqlite/sqlite.db.js';
-import { sqliteSearch } from '../src/store/sqlite/search.js';
-import type { SearchCriteria, Store } from '../src/store/store.port.js';
-import type { Probe } from '../src/store/store.probe.js';
+import { sqliteSearch } from '../src/store/sqlite/search.sqlite.js';
+import type { SearchCriteria, Store } from '../src/store/port/store.port.js';
+import type { Probe } from '../test/helpers/store.probe.js';
 import { replaceSection } from './benchmarks-file.js';
 import {
   defaultStoreKind,
@@ -438,7 +438,7 @@ function sectionBody(
         ? `DATABASE_URL=… npx tsx scripts/generate-orders.ts --store postgres && DATABASE_URL=… npx tsx scripts/bench-search.ts --store postgres --iterations ${ITERATIONS} --write`
         : `npx tsx scripts/bench-search.ts --store postgres --orders ${values.orders} --iterations ${ITERATIONS} --write`;
   const { generated } = bench;
-  const adapter = KIND === 'sqlite' ? '`sqlite/search.ts`' : '`postgres/search.sql.ts`';
+  const adapter = KIND === 'sqlite' ? '`sqlite/search.sqlite.ts`' : '`postgres/search.sql.ts`';
   const bareText =
     KIND === 'sqlite'
       ? 'the SQL that search needed (probe, page, items), run with raw rows and nothing built'

@@ -11,7 +11,7 @@ import Database from 'better-sqlite3';
 import { loadConfig } from '../src/config.js';
 import { addCard, createClient } from '../src/services/client-keys.js';
 import { openStore } from '../src/store/open-store.js';
-import { STALE_ORDERS_SQL } from '../src/store/sqlite/reconcile.js';
+import { STALE_ORDERS_SQL } from '../src/store/sqlite/reconcile.sqlite.js';
 
 const { values } = parseArgs({
   options: {

@@ -7,10 +7,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../src/config.js';
 import { openStore } from '../src/store/open-store.js';
-import { postgresProbe } from '../src/store/postgres/postgres.probe.js';
-import { sqliteProbe } from '../src/store/sqlite/sqlite.probe.js';
-import type { Store } from '../src/store/store.port.js';
-import type { Probe } from '../src/store/store.probe.js';
+import { postgresProbe } from '../test/helpers/postgres.probe.js';
+import { sqliteProbe } from '../test/helpers/sqlite.probe.js';
+import type { Store } from '../src/store/port/store.port.js';
+import type { Probe } from '../test/helpers/store.probe.js';
 import { createDatabase, dropDatabase, ensurePostgres, type RunningPostgres } from './postgres.js';
 
 export type StoreKind = 'sqlite' | 'postgres';

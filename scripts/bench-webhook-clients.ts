@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import { ItemStatus } from '../src/domain/item-status.js';
 import { addCard, createClient } from '../src/services/client-keys.js';
 import { newOrderEvent } from '../src/services/order-events.js';
-import type { Store, WebhookWithSecret } from '../src/store/store.port.js';
+import type { Store, WebhookWithSecret } from '../src/store/port/store.port.js';
 
 const LISTING = 9_000_001;
 

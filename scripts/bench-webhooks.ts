@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import type { Store } from '../src/store/store.port.js';
+import type { Store } from '../src/store/port/store.port.js';
 import { benchClient, importBenchListing } from './bench-webhook-clients.js';
 import { replaceSection } from './benchmarks-file.js';
 import { running, startEntry, stopProcess, waitFor, waitForWorkers } from './bench-processes.js';

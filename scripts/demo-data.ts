@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { importCatalogFile } from '../src/services/catalog-import.js';
 import { addCard, createClient } from '../src/services/client-keys.js';
-import type { Store } from '../src/store/store.port.js';
+import type { Store } from '../src/store/port/store.port.js';
 
 export interface DemoClient {
   baseUrl: string;

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
-import { postgresProbe } from '../src/store/postgres/postgres.probe.js';
+import { postgresProbe } from '../test/helpers/postgres.probe.js';
 import {
   findPostgresBinDir,
   postgresOwnedDir,

@@ -5,7 +5,7 @@ import crypto from 'node:crypto';
 import path from 'node:path';
 import { openProbe } from '../test/helpers/test-store.js';
 import { runThroughFailover, type FailoverRun } from '../test/helpers/failover-load.js';
-import type { Probe } from '../src/store/store.probe.js';
+import type { Probe } from '../test/helpers/store.probe.js';
 import { freePort } from './redis.js';
 
 /** A run's settings: its own queue prefix and SQLite file in `dir` (unused when DATABASE_URL is given). */

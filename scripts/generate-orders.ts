@@ -8,7 +8,7 @@
 // JSON summary (and keeps it in <db>.json for SQLite).
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
-import type { Probe } from '../src/store/store.probe.js';
+import type { Probe } from '../test/helpers/store.probe.js';
 import { defaultStoreKind, parseStoreKinds, storeFromEnv, type BenchStore } from './bench-stores.js';
 
 const HOUR = 3_600_000;

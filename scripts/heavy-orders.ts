@@ -1,6 +1,6 @@
 // The heavy client of issue 41, as the benchmark (bench-heavy.ts) and the test (heavy-search.test.ts) build it:
 // orders of many items of one listing, stored as acceptance would, then priced out a minute after each was placed.
-import type { CatalogListing, NewOrder, Store } from '../src/store/store.port.js';
+import type { CatalogListing, NewOrder, Store } from '../src/store/port/store.port.js';
 
 export interface HeavyOrders {
   clientId: number;

@@ -3,7 +3,7 @@
 import crypto from 'node:crypto';
 import type autocannon from 'autocannon';
 import { sign } from '../src/auth/signature.js';
-import type { CatalogListing, CatalogVendor } from '../src/store/store.port.js';
+import type { CatalogListing, CatalogVendor } from '../src/store/port/store.port.js';
 
 export interface LoadClient {
   accessKey: string;

@@ -9,10 +9,10 @@
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import { createSigningClient } from '../src/client/signing-client.js';
+import { createSigningClient } from '../test/helpers/signed-client.js';
 import { addCard, createClient } from '../src/services/client-keys.js';
-import type { ClientStore } from '../src/store/store.port.js';
-import type { Probe } from '../src/store/store.probe.js';
+import type { ClientStore } from '../src/store/port/store.port.js';
+import type { Probe } from '../test/helpers/store.probe.js';
 import { storeFromEnv, type BenchStore } from './bench-stores.js';
 import {
   EXPECTED,

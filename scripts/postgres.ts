@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { postgresProbe } from '../src/store/postgres/postgres.probe.js';
+import { postgresProbe } from '../test/helpers/postgres.probe.js';
 import { freePort } from './redis.js';
 
 export interface RunningPostgres {

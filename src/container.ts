@@ -15,7 +15,7 @@ import { onServerChange } from './server-changes.js';
 import { createBackpressure } from './services/backpressure.js';
 import { createOrderIntake } from './services/order-intake.js';
 import { openStore } from './store/open-store.js';
-import { tracedStore } from './store/traced-store.js';
+import { tracedStore } from './store/decorators/traced-store.js';
 import { traced } from './tracing/tracing.js';
 
 export interface ContainerOptions {

@@ -11,7 +11,7 @@ import type { RedisClient } from './redis/redis.js';
 import type { SharedClock } from './redis/shared-clock.js';
 import type { Backpressure } from './services/backpressure.js';
 import type { OrderIntake } from './services/order-intake.js';
-import type { Store } from './store/store.port.js';
+import type { Store } from './store/port/store.port.js';
 
 /** Everything with a side effect, built once by an entry point (see container.ts); tests build their own. */
 export interface Deps {

@@ -65,8 +65,8 @@ function boundString(value: string, budget: { left: number }): string {
 
 /**
  * The one pino root of a process; secrets are redacted wherever they appear, and every line is bounded. Both
- * happen in the one copy `boundForLog` makes of each logged object and binding (pino's own `redact` cloned every
- * line a second time: 9 % of the web's allocations under the load mix, BENCHMARKS.md). `destination`: tests.
+ * happen in the one copy `boundForLog` makes of each logged object and binding (pino's own `redact` cloned
+ * every line a second time, BENCHMARKS.md). `destination`: tests.
  */
 export function createLogger(
   config: Pick<Config, 'LOG_LEVEL' | 'LOG_PRETTY'>,

@@ -1,6 +1,6 @@
 // The configuration and the store are imported once a command is to run: `help` and usage errors load neither.
 import type { Config } from '../config.js';
-import type { Store } from '../store/store.port.js';
+import type { Store } from '../store/port/store.port.js';
 import { ADMIN_COMMANDS } from './admin.commands.js';
 import { readRuntimeFile, withRuntimeSettings } from './runtime-file.js';
 import { CliError, EXIT_INVALID, EXIT_USAGE, type Command, type CommandContext } from './commands/command.js';

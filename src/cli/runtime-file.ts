@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { writePrivateFile } from '../store/private-files.js';
+import { writePrivateFile } from '../store/secrets/private-files.js';
 
 /**
  * What `npm start` tells the operator commands while it runs: where its API, Redis and store are, and the demo

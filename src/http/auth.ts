@@ -1,7 +1,7 @@
 import type { RequestHandler } from 'express';
 import { sha256Hex, sign, signatureMatches, signingKey } from '../auth/signature.js';
 import { cachedFor } from '../services/read-cache.js';
-import type { ClientStore } from '../store/store.port.js';
+import type { ClientStore } from '../store/port/store.port.js';
 import { ApiError, authError } from './errors.js';
 import { clientAddressOf, type Lockout } from '../redis/lockout.js';
 import { bindLogContext } from './request-context.js';

@@ -1,7 +1,7 @@
 import type { ErrorRequestHandler } from 'express';
 import type { z } from 'zod';
 import { isStoreUnavailable } from '../store/store-errors.js';
-import { SecretsKeyMismatchError } from '../store/store-secrets.js';
+import { SecretsKeyMismatchError } from '../store/secrets/store-secrets.js';
 import { lingerAfterAnswer } from './http-server.js';
 import { writeJson } from './respond.js';
 import { SvcStatus, httpStatusOf, svcStatusHeader, type SvcStatusCode } from './status-codes.js';

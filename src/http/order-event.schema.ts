@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ORDER_EVENT_TYPES } from '../store/port/webhooks.js';
+import { ORDER_EVENT_TYPES } from '../store/port/webhooks.port.js';
 import { OrderResponseSchema } from './order-response.schema.js';
 
 // The body of a webhook delivery (docs/api.md#webhooks), for the OpenAPI document's `webhooks`.

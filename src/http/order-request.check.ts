@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { CheckedOrder, OrderDraft, OrderIntake, OrderProblem } from '../services/order-intake.js';
 import { isStorableText } from '../domain/storable-text.js';
-import type { PricingCatalog } from '../store/store.port.js';
+import type { PricingCatalog } from '../store/port/store.port.js';
 import { ApiError, describeIssue } from './errors.js';
 import type { JsonLimits } from './json-body.js';
 import { MAX_ITEMS, MAX_LISTINGS, isListingsProblem, orderRequestSchema } from './order-request.schema.js';

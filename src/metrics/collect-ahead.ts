@@ -1,10 +1,7 @@
-// prom-client's default collectors (collectDefaultMetrics) read their figures when a scrape asks: /proc/self/status
-// and /proc/self/fd synchronously, v8's heap statistics, the event loop delay histogram. Measured on a scrape
-// after a second idle, that is about 2 ms of the scrape's event loop (warm 1.3 ms), before the scrape can send
-// its one Redis pipeline. Collected ahead instead: once a process is scraped at a steady interval, the figures
-// are read on a timer a little before the next scrape is due, and that scrape only formats them. The metrics
-// listener collects its whole text ahead on the same cadence (scrapeCadence) when METRICS_REUSE_MS allows it to
-// serve it; this still serves a process whose listener collects at every scrape (METRICS_REUSE_MS=0).
+// prom-client's default collectors read /proc/self synchronously when a scrape asks, holding up the scrape's
+// Redis pipeline (BENCHMARKS.md): collected ahead instead, on a timer a little before a steadily scraped
+// process's next scrape is due, so the scrape only formats them. The metrics listener collects its whole text
+// ahead on the same cadence (scrapeCadence) when METRICS_REUSE_MS allows; this serves METRICS_REUSE_MS=0.
 
 export interface ScrapeCadenceOptions {
   /** How long before the next expected scrape `due` runs. */

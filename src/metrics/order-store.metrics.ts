@@ -3,7 +3,7 @@ import { ItemStatus } from '../domain/item-status.js';
 import type { Logger } from '../logger.js';
 import type { RedisClient } from '../redis/redis.js';
 import { whenReady } from '../redis/redis-lock.js';
-import type { Store, StoreCounts } from '../store/store.port.js';
+import type { Store, StoreCounts } from '../store/port/store.port.js';
 import type { ScrapeReads } from './scrape-reads.js';
 
 const STATUS_NAMES = new Map<number, string>(Object.entries(ItemStatus).map(([name, code]) => [code, name]));
@@ -33,9 +33,9 @@ export async function publishStoreCounts(
 }
 
 /**
- * The counts read the whole store, so their cost grows with it: a count that took `t` keeps the next one away for
- * at least COUNT_SPACING × `t`, so that counting takes at most 1/COUNT_SPACING of the database's time however large
- * the store grows (at 1,000,000 orders a count takes about 0.3 s: the next comes 6 s later instead of 5).
+ * The counts read the whole store, so their cost grows with it (BENCHMARKS.md): a count that took `t` keeps
+ * the next one away for at least COUNT_SPACING × `t`, so that counting takes at most 1/COUNT_SPACING of the
+ * database's time however large the store grows.
  */
 export const COUNT_SPACING = 20;
 

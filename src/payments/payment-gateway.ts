@@ -1,4 +1,4 @@
-import type { GatewayTarget, SettleToResult } from '../store/store.port.js';
+import type { GatewayTarget, SettleToResult } from '../store/port/store.port.js';
 
 /** What the worker needs of a card processor. Every call is idempotent by its keys, so a retried job never charges twice. */
 export interface PaymentGateway {

@@ -1,4 +1,4 @@
-import type { Store } from '../store/store.port.js';
+import type { Store } from '../store/port/store.port.js';
 import type { AuthorizeResult, PaymentGateway } from './payment-gateway.js';
 
 /**

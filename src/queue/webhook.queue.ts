@@ -2,7 +2,7 @@ import { Queue, type JobsOptions, type Telemetry } from 'bullmq';
 import { z } from 'zod';
 import type { Logger } from '../logger.js';
 import { queueTelemetry } from '../tracing/tracing.js';
-import type { DeliveryAttempt } from '../store/store.port.js';
+import type { DeliveryAttempt } from '../store/port/store.port.js';
 import type { RedisClient } from '../redis/redis.js';
 
 export const WEBHOOK_QUEUE = 'webhooks';

@@ -1,5 +1,5 @@
 import type { Logger } from '../logger.js';
-import type { OrderStore } from '../store/store.port.js';
+import type { OrderStore } from '../store/port/store.port.js';
 
 export interface BackpressureDeps {
   orders: Pick<OrderStore, 'countUnsettled' | 'countUnsettledOfClient'>;

@@ -1,5 +1,5 @@
 import { parseCatalog, type CatalogParseResult } from '../domain/catalog.schema.js';
-import type { CatalogStore } from '../store/store.port.js';
+import type { CatalogStore } from '../store/port/store.port.js';
 
 /**
  * Validates a catalog file as a whole and, when it has no problem, upserts it in one transaction. A listing

@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import type { Client, ClientStore, NewCard } from '../store/store.port.js';
+import type { Client, ClientStore, NewCard } from '../store/port/store.port.js';
 
 const randomId = (prefix: string, bytes: number): string =>
   `${prefix}${crypto.randomBytes(bytes).toString('hex')}`;

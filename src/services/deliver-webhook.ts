@@ -1,7 +1,7 @@
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import type { AttemptResult, EndpointGate } from '../redis/endpoint-gate.js';
-import type { AttemptOutcome, Store } from '../store/store.port.js';
+import type { AttemptOutcome, Store } from '../store/port/store.port.js';
 import type { WebhookSender } from '../webhooks/webhook-sender.js';
 import { inSpan } from '../tracing/tracing.js';
 import { eventBody } from './order-events.js';

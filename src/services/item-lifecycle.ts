@@ -12,7 +12,7 @@ import type { Logger } from '../logger.js';
 import type { PaymentGateway } from '../payments/payment-gateway.js';
 import { newOrderEvent } from './order-events.js';
 import { syncPayment } from './payment-sync.js';
-import type { ItemMoveWrite, Store, StoredItem, StoredItemWithCurrency } from '../store/store.port.js';
+import type { ItemMoveWrite, Store, StoredItem, StoredItemWithCurrency } from '../store/port/store.port.js';
 
 export interface ItemLifecycleDeps {
   store: Pick<Store, 'items' | 'ledger'>;

@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import type { OrderEvent, OrderEventType, OrderEventWrite } from '../store/store.port.js';
+import type { OrderEvent, OrderEventType, OrderEventWrite } from '../store/port/store.port.js';
 import { captureTraceContext } from '../tracing/tracing.js';
 import { isoMs, toOrderResponse, type OrderResponse } from './order-view.js';
 

@@ -3,7 +3,7 @@ import { toCents, type Currency, type UsdPer } from '../domain/money.js';
 import { priceOrder, type PricingResult } from '../domain/pricing.js';
 import type { TaxRules } from '../domain/tax.js';
 import type { Config } from '../config.js';
-import type { Card, OrderAddress, PricingCatalog, Store } from '../store/store.port.js';
+import type { Card, OrderAddress, PricingCatalog, Store } from '../store/port/store.port.js';
 import { cachedFor, recentListings } from './read-cache.js';
 
 /** An order request that passed the edge's validation: what the service needs of it. */

@@ -1,6 +1,6 @@
 import { fromCents, type Currency } from '../domain/money.js';
 import type { PricingResult } from '../domain/pricing.js';
-import type { ItemView, OrderView } from '../store/store.port.js';
+import type { ItemView, OrderView } from '../store/port/store.port.js';
 
 export interface OrderItemSummary {
   orderItemId: number;

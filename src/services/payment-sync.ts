@@ -1,6 +1,6 @@
 import type { Logger } from '../logger.js';
 import { paymentKey, type PaymentGateway } from '../payments/payment-gateway.js';
-import type { Store } from '../store/store.port.js';
+import type { Store } from '../store/port/store.port.js';
 
 export interface PaymentSyncDeps {
   store: Pick<Store, 'ledger'>;

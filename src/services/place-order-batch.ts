@@ -1,7 +1,7 @@
 import { ItemStatus } from '../domain/item-status.js';
 import type { Logger } from '../logger.js';
 import type { OrderQueue } from '../queue/order.queue.js';
-import type { AcceptResult, OrderWithItems } from '../store/store.port.js';
+import type { AcceptResult, OrderWithItems } from '../store/port/store.port.js';
 import { loopTurns, nextTurn } from './loop-turns.js';
 import type { CheckedOrder } from './order-intake.js';
 import { toDryRunResponse, toOrderResponse } from './order-view.js';

@@ -2,7 +2,7 @@ import { ItemStatus } from '../domain/item-status.js';
 import type { Logger } from '../logger.js';
 import type { OrderOutcomes } from '../queue/order-outcomes.js';
 import type { OrderQueue } from '../queue/order.queue.js';
-import type { AcceptResult, NewOrder, Store } from '../store/store.port.js';
+import type { AcceptResult, NewOrder, Store } from '../store/port/store.port.js';
 import { inSpan, withOrder } from '../tracing/tracing.js';
 import type { Admission, Backpressure } from './backpressure.js';
 import { centsOrNull, type CheckedOrder } from './order-intake.js';

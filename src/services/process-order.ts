@@ -14,7 +14,7 @@ import type {
   StockChange,
   StoredItem,
   Store,
-} from '../store/store.port.js';
+} from '../store/port/store.port.js';
 
 export interface ProcessOrderDeps {
   store: Pick<Store, 'processing' | 'catalog' | 'orders' | 'ledger'>;

@@ -3,7 +3,7 @@ import { ItemStatus as S, type ItemStatusCode } from '../domain/item-status.js';
 import type { OrderQueue } from '../queue/order.queue.js';
 import { withLock, type LockResult } from '../redis/redis-lock.js';
 import type { RedisClient } from '../redis/redis.js';
-import type { StaleItemKey, StaleOrder, StaleOrderKey, Store } from '../store/store.port.js';
+import type { StaleItemKey, StaleOrder, StaleOrderKey, Store } from '../store/port/store.port.js';
 import { moveItem, type ItemLifecycleDeps } from './item-lifecycle.js';
 import { syncPayment } from './payment-sync.js';
 import { failOrder } from './process-order.js';
@@ -42,9 +42,8 @@ const HOUR_MS = 3_600_000;
 /**
  * The pass's lease, extended every third of it while the pass runs. Short, because a lock asked for on a link
  * that froze may still reach Redis when the link thaws, for a pass that has long given up: nobody holds that
- * lease, and it keeps every clock's pass out until it expires (30 s held reconciliation 30 s after a thaw,
- * BENCHMARKS.md, "Frozen links"). A lease lost to a pause only stops the pass at its next batch; every change it
- * makes is guarded in the store, so two passes never do the same work twice.
+ * lease, and it keeps every clock's pass out until it expires (BENCHMARKS.md). A lease lost to a pause only
+ * stops the pass at its next batch; every change is guarded in the store, so two passes never do it twice.
  */
 const LOCK_TTL_MS = 6_000;
 // States in which the order's job will still run: enqueueing again would be a no-op anyway.

@@ -2,7 +2,7 @@ import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import { withLock } from '../redis/redis-lock.js';
 import type { RedisClient } from '../redis/redis.js';
-import type { Store } from '../store/store.port.js';
+import type { Store } from '../store/port/store.port.js';
 import { CURSOR_TTL_MS } from './search-cursor.js';
 
 const DAY_MS = 86_400_000;
@@ -29,15 +29,13 @@ export interface RetentionOptions {
   /** The clock batches are timed by (tests give their own). */
   timer?: () => number;
   /**
-   * Rest between two batches, so that other writers take the lock in between. SQLite's busy handler sleeps up to
-   * 100 ms between its tries: a shorter rest lets a waiting writer sleep through it and starve (measured:
-   * BENCHMARKS.md, Retention).
+   * Rest between two batches, so that other writers take the lock in between: SQLite's busy handler sleeps
+   * up to 100 ms between tries, and a shorter rest lets a waiting writer sleep through it (BENCHMARKS.md).
    */
   pauseMs?: number;
   /**
-   * Free pages given back per batch at most (SQLite), each batch one short write. Each page moved from the end of
-   * the file rewrites its parent pages: measured 0.04 to 0.3 ms a page on a warm 140 MB file, and a batch of 256
-   * held the lock 214.8 ms on the million-event file (BENCHMARKS.md, Retention), so 64 at most, starting at 8.
+   * Free pages given back per batch at most (SQLite), each batch one short write: each page moved from the
+   * end of the file rewrites its parent pages, so a large batch holds the write lock long (BENCHMARKS.md).
    */
   reclaimPages?: number;
   signal?: AbortSignal;
@@ -108,9 +106,9 @@ export async function pruneOnce(
   };
   /**
    * Runs `step` until it does less than it was asked or the pass is stopped; returns the total it did. A step
-   * starts at an eighth of its full size (its pages may be cold: a first batch of 500 events held SQLite's lock
-   * 551 ms in BENCHMARKS.md, Retention) and doubles while its batches are quick; a slow one cuts the next to
-   * what would have taken the target, and at least by half.
+   * starts at an eighth of its full size (its pages may be cold, a first batch slow: BENCHMARKS.md), doubles
+   * while its batches are quick, and a slow one cuts the next to what would have taken the target (at least
+   * by half).
    */
   const batches = async (name: RetentionStep, step: (size: number) => Promise<number>, full: number) => {
     let total = 0;

@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import type { OrderKey, SortOrder, Store } from '../store/store.port.js';
+import type { OrderKey, SortOrder, Store } from '../store/port/store.port.js';
 import { toOrderResponse, type OrderResponse } from './order-view.js';
 import { decodeCursor, encodeCursor, quarterOf, type CursorScope } from './search-cursor.js';
 

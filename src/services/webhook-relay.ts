@@ -1,6 +1,6 @@
 import type { Logger } from '../logger.js';
 import type { WebhookQueue } from '../queue/webhook.queue.js';
-import type { DeliveryAttempt, Store } from '../store/store.port.js';
+import type { DeliveryAttempt, Store } from '../store/port/store.port.js';
 
 export interface RelayDeps {
   store: Pick<Store, 'webhooks'>;

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Store, Webhook, WebhookWithSecret } from '../store/store.port.js';
+import type { Store, Webhook, WebhookWithSecret } from '../store/port/store.port.js';
 import {
   hostOf,
   parseWebhookUrl,

@@ -1,9 +1,9 @@
 import type { Config } from '../config.js';
 import { createSealer } from '../domain/secrets.js';
-import { groupAttempts, groupCommits, groupSettlements } from './group-commit.js';
-import { groupCatalogReads, groupOrderReads } from './group-reads.js';
-import { resolveSecretsKey } from './secrets-key.js';
-import type { Store } from './store.port.js';
+import { groupAttempts, groupCommits, groupSettlements } from './decorators/group-commit.js';
+import { groupCatalogReads, groupOrderReads } from './decorators/group-reads.js';
+import { resolveSecretsKey } from './secrets/secrets-key.js';
+import type { Store } from './port/store.port.js';
 
 const toStderr = (message: string): void => void process.stderr.write(`${message}\n`);
 

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
-import type { Probe } from '../../src/store/store.probe.js';
+import type { Probe } from '../helpers/store.probe.js';
 import { openProbe, TEST_STORE, testStoreEnv, type TestStoreEnv } from '../helpers/test-store.js';
 
 describe(`store test infrastructure (${TEST_STORE})`, () => {

@@ -10,9 +10,9 @@ import { createSealer, parseSecretsKey } from '../../src/domain/secrets.js';
 import { addCard, createClient } from '../../src/services/client-keys.js';
 import { openStore } from '../../src/store/open-store.js';
 import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/postgres.migrations.js';
-import { secretsKeyFile } from '../../src/store/secrets-key.js';
+import { secretsKeyFile } from '../../src/store/secrets/secrets-key.js';
 import { MIGRATIONS } from '../../src/store/sqlite/sqlite.migrations.js';
-import type { Store } from '../../src/store/store.port.js';
+import type { Store } from '../../src/store/port/store.port.js';
 import { openProbe, TEST_STORE, testStoreEnv, type TestStoreEnv } from '../helpers/test-store.js';
 
 let dir: string;

@@ -8,7 +8,7 @@ import { ItemStatus as S } from '../../src/domain/item-status.js';
 import { addCard, createClient } from '../../src/services/client-keys.js';
 import { toOrderResponse } from '../../src/services/order-view.js';
 import { openStore } from '../../src/store/open-store.js';
-import type { Store } from '../../src/store/store.port.js';
+import type { Store } from '../../src/store/port/store.port.js';
 import { LISTINGS, VENDORS } from '../helpers/fixtures.js';
 import { openProbe, TEST_STORE, testStoreEnv, type TestStoreEnv } from '../helpers/test-store.js';
 

@@ -6,17 +6,13 @@
 import type { ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import { expect } from 'vitest';
-import {
-  createSigningClient,
-  type SignedResponse,
-  type SigningClient,
-} from '../../src/client/signing-client.js';
+import { createSigningClient, type SignedResponse, type SigningClient } from './signed-client.js';
 import { loadConfig } from '../../src/config.js';
 import { ItemStatus } from '../../src/domain/item-status.js';
 import { addCard, createClient } from '../../src/services/client-keys.js';
 import { openStore } from '../../src/store/open-store.js';
 import { freePort } from '../../scripts/redis.js';
-import type { Probe } from '../../src/store/store.probe.js';
+import type { Probe } from './store.probe.js';
 import { LISTINGS, orderBody, VENDORS } from './fixtures.js';
 import { ledgerBalance } from './ledger.js';
 import { spawnProcess, stopChild } from './test-service.js';

@@ -1,5 +1,5 @@
 // A small catalog with hand-checkable numbers: one vendor per currency, rates that differ by mode and zone.
-import type { CatalogListing, CatalogVendor } from '../../src/store/store.port.js';
+import type { CatalogListing, CatalogVendor } from '../../src/store/port/store.port.js';
 import type { OrderRequest } from '../../src/http/order-request.schema.js';
 
 const rate = (first: number, additional: number, minDays: number, maxDays: number) => ({

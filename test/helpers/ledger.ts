@@ -1,5 +1,5 @@
 // The ledger invariant of docs/api.md#item-statuses-and-moves, read straight from the store.
-import type { Probe } from '../../src/store/store.probe.js';
+import type { Probe } from './store.probe.js';
 
 /** authorize + extra_shipping − void − refund, the shares of the bought items, and what the gateway holds. */
 export async function ledgerBalance(

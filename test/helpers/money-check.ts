@@ -4,8 +4,8 @@
 // it converges, not that the test happened to wait for it.
 import type { Deps } from '../../src/deps.js';
 import { syncPayment } from '../../src/services/payment-sync.js';
-import { LEDGER_SUM } from '../../src/store/payment-target.sql.js';
-import type { Probe } from '../../src/store/store.probe.js';
+import { LEDGER_SUM } from '../../src/store/shared/payment-target.sql.js';
+import type { Probe } from './store.probe.js';
 
 interface OrderMoney {
   orderId: number;

@@ -16,7 +16,7 @@ import type { Deps } from '../../src/deps.js';
 import { createApp } from '../../src/http/app.js';
 import { createLogger } from '../../src/logger.js';
 import { addCard, createClient } from '../../src/services/client-keys.js';
-import type { CatalogListing, CatalogVendor } from '../../src/store/store.port.js';
+import type { CatalogListing, CatalogVendor } from '../../src/store/port/store.port.js';
 import { checkMoney } from './money-check.js';
 import { conformsToDocument } from './openapi-validator.js';
 import { openProbe, testStoreEnv } from './test-store.js';

@@ -5,9 +5,9 @@ import crypto from 'node:crypto';
 import path from 'node:path';
 import { inject } from 'vitest';
 import { createDatabase, databaseUrl, dropDatabase } from '../../scripts/postgres.js';
-import { postgresProbe } from '../../src/store/postgres/postgres.probe.js';
-import { sqliteProbe } from '../../src/store/sqlite/sqlite.probe.js';
-import type { Probe } from '../../src/store/store.probe.js';
+import { postgresProbe } from './postgres.probe.js';
+import { sqliteProbe } from './sqlite.probe.js';
+import type { Probe } from './store.probe.js';
 
 export type TestStoreKind = 'sqlite' | 'postgres';
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { openStore } from '../../src/store/open-store.js';
-import type { Store } from '../../src/store/store.port.js';
+import type { Store } from '../../src/store/port/store.port.js';
 import { openProbe, testStoreEnv, THROUGH_PGBOUNCER, type TestStoreEnv } from '../helpers/test-store.js';
 
 // No startup option (a transaction pooler refuses them): the settings the service wants are defaults of its

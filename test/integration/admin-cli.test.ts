@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { openStore } from '../../src/store/open-store.js';
-import type { Store } from '../../src/store/store.port.js';
+import type { Store } from '../../src/store/port/store.port.js';
 import { testStoreEnv, type TestStoreEnv } from '../helpers/test-store.js';
 import { collect, type CliRun } from '../helpers/wait.js';
 

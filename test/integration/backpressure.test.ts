@@ -1,7 +1,7 @@
 import supertest from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../scripts/redis.js';
-import { createSigningClient } from '../../src/client/signing-client.js';
+import { createSigningClient } from '../helpers/signed-client.js';
 import { createProcessMetrics } from '../../src/metrics/http.metrics.js';
 import { publishStoreCounts } from '../../src/metrics/order-store.metrics.js';
 import { createMetricsListener } from '../../src/web.js';

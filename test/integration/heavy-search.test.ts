@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeHeavyOrders } from '../../scripts/heavy-orders.js';
 import { freePort } from '../../scripts/redis.js';
-import { createSigningClient, type SigningClient } from '../../src/client/signing-client.js';
+import { createSigningClient, type SigningClient } from '../helpers/signed-client.js';
 import { LISTINGS, orderBody, US_ADDRESS, VENDORS } from '../helpers/fixtures.js';
 import { createTestService, stopChild, type Credentials, type TestService } from '../helpers/test-service.js';
 

@@ -3,7 +3,7 @@ import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../scripts/redis.js';
 import { sign } from '../../src/auth/signature.js';
-import { createSigningClient, type SigningClient } from '../../src/client/signing-client.js';
+import { createSigningClient, type SigningClient } from '../helpers/signed-client.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
 import { parseAnswer, rawRequest, type RawAnswer } from '../helpers/raw-http.js';
 import { createTestService, type Credentials, type TestService } from '../helpers/test-service.js';

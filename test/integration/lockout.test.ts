@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { freePort } from '../../scripts/redis.js';
-import { createSigningClient } from '../../src/client/signing-client.js';
+import { createSigningClient } from '../helpers/signed-client.js';
 import { loadConfig } from '../../src/config.js';
 import { Lockout } from '../../src/redis/lockout.js';
 import { createLogger } from '../../src/logger.js';

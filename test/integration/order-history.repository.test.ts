@@ -7,11 +7,11 @@ import { createSealer, parseSecretsKey } from '../../src/domain/secrets.js';
 import { openStore } from '../../src/store/open-store.js';
 import { planSearch, updateRangeProbe } from '../../src/store/postgres/search.sql.js';
 import { openPostgresStore } from '../../src/store/postgres/postgres.store.js';
-import { NARROW_UPDATE_SCAN, type Driver } from '../../src/store/search-plan.js';
-import { sqliteSearch } from '../../src/store/sqlite/search.js';
+import { NARROW_UPDATE_SCAN, type Driver } from '../../src/store/shared/search-plan.js';
+import { sqliteSearch } from '../../src/store/sqlite/search.sqlite.js';
 import { openDb, type Db } from '../../src/store/sqlite/sqlite.db.js';
-import type { SearchCriteria, SearchStore } from '../../src/store/store.port.js';
-import type { Probe } from '../../src/store/store.probe.js';
+import type { SearchCriteria, SearchStore } from '../../src/store/port/store.port.js';
+import type { Probe } from '../helpers/store.probe.js';
 import { TEST_STORE, openProbe, testStoreEnv, type TestStoreEnv } from '../helpers/test-store.js';
 
 // Every access path of the search port against a plain model of the rules, on a random store, on the store of

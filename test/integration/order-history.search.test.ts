@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { NewOrderItem } from '../../src/store/store.port.js';
+import type { NewOrderItem } from '../../src/store/port/store.port.js';
 import { US_ADDRESS } from '../helpers/fixtures.js';
 import { createTestService, signed, type Credentials, type TestService } from '../helpers/test-service.js';
 

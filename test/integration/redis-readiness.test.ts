@@ -6,7 +6,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort, startPrivateRedis, type RunningRedis } from '../../scripts/redis.js';
-import { createSigningClient } from '../../src/client/signing-client.js';
+import { createSigningClient } from '../helpers/signed-client.js';
 import { orderJobId } from '../../src/queue/order.queue.js';
 import { runReconcilePass } from '../../src/services/reconcile.js';
 import { LISTINGS, orderBody, VENDORS } from '../helpers/fixtures.js';

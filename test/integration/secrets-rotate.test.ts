@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { openStore } from '../../src/store/open-store.js';
-import { secretsKeyFile } from '../../src/store/secrets-key.js';
+import { secretsKeyFile } from '../../src/store/secrets/secrets-key.js';
 import { TEST_STORE, testStoreEnv, type TestStoreEnv } from '../helpers/test-store.js';
 import { collect, type CliRun } from '../helpers/wait.js';
 

@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { childPids, processStats } from '../../scripts/process-stats.js';
 import { freePort } from '../../scripts/redis.js';
-import { createSigningClient, type OrderResponse } from '../../src/client/signing-client.js';
+import { createSigningClient, type OrderResponse } from '../helpers/signed-client.js';
 import { createOrderRequestCheck } from '../../src/http/order-request.check.js';
 import { placeOrder } from '../../src/services/place-order.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';

@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { scheduleStoreCounts } from '../../src/metrics/order-store.metrics.js';
 import { createRedis, type RedisClient } from '../../src/redis/redis.js';
-import type { StoreCounts } from '../../src/store/store.port.js';
+import type { StoreCounts } from '../../src/store/port/store.port.js';
 import { connectTestRedis, warningsLogger } from '../helpers/test-redis.js';
 import { sleep, until } from '../helpers/wait.js';
 

@@ -9,15 +9,15 @@ import { SETTLE_ITEMS_SQL as POSTGRES_SETTLE_ITEMS } from '../../src/store/postg
 import {
   COUNT_UNSETTLED_OF_CLIENT_SQL as POSTGRES_COUNT_OF_CLIENT,
   COUNT_UNSETTLED_SQL as POSTGRES_COUNT,
-} from '../../src/store/postgres/orders.js';
-import { STALE_ORDERS_SQL as POSTGRES_STALE_ORDERS } from '../../src/store/postgres/reconcile.js';
+} from '../../src/store/postgres/orders.postgres.js';
+import { STALE_ORDERS_SQL as POSTGRES_STALE_ORDERS } from '../../src/store/postgres/reconcile.postgres.js';
 import {
   COUNT_UNSETTLED_OF_CLIENT_SQL as SQLITE_COUNT_OF_CLIENT,
   COUNT_UNSETTLED_SQL as SQLITE_COUNT,
-} from '../../src/store/sqlite/orders.js';
-import { SETTLE_ITEMS_SQL as SQLITE_SETTLE_ITEMS } from '../../src/store/sqlite/processing.js';
-import { STALE_ORDERS_SQL as SQLITE_STALE_ORDERS } from '../../src/store/sqlite/reconcile.js';
-import type { Probe } from '../../src/store/store.probe.js';
+} from '../../src/store/sqlite/orders.sqlite.js';
+import { SETTLE_ITEMS_SQL as SQLITE_SETTLE_ITEMS } from '../../src/store/sqlite/processing.sqlite.js';
+import { STALE_ORDERS_SQL as SQLITE_STALE_ORDERS } from '../../src/store/sqlite/reconcile.sqlite.js';
+import type { Probe } from '../helpers/store.probe.js';
 import { TEST_STORE, openProbe, testStoreEnv, type TestStoreEnv } from '../helpers/test-store.js';
 
 // A settlement finds its order's pending items by the order, on a store that has no statistics yet (a new

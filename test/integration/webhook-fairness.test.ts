@@ -4,7 +4,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { processOrder } from '../../src/services/process-order.js';
 import { addWebhook } from '../../src/services/webhooks.js';
-import type { WebhookWithSecret } from '../../src/store/store.port.js';
+import type { WebhookWithSecret } from '../../src/store/port/store.port.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
 import { createTestService, signed, type Credentials, type TestService } from '../helpers/test-service.js';
 import { sleep, until } from '../helpers/wait.js';

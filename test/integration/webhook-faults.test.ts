@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startPrivateRedis, type RunningRedis } from '../../scripts/redis.js';
 import { moveItem } from '../../src/services/item-lifecycle.js';
 import { addWebhook } from '../../src/services/webhooks.js';
-import type { WebhookWithSecret } from '../../src/store/store.port.js';
+import type { WebhookWithSecret } from '../../src/store/port/store.port.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
 import {
   createTestService,

@@ -3,7 +3,7 @@ import { createDeploymentRegistry } from '../../src/http/metrics.js';
 import { moveItem } from '../../src/services/item-lifecycle.js';
 import { reconcileOnce } from '../../src/services/reconcile.js';
 import { addWebhook } from '../../src/services/webhooks.js';
-import type { WebhookWithSecret } from '../../src/store/store.port.js';
+import type { WebhookWithSecret } from '../../src/store/port/store.port.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
 import { compileDocument, defaultDocument } from '../helpers/openapi-validator.js';
 import { valueOf } from '../helpers/prometheus-text.js';

@@ -7,7 +7,7 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../scripts/redis.js';
-import { createSigningClient, type SigningClient } from '../../src/client/signing-client.js';
+import { createSigningClient, type SigningClient } from '../helpers/signed-client.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
 import { createTestService, type Credentials, type TestService } from '../helpers/test-service.js';
 import { TEST_STORE } from '../helpers/test-store.js';

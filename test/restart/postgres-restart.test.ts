@@ -16,7 +16,7 @@ import { inject } from 'vitest';
 import { startPgBouncer, type RunningPgBouncer } from '../../scripts/pgbouncer.js';
 import { createDatabase, startPrivatePostgres, type RunningPostgres } from '../../scripts/postgres.js';
 import { freePort } from '../../scripts/redis.js';
-import type { Probe } from '../../src/store/store.probe.js';
+import type { Probe } from '../helpers/store.probe.js';
 import {
   allSettled,
   MAX_PROCESS_ATTEMPTS,

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.js';
 import type { AttemptResult, EndpointGate, GateEntry } from '../../src/redis/endpoint-gate.js';
 import { deliverFairly, type FairDeliverDeps } from '../../src/services/deliver-webhook.js';
-import type { ClaimOutcome, DeliveryTarget, WebhookStore } from '../../src/store/store.port.js';
+import type { ClaimOutcome, DeliveryTarget, WebhookStore } from '../../src/store/port/store.port.js';
 import type { PostResult } from '../../src/webhooks/webhook-sender.js';
 
 const TARGET = {

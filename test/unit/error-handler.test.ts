@@ -3,7 +3,7 @@ import supertest from 'supertest';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { errorHandler } from '../../src/http/errors.js';
-import { SecretsKeyMismatchError } from '../../src/store/store-secrets.js';
+import { SecretsKeyMismatchError } from '../../src/store/secrets/store-secrets.js';
 
 describe('when a process on a rotated-away SECRETS_KEY meets the store', () => {
   it('then the request is answered 503 with 5030 and Retry-After, not 5000', async () => {

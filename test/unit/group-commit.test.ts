@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { groupAttempts, groupCommits, groupSettlements } from '../../src/store/group-commit.js';
+import { groupAttempts, groupCommits, groupSettlements } from '../../src/store/decorators/group-commit.js';
 import type {
   AcceptResult,
   AttemptBegun,
@@ -8,7 +8,7 @@ import type {
   OrderStore,
   ProcessingStore,
   Settlement,
-} from '../../src/store/store.port.js';
+} from '../../src/store/port/store.port.js';
 
 // The grouping alone, over a recording acceptMany; the real adapters' acceptMany is covered by the store's
 // contract tests and the grouped path end to end by test/integration/real-orders.test.ts.

@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { groupCatalogReads, groupOrderReads, MAX_GROUPED_LISTINGS } from '../../src/store/group-reads.js';
+import {
+  groupCatalogReads,
+  groupOrderReads,
+  MAX_GROUPED_LISTINGS,
+} from '../../src/store/decorators/group-reads.js';
 import type { PricingListing, PricingVendor } from '../../src/domain/pricing.js';
 import type {
   CatalogStore,
@@ -7,7 +11,7 @@ import type {
   OrderStore,
   OrderWithItems,
   PricingCatalog,
-} from '../../src/store/store.port.js';
+} from '../../src/store/port/store.port.js';
 
 // The grouping alone, over recording adapters; the real adapters' getManyForClients and loadForPricing are covered by the
 // store's contract tests, which open the store with this grouping on.

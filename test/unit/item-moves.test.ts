@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ItemStatus, type ItemStatusCode } from '../../src/domain/item-status.js';
 import type { Logger } from '../../src/logger.js';
 import { moveItem, type ItemLifecycleDeps } from '../../src/services/item-lifecycle.js';
-import type { ItemMoveWrite, StoredItemWithCurrency } from '../../src/store/store.port.js';
+import type { ItemMoveWrite, StoredItemWithCurrency } from '../../src/store/port/store.port.js';
 
 // moveItem's rules against an in-memory fake of the items port: what it writes for a move (the stock, the
 // ledger entry), and that it decides again when the item changed under it.

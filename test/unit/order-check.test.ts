@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { UsdPer } from '../../src/domain/money.js';
 import type { TaxRules } from '../../src/domain/tax.js';
 import { createOrderIntake, type OrderRequestRead } from '../../src/services/order-intake.js';
-import type { Card, PricingCatalog } from '../../src/store/store.port.js';
+import type { Card, PricingCatalog } from '../../src/store/port/store.port.js';
 
 // The order check's rules against in-memory fakes of the store and the lockout: what is looked up, what is
 // counted towards the card-testing lock, and which problems are reported together.

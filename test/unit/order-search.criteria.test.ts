@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { criteriaHash, resolveWindow, type OrderSearchRequest } from '../../src/services/search-orders.js';
-import { chooseDriver } from '../../src/store/search-plan.js';
-import type { SearchCriteria } from '../../src/store/store.port.js';
+import { chooseDriver } from '../../src/store/shared/search-plan.js';
+import type { SearchCriteria } from '../../src/store/port/store.port.js';
 
 const DAY = 86_400_000;
 const NOW = Date.parse('2026-11-21T10:00:00.000Z');

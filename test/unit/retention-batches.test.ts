@@ -2,7 +2,7 @@
 // batch that holds the write lock past its target is followed by smaller ones, and the pass still deletes all.
 import { describe, expect, it } from 'vitest';
 import { pruneOnce, type RetentionDeps } from '../../src/services/retention.js';
-import type { RetentionStore } from '../../src/store/store.port.js';
+import type { RetentionStore } from '../../src/store/port/store.port.js';
 import { createLogger } from '../../src/logger.js';
 
 /** A store of `rows` old events whose delete costs `msPerRow` on the fake timer; records each batch's size. */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { createSigningClient, searchQuery, type OrderRequestBody } from '../../src/client/signing-client.js';
+import type { OrderRequest } from '../../client/src/index.js';
 import { canonicalQuery, sha256Hex, sign, stringToSign } from '../../src/auth/signature.js';
+import { createSigningClient, searchQuery } from '../helpers/signed-client.js';
 
 const DATE = '2026-11-21T10:00:00.123Z';
 const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
@@ -154,7 +155,7 @@ const address = {
   phone: '+44 20 7946 0000',
 };
 
-const order: OrderRequestBody = {
+const order: OrderRequest = {
   shipAddr: address,
   billAddr: address,
   ccToken: 'cc_1',

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { waitUnblocked } from '../../src/store/sqlite/wait-unblocked.js';
-import { STORE_PORTS, type Store } from '../../src/store/store.port.js';
+import { STORE_PORTS, type Store } from '../../src/store/port/store.port.js';
 
 const busy = () => Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
 

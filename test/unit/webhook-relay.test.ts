@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { startRelay } from '../../src/services/webhook-relay.js';
-import type { DeliveryAttempt, Store } from '../../src/store/store.port.js';
+import type { DeliveryAttempt, Store } from '../../src/store/port/store.port.js';
 import pino from 'pino';
 
 // The relay's schedule over a fake outbox; the outbox itself is the store's (contract tests).

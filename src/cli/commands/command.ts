@@ -1,6 +1,6 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { Config } from '../../config.js';
-import type { Store } from '../../store/store.port.js';
+import type { Store } from '../../store/port/store.port.js';
 
 /** What a command may use; the store is opened on first use, so usage errors touch nothing. */
 export interface CommandContext {

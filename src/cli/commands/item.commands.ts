@@ -5,7 +5,7 @@ import type { Logger } from '../../logger.js';
 import { createSandboxGateway } from '../../payments/sandbox.gateway.js';
 import { isoMs } from '../../services/order-view.js';
 import { moveItem, type MoveItemRequest } from '../../services/item-lifecycle.js';
-import type { StoredItem } from '../../store/store.port.js';
+import type { StoredItem } from '../../store/port/store.port.js';
 import { CliError, parseCommandArgs, positiveIntOption, requiredOption, type CommandRun } from './command.js';
 
 export const itemUpdate: CommandRun = {

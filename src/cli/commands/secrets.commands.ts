@@ -1,7 +1,7 @@
 import { createSealer } from '../../domain/secrets.js';
-import { readKeyFile, resolveSecretsKey, writeKeyFile } from '../../store/secrets-key.js';
-import { SecretsKeyMismatchError } from '../../store/store-secrets.js';
-import type { Store } from '../../store/store.port.js';
+import { readKeyFile, resolveSecretsKey, writeKeyFile } from '../../store/secrets/secrets-key.js';
+import { SecretsKeyMismatchError } from '../../store/secrets/store-secrets.js';
+import type { Store } from '../../store/port/store.port.js';
 import {
   CliError,
   parseCommandArgs,

@@ -1,5 +1,5 @@
 import { addWebhook, removeWebhook, replayWebhook } from '../../services/webhooks.js';
-import type { ClientStore, Webhook } from '../../store/store.port.js';
+import type { ClientStore, Webhook } from '../../store/port/store.port.js';
 import {
   CliError,
   isoTimeOption,

@@ -1,9 +1,9 @@
 import crypto from 'node:crypto';
 import type pg from 'pg';
-import { PRICING_SQL } from './catalog.js';
-import { INSERT_SQL as LEDGER_SQL } from './ledger.js';
-import { itemsJsonOf } from './orders.js';
-import { EVENT_SQL } from './webhooks.js';
+import { PRICING_SQL } from './catalog.postgres.js';
+import { INSERT_SQL as LEDGER_SQL } from './ledger.postgres.js';
+import { itemsJsonOf } from './orders.postgres.js';
+import { EVENT_SQL } from './webhooks.postgres.js';
 
 /**
  * The worker's steps on PostgreSQL as functions of the database (PL/pgSQL), each called in one round trip

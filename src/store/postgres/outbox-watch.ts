@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { OutboxWatch } from '../store.port.js';
+import type { OutboxWatch } from '../port/store.port.js';
 import { OUTBOX_CHANNEL } from './outbox-signal.migration.js';
 import { firstHostUrl, targetedClient } from './postgres-hosts.js';
 import { CONNECT_TIMEOUT_MS, KEEPALIVE } from './postgres.pool.js';

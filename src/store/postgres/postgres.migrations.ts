@@ -1,12 +1,12 @@
-import { UNSETTLED_BY_AGE_MIGRATION } from '../unsettled-by-age.sql.js';
-import { UNSETTLED_PER_CLIENT_MIGRATION } from '../unsettled-per-client.sql.js';
+import { UNSETTLED_BY_AGE_MIGRATION } from '../shared/unsettled-by-age.sql.js';
+import { UNSETTLED_PER_CLIENT_MIGRATION } from '../shared/unsettled-per-client.sql.js';
 import { DELIVERY_CLAIMS_MIGRATION } from './delivery-claims.migration.js';
 import { EVENT_TYPE_MIGRATION } from './event-type.migration.js';
 import { TRACE_CONTEXT_MIGRATION } from './trace-context.migration.js';
-import { RETENTION_MIGRATION } from '../retention.sql.js';
+import { RETENTION_MIGRATION } from '../shared/retention.sql.js';
 import { PAYMENT_TARGET_MIGRATION } from './payment-target.migration.js';
 import type pg from 'pg';
-import type { MigrationContext } from '../store-secrets.js';
+import type { MigrationContext } from '../secrets/store-secrets.js';
 import { SECRETS_MIGRATION } from './secrets.migration.js';
 import { IDLE_TRANSACTION_MIGRATION, SETTINGS_MIGRATION } from './settings.migration.js';
 import { WEBHOOKS_MIGRATION } from './webhooks.migration.js';

@@ -94,7 +94,7 @@ export class StoreTimeoutError extends Error {
 /**
  * The adapter's connection. With `prepare`, each statement it runs with parameters is prepared once per
  * connection (a named statement, named by a hash of its text): the server parses it once, and plans it once
- * when a generic plan serves (measured in BENCHMARKS.md, "Orders end to end, compiled"). Statements without
+ * when a generic plan serves (BENCHMARKS.md). Statements without
  * parameters (BEGIN, COMMIT, migrations) and statements with a `*` run as before. Should a schema change still
  * make a prepared statement stale, the execution that finds it fails as any failed statement does, and this
  * connection prepares its statements under new names from then on.

@@ -1,8 +1,13 @@
 import type pg from 'pg';
-import type { OrderAddress, StoredOrder } from '../store.port.js';
-import { toStoredOrder as mapOrder, type OrderRow as Row } from '../order.rows.js';
+import type { OrderAddress, StoredOrder } from '../port/store.port.js';
+import { toStoredOrder as mapOrder, type OrderRow as Row } from '../shared/order.rows.js';
 
-export { toItemWithCurrency, toStoredItem, type ItemRow, type ItemWithCurrencyRow } from '../order.rows.js';
+export {
+  toItemWithCurrency,
+  toStoredItem,
+  type ItemRow,
+  type ItemWithCurrencyRow,
+} from '../shared/order.rows.js';
 
 /** An order row as PostgreSQL returns it: BIGINT already numbers, JSONB addresses already objects. */
 export type OrderRow = Row<OrderAddress>;

@@ -1,5 +1,5 @@
 import { PLAN_EACH_CALL } from './postgres.pool.js';
-import type { SearchCriteria } from '../store.port.js';
+import type { SearchCriteria } from '../port/store.port.js';
 import {
   chooseDriver,
   itemTerms,
@@ -9,9 +9,9 @@ import {
   existsTerms,
   type Driver,
   type SearchShape,
-} from '../search-plan.js';
+} from '../shared/search-plan.js';
 import { canBeId } from './postgres.rows.js';
-import { ITEM_VIEW_COLUMNS } from '../order.rows.js';
+import { ITEM_VIEW_COLUMNS } from '../shared/order.rows.js';
 
 const PG_ITEM_IDS = (column: string) => `${column} = ANY(@orderItemIds::bigint[])`;
 

@@ -1,4 +1,4 @@
-import { newSecretsRow, openSecrets } from '../store-secrets.js';
+import { newSecretsRow, openSecrets } from '../secrets/store-secrets.js';
 import type { Migration } from './postgres.migrations.js';
 import { updateColumn } from './postgres.rows.js';
 

@@ -1,4 +1,4 @@
-import { newSecretsRow, openSecrets } from '../store-secrets.js';
+import { newSecretsRow, openSecrets } from '../secrets/store-secrets.js';
 import type { SqliteMigration } from './sqlite.migrations.js';
 
 /**

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { restrictToOwner, touchPrivateFile } from '../private-files.js';
-import type { MigrationContext } from '../store-secrets.js';
+import { restrictToOwner, touchPrivateFile } from '../secrets/private-files.js';
+import type { MigrationContext } from '../secrets/store-secrets.js';
 import { MIGRATIONS } from './sqlite.migrations.js';
 
 export type Db = Database.Database;

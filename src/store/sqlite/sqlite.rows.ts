@@ -1,7 +1,12 @@
-import type { OrderAddress, StoredOrder } from '../store.port.js';
-import { toStoredOrder as mapOrder, type OrderRow as Row } from '../order.rows.js';
+import type { OrderAddress, StoredOrder } from '../port/store.port.js';
+import { toStoredOrder as mapOrder, type OrderRow as Row } from '../shared/order.rows.js';
 
-export { toItemWithCurrency, toStoredItem, type ItemRow, type ItemWithCurrencyRow } from '../order.rows.js';
+export {
+  toItemWithCurrency,
+  toStoredItem,
+  type ItemRow,
+  type ItemWithCurrencyRow,
+} from '../shared/order.rows.js';
 
 /** An order row as SQLite stores it: the addresses as JSON text. */
 export type OrderRow = Row<string>;

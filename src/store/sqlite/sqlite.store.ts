@@ -1,20 +1,20 @@
 import type { Sealer } from '../../domain/secrets.js';
-import { cursorKeyOf, SecretsKeyMismatchError, type StoreSecrets } from '../store-secrets.js';
-import type { Store, StoreCounts } from '../store.port.js';
-import { sqliteCatalog } from './catalog.js';
-import { openSqliteSecrets, sqliteClients } from './clients.js';
-import { sqliteItems } from './items.js';
-import { sqliteLedger } from './ledger.js';
-import { sqliteOrders } from './orders.js';
-import { sqlitePayments } from './payments.js';
-import { sqliteProcessing } from './processing.js';
-import { sqliteReconcile } from './reconcile.js';
-import { sqliteSearch, type SqliteSearchOptions } from './search.js';
+import { cursorKeyOf, SecretsKeyMismatchError, type StoreSecrets } from '../secrets/store-secrets.js';
+import type { Store, StoreCounts } from '../port/store.port.js';
+import { sqliteCatalog } from './catalog.sqlite.js';
+import { openSqliteSecrets, sqliteClients } from './clients.sqlite.js';
+import { sqliteItems } from './items.sqlite.js';
+import { sqliteLedger } from './ledger.sqlite.js';
+import { sqliteOrders } from './orders.sqlite.js';
+import { sqlitePayments } from './payments.sqlite.js';
+import { sqliteProcessing } from './processing.sqlite.js';
+import { sqliteReconcile } from './reconcile.sqlite.js';
+import { sqliteSearch, type SqliteSearchOptions } from './search.sqlite.js';
 import { SECRETS_MIGRATION } from './secrets.migration.js';
 import { backfillItemCounts, ITEMS_OF_ORDER } from './unsettled-items.migration.js';
 import { incrementalVacuum, migrate, openDb, restrictDbFiles, truncateWal, type Db } from './sqlite.db.js';
-import { sqliteWebhooks } from './webhooks.js';
-import { sqliteRetention } from './retention.js';
+import { sqliteWebhooks } from './webhooks.sqlite.js';
+import { sqliteRetention } from './retention.sqlite.js';
 import { waitUnblocked } from './wait-unblocked.js';
 
 export interface SqliteStoreOptions extends SqliteSearchOptions {
@@ -39,8 +39,7 @@ export interface SqliteStoreOptions extends SqliteSearchOptions {
 
 /**
  * Fewer, larger checkpoints than SQLite's default of 1000 pages: a page rewritten by many orders (a listing's
- * stock, an index leaf) is copied back once per checkpoint. Measured in BENCHMARKS.md, "Orders end to end,
- * compiled"; the log file grows to ~40 MiB and stays that size (SQLite reuses it after each checkpoint).
+ * stock, an index leaf) is copied back once per checkpoint (BENCHMARKS.md); the log is reused after each.
  */
 export const WORKER_CHECKPOINT_PAGES = 10_000;
 /**

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { STORE_PORTS, type Store } from '../store.port.js';
+import { STORE_PORTS, type Store } from '../port/store.port.js';
 
 /** SQLITE_BUSY and its extended codes (_SNAPSHOT, _RECOVERY, _TIMEOUT): another connection holds what we need. */
 export function isSqliteBusy(err: unknown): boolean {

@@ -1,0 +1,145 @@
+import type pg from 'pg';
+import type { AcceptResult, NewOrder, OrderWithItems } from '../port/store.port.js';
+import type { Queryable } from './postgres.pool.js';
+import { toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './postgres.rows.js';
+
+// Every order of a batch and its items in one statement, so one round trip and one commit. The orders go in
+// (client, request id) order: two batches that share keys take their locks in the same order and wait for each
+// other instead of deadlocking. A key stored before, or by a concurrent transaction (whose commit the insert
+// waits for), inserts nothing and returns nothing, nor do its items, which join the orders inserted. Items go
+// in request order, so that each order's item ids follow its listings as the single accept gives them. Both
+// come back as JSON of their rows (as the order functions return them), so that a new order is answered
+// without reading it back and the statement's result type does not change when a column is added.
+const ACCEPT_SQL = `
+  WITH o AS (
+    INSERT INTO orders (client_id, request_id, request_hash, reference_id, domain, currency, shipping_mode,
+      ship_addr, bill_addr, card_id, total_max_price_cents, created_at, item_count)
+    SELECT t.client_id, t.request_id, t.request_hash, t.reference_id, t.domain, t.currency, t.shipping_mode,
+           t.ship_addr, t.bill_addr, t.card_id, t.total_max_price_cents, t.created_at, t.item_count
+      FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+                  $8::jsonb[], $9::jsonb[], $10::bigint[], $11::bigint[], $12::bigint[], $25::int[]) WITH ORDINALITY
+           AS t(client_id, request_id, request_hash, reference_id, domain, currency, shipping_mode, ship_addr,
+                bill_addr, card_id, total_max_price_cents, created_at, item_count, n)
+     ORDER BY t.n
+    ON CONFLICT (client_id, request_id) DO NOTHING
+    RETURNING order_id, client_id, request_id, created_at, row_to_json(orders) AS r
+  ), i AS (
+    INSERT INTO order_items (order_id, client_id, order_created_at, line_no, listing_id, vendor_id, title, isbn,
+      line_quantity, max_price_cents, min_days, max_days, cost_cents, updated_at, status_changed_at)
+    SELECT o.order_id, o.client_id, o.created_at, t.line_no, t.listing_id, t.vendor_id, t.title, t.isbn,
+           t.line_quantity, t.max_price_cents, t.min_days, t.max_days, t.cost_cents, o.created_at, o.created_at
+      FROM unnest($13::bigint[], $14::text[], $15::int[], $16::bigint[], $17::bigint[], $18::text[], $19::text[],
+                  $20::int[], $21::bigint[], $22::int[], $23::int[], $24::bigint[]) WITH ORDINALITY
+           AS t(client_id, request_id, line_no, listing_id, vendor_id, title, isbn, line_quantity,
+                max_price_cents, min_days, max_days, cost_cents, n)
+      JOIN o ON o.client_id = t.client_id AND o.request_id = t.request_id
+     ORDER BY t.n
+    RETURNING row_to_json(order_items) AS r
+  )
+  SELECT (SELECT json_agg(r) FROM o) AS orders, (SELECT json_agg(r) FROM i) AS items`;
+
+// A new statement under READ COMMITTED: it sees the rows whose commit the insert waited for.
+const EXISTING_SQL = `
+  SELECT o.order_id, o.client_id, o.request_id, o.request_hash
+    FROM orders o JOIN unnest($1::bigint[], $2::text[]) AS k(client_id, request_id) USING (client_id, request_id)`;
+
+const keyOf = (o: { clientId: number; requestId: string }): string => `${o.clientId}\u0000${o.requestId}`;
+const byKey = (a: NewOrder, b: NewOrder): number =>
+  a.clientId - b.clientId || (a.requestId < b.requestId ? -1 : a.requestId > b.requestId ? 1 : 0);
+
+/**
+ * Accepts a batch in one statement (the orders and their items), each order as the single accept would:
+ * created, a duplicate of the stored order with its hash, or a conflict. The keys not created are then looked
+ * up in a statement of their own (a duplicate is rare): under READ COMMITTED a statement of the same
+ * transaction would have seen no more than this one does.
+ */
+export async function acceptOrderBatch(pool: pg.Pool, orders: readonly NewOrder[]): Promise<AcceptResult[]> {
+  const firsts = new Map<string, NewOrder>();
+  for (const order of orders) if (!firsts.has(keyOf(order))) firsts.set(keyOf(order), order);
+  const unique = [...firsts.values()].sort(byKey);
+  const created = await insertOrders(pool, unique);
+  const stored = await existing(
+    pool,
+    unique.filter((o) => !created.has(keyOf(o))),
+  );
+  for (const [key, { order }] of created)
+    stored.set(key, { orderId: order.orderId, requestHash: firsts.get(key)!.requestHash });
+  const answered = new Set<string>();
+  return orders.map((order): AcceptResult => {
+    const key = keyOf(order);
+    const first = !answered.has(key);
+    answered.add(key);
+    const row = stored.get(key);
+    if (!row) throw new Error(`order of request ${order.requestId} conflicted but cannot be found`);
+    const mine = first && created.get(key);
+    if (mine) return { kind: 'created', orderId: row.orderId, stored: mine };
+    return row.requestHash === order.requestHash
+      ? { kind: 'duplicate', orderId: row.orderId }
+      : { kind: 'conflict' };
+  });
+}
+
+/** The new orders with their items, by key; keys already stored are absent. */
+async function insertOrders(
+  db: Queryable,
+  orders: readonly NewOrder[],
+): Promise<Map<string, OrderWithItems>> {
+  const column = <T>(pick: (o: NewOrder) => T): T[] => orders.map(pick);
+  const items = orders.flatMap((order) => order.items.map((item) => ({ ...item, order })));
+  const itemColumn = <T>(pick: (i: (typeof items)[number]) => T): T[] => items.map(pick);
+  const { rows } = await db.query<{ orders: OrderRow[] | null; items: ItemRow[] | null }>(ACCEPT_SQL, [
+    column((o) => o.clientId),
+    column((o) => o.requestId),
+    column((o) => o.requestHash),
+    column((o) => o.referenceId),
+    column((o) => o.domain),
+    column((o) => o.currency),
+    column((o) => o.shippingMode),
+    column((o) => JSON.stringify(o.shipAddr)),
+    column((o) => JSON.stringify(o.billAddr)),
+    column((o) => o.cardId),
+    column((o) => o.totalMaxPriceCents),
+    column((o) => o.createdAt),
+    itemColumn((i) => i.order.clientId),
+    itemColumn((i) => i.order.requestId),
+    itemColumn((i) => i.lineNo),
+    itemColumn((i) => i.listingId),
+    itemColumn((i) => i.vendorId),
+    itemColumn((i) => i.title),
+    itemColumn((i) => i.isbn),
+    itemColumn((i) => i.lineQuantity),
+    itemColumn((i) => i.maxPriceCents),
+    itemColumn((i) => i.minDays),
+    itemColumn((i) => i.maxDays),
+    itemColumn((i) => i.costCents),
+    column((o) => o.items.length),
+  ]);
+  const created = new Map<string, OrderWithItems>();
+  const byOrder = new Map<number, OrderWithItems['items']>();
+  for (const row of rows[0]?.orders ?? []) {
+    const stored: OrderWithItems = { order: toStoredOrder(row), items: [] };
+    created.set(keyOf({ clientId: row.client_id, requestId: row.request_id }), stored);
+    byOrder.set(stored.order.orderId, stored.items);
+  }
+  for (const row of rows[0]?.items ?? []) byOrder.get(row.order_id)!.push(toStoredItem(row));
+  for (const items of byOrder.values()) items.sort((a, b) => a.orderItemId - b.orderItemId);
+  return created;
+}
+
+/** The stored order and request hash of each key that was not created now. */
+async function existing(tx: Queryable, orders: readonly NewOrder[]) {
+  const found = new Map<string, { orderId: number; requestHash: string }>();
+  if (orders.length === 0) return found;
+  const { rows } = await tx.query<{
+    order_id: number;
+    client_id: number;
+    request_id: string;
+    request_hash: string;
+  }>(EXISTING_SQL, [orders.map((o) => o.clientId), orders.map((o) => o.requestId)]);
+  for (const r of rows)
+    found.set(keyOf({ clientId: r.client_id, requestId: r.request_id }), {
+      orderId: r.order_id,
+      requestHash: r.request_hash,
+    });
+  return found;
+}

@@ -1,0 +1,66 @@
+import type pg from 'pg';
+import type { Currency } from '../../domain/money.js';
+import type { OrderKey, OrderView, SearchStore } from '../port/store.port.js';
+import { toItemView, type ItemTuple } from '../shared/order.rows.js';
+import { canBeId } from './postgres.rows.js';
+import { NARROW_UPDATE_SCAN } from '../shared/search-plan.js';
+import { planSearch, updateRangeProbe } from './search.sql.js';
+
+export interface PostgresSearchOptions {
+  /** Tests lower or raise it to force either path for an update range. */
+  narrowUpdateScan?: number;
+}
+
+interface PageRow {
+  order_id: number;
+  created_at: number;
+  currency: Currency;
+  tax_cents: number | null;
+  tax_model: string | null;
+  reference_id: string | null;
+  items: ItemTuple[] | null;
+}
+
+const toOrderView = (r: PageRow): OrderView => ({
+  orderId: r.order_id,
+  createdAt: r.created_at,
+  currency: r.currency,
+  taxCents: r.tax_cents,
+  taxModel: r.tax_model,
+  referenceId: r.reference_id,
+});
+
+/** Order history search (one statement per page, after a probe for an update range) and the key a cursor names. */
+export function postgresSearch(
+  pool: pg.Pool,
+  cursorKey: Buffer,
+  { narrowUpdateScan = NARROW_UPDATE_SCAN }: PostgresSearchOptions = {},
+): SearchStore {
+  return {
+    async search(clientId, criteria) {
+      const probe = updateRangeProbe(clientId, criteria, narrowUpdateScan);
+      const counted = probe
+        ? (await pool.query<{ n: number }>(probe.sql, probe.params)).rows[0]?.n
+        : undefined;
+      const updateRangeIsNarrow = counted !== undefined && counted < narrowUpdateScan;
+      const plan = planSearch(clientId, criteria, { updateRangeIsNarrow });
+      const { rows } = await pool.query<PageRow>(plan.sql, plan.params);
+      return {
+        orders: rows.slice(0, criteria.limit).map((r) => ({
+          order: toOrderView(r),
+          items: (r.items ?? []).map(toItemView),
+        })),
+        more: rows.length > criteria.limit,
+      };
+    },
+    async orderKey(clientId, orderId) {
+      if (!canBeId(orderId)) return null;
+      const { rows } = await pool.query<OrderKey>(
+        'SELECT created_at AS "createdAt", order_id AS "orderId" FROM orders WHERE order_id = $1 AND client_id = $2',
+        [orderId, clientId],
+      );
+      return rows[0] ?? null;
+    },
+    cursorKey,
+  };
+}

@@ -1,0 +1,170 @@
+/**
+ * The order and item rows as both adapters' SQL names their columns, and their mapping to the port's objects.
+ * Only the adapters import this: no row leaves them.
+ */
+import type { ItemStatusCode } from '../../domain/item-status.js';
+import type { Currency } from '../../domain/money.js';
+import type {
+  ItemView,
+  OrderAddress,
+  StoredItem,
+  StoredItemWithCurrency,
+  StoredOrder,
+} from '../port/store.port.js';
+
+/** An order row; `Address` is how the adapter hands over the address columns (JSON text or an object). */
+export interface OrderRow<Address> {
+  order_id: number;
+  client_id: number;
+  request_id: string;
+  request_hash: string;
+  reference_id: string | null;
+  domain: string;
+  currency: Currency;
+  shipping_mode: 'S' | 'P';
+  ship_addr: Address;
+  bill_addr: Address;
+  card_id: number;
+  total_max_price_cents: number | null;
+  tax_cents: number | null;
+  tax_model: string | null;
+  total_cents: number | null;
+  phase: 'queued' | 'reserved' | 'settled';
+  attempts: number;
+  lease_until: number | null;
+  created_at: number;
+}
+
+export interface ItemRow {
+  order_item_id: number;
+  order_id: number;
+  client_id: number;
+  order_created_at: number;
+  line_no: number;
+  listing_id: number;
+  vendor_id: number;
+  title: string;
+  isbn: string;
+  line_quantity: number;
+  max_price_cents: number | null;
+  min_days: number | null;
+  max_days: number | null;
+  cost_cents: number;
+  shipcost_cents: number;
+  tax_cents: number;
+  status: ItemStatusCode;
+  updated_at: number;
+  status_changed_at: number;
+  shipping_company: string | null;
+  tracking_id: string | null;
+  extra_shipping_cents: number | null;
+}
+
+export type ItemWithCurrencyRow = ItemRow & { currency: Currency };
+
+export function toStoredOrder<Address>(
+  r: OrderRow<Address>,
+  address: (column: Address) => OrderAddress,
+): StoredOrder {
+  return {
+    orderId: r.order_id,
+    clientId: r.client_id,
+    requestId: r.request_id,
+    requestHash: r.request_hash,
+    referenceId: r.reference_id,
+    domain: r.domain,
+    currency: r.currency,
+    shippingMode: r.shipping_mode,
+    shipAddr: address(r.ship_addr),
+    billAddr: address(r.bill_addr),
+    cardId: r.card_id,
+    totalMaxPriceCents: r.total_max_price_cents,
+    taxCents: r.tax_cents,
+    taxModel: r.tax_model,
+    totalCents: r.total_cents,
+    phase: r.phase,
+    attempts: r.attempts,
+    leaseUntil: r.lease_until,
+    createdAt: r.created_at,
+  };
+}
+
+export const toStoredItem = (r: ItemRow): StoredItem => ({
+  orderItemId: r.order_item_id,
+  orderId: r.order_id,
+  clientId: r.client_id,
+  orderCreatedAt: r.order_created_at,
+  lineNo: r.line_no,
+  listingId: r.listing_id,
+  vendorId: r.vendor_id,
+  title: r.title,
+  isbn: r.isbn,
+  lineQuantity: r.line_quantity,
+  maxPriceCents: r.max_price_cents,
+  minDays: r.min_days,
+  maxDays: r.max_days,
+  costCents: r.cost_cents,
+  shipcostCents: r.shipcost_cents,
+  taxCents: r.tax_cents,
+  status: r.status,
+  updatedAt: r.updated_at,
+  statusChangedAt: r.status_changed_at,
+  shippingCompany: r.shipping_company,
+  trackingId: r.tracking_id,
+  extraShippingCents: r.extra_shipping_cents,
+});
+
+export const toItemWithCurrency = (r: ItemWithCurrencyRow): StoredItemWithCurrency => ({
+  ...toStoredItem(r),
+  currency: r.currency,
+});
+
+/** The distinct listings of an order's items, in item order: what pricing the order reads. */
+export const listingsOf = (items: readonly Pick<StoredItem, 'listingId'>[]): number[] => [
+  ...new Set(items.map((item) => item.listingId)),
+];
+
+/** The item columns of a search page, in the order of its item tuples; both searches read items so. */
+export const ITEM_VIEW_COLUMNS = [
+  'order_item_id',
+  'order_id',
+  'line_no',
+  'listing_id',
+  'vendor_id',
+  'title',
+  'isbn',
+  'line_quantity',
+  'min_days',
+  'max_days',
+  'cost_cents',
+  'shipcost_cents',
+  'status',
+  'updated_at',
+  'shipping_company',
+  'tracking_id',
+] as const;
+
+/** An item of a search page, as ITEM_VIEW_COLUMNS lists its columns. */
+export type ItemTuple = [
+  ...[number, number, number, number, number, string, string, number],
+  ...[number | null, number | null, number, number, ItemStatusCode, number, string | null, string | null],
+];
+
+export const toItemView = (r: ItemTuple): ItemView => ({
+  orderItemId: r[0],
+  orderId: r[1],
+  lineNo: r[2],
+  listingId: r[3],
+  vendorId: r[4],
+  title: r[5],
+  isbn: r[6],
+  lineQuantity: r[7],
+  minDays: r[8],
+  maxDays: r[9],
+  costCents: r[10],
+  shipcostCents: r[11],
+  status: r[12],
+  updatedAt: r[13],
+  shippingCompany: r[14],
+  trackingId: r[15],
+});

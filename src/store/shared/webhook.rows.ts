@@ -1,0 +1,92 @@
+/**
+ * The webhook and delivery rows as both adapters' SQL names their columns, their mapping to the port's objects,
+ * and the webhook secret: an HMAC of a random per-webhook salt under the store's token-hashing key (sealed under
+ * SECRETS_KEY), so the database holds nothing that signs, and a rotation of SECRETS_KEY leaves secrets as they are.
+ */
+import crypto from 'node:crypto';
+import { readSnapshot, type EventSnapshot } from './event-snapshot.js';
+import type { StoreSecrets } from '../secrets/store-secrets.js';
+import type {
+  DeliveryState,
+  DeliveryTarget,
+  OrderEventType,
+  Webhook,
+  WebhookWithSecret,
+} from '../port/store.port.js';
+
+export type SecretDeriver = Pick<StoreSecrets, 'hashToken'>;
+
+/** A fresh salt for a new webhook. */
+export const newSecretSalt = (): string => crypto.randomBytes(16).toString('hex');
+
+// The prefix keeps these inputs apart from card tokens (`cc_…`), the other input of the same key.
+const webhookSecret = (secrets: SecretDeriver, salt: string): string =>
+  `whsec_${secrets.hashToken(`webhook-secret:${salt}`)}`;
+
+/** A webhook row; `active` and `failing` are 0/1 in SQLite and booleans in PostgreSQL. */
+export interface WebhookRow {
+  webhook_id: number;
+  client_id: number;
+  url: string;
+  secret_salt: string;
+  active: number | boolean;
+  failing: number | boolean;
+}
+
+export const WEBHOOK_COLUMNS = 'webhook_id, client_id, url, secret_salt, active, failing';
+
+export const toWebhook = (r: WebhookRow): Webhook => ({
+  webhookId: r.webhook_id,
+  clientId: r.client_id,
+  url: r.url,
+  active: Boolean(r.active),
+  failing: Boolean(r.failing),
+});
+
+export const toWebhookWithSecret = (r: WebhookRow, secrets: SecretDeriver): WebhookWithSecret => ({
+  ...toWebhook(r),
+  secret: webhookSecret(secrets, r.secret_salt),
+});
+
+/** A delivery with its webhook and its event, as TARGET_SQL of either adapter reads it. */
+export type TargetRow = WebhookRow & {
+  delivery_id: number;
+  state: DeliveryState;
+  attempts: number;
+  event_id: string;
+  event_type: OrderEventType;
+  order_id: number;
+  sequence: number;
+  event_created_at: number;
+  snapshot: string | EventSnapshot;
+  trace_context: string | null;
+};
+
+export const TARGET_SELECT = `
+  SELECT d.delivery_id, d.state, d.attempts, w.webhook_id, w.client_id, w.url, w.secret_salt, w.active,
+         w.failing, e.event_id, e.type AS event_type, e.order_id, e.sequence, e.created_at AS event_created_at, e.snapshot,
+         e.trace_context
+    FROM webhook_deliveries d
+    JOIN webhooks w ON w.webhook_id = d.webhook_id
+    JOIN order_events e ON e.event_no = d.event_no`;
+
+export function toTarget(r: TargetRow, secrets: SecretDeriver): DeliveryTarget {
+  const { order, items } = readSnapshot(r.snapshot);
+  return {
+    deliveryId: r.delivery_id,
+    state: r.state,
+    attempts: r.attempts,
+    webhook: toWebhookWithSecret(r, secrets),
+    event: {
+      eventId: r.event_id,
+      type: r.event_type,
+      orderId: r.order_id,
+      clientId: r.client_id,
+      sequence: r.sequence,
+      createdAt: r.event_created_at,
+      order,
+      items,
+      ...(r.trace_context ? { traceContext: r.trace_context } : {}),
+    },
+  };
+}

@@ -1,0 +1,46 @@
+import type { ItemMoveWrite, ItemMoveWriteResult, ItemStore } from '../port/store.port.js';
+import { toItemWithCurrency, type ItemWithCurrencyRow } from './sqlite.rows.js';
+import { ledgerWriter, paymentVersionBumper } from './ledger.sqlite.js';
+import type { Db } from './sqlite.db.js';
+import { eventRecorder } from './webhooks.sqlite.js';
+
+/** Item moves as compare-and-set: status, stock, shipping cost and ledger change together or not at all. */
+export function sqliteItems(db: Db): ItemStore {
+  const itemById = db.prepare<[number], ItemWithCurrencyRow>(
+    `SELECT i.*, o.currency FROM order_items i JOIN orders o ON o.order_id = i.order_id
+      WHERE i.order_item_id = ?`,
+  );
+  const updateItem = db.prepare(
+    `UPDATE order_items
+        SET status = @to, updated_at = @now, status_changed_at = @now,
+            shipcost_cents = shipcost_cents + @addShipcostCents,
+            extra_shipping_cents = coalesce(@extraShippingCents, extra_shipping_cents),
+            shipping_company = coalesce(@shippingCompany, shipping_company),
+            tracking_id = coalesce(@trackingId, tracking_id)
+      WHERE order_item_id = @orderItemId AND status = @from AND status_changed_at = @fromChangedAt`,
+  );
+  const returnStock = db.prepare('UPDATE listings SET stock = stock + 1 WHERE listing_id = ?');
+  const writeLedger = ledgerWriter(db);
+  const recordEvent = eventRecorder(db);
+  const bumpPaymentVersion = paymentVersionBumper(db);
+
+  const applyMove = db.transaction((m: ItemMoveWrite): ItemMoveWriteResult => {
+    if (updateItem.run(m).changes !== 1) return { kind: 'changed' };
+    if (m.returnStockOf !== null) returnStock.run(m.returnStockOf);
+    const entryId = m.ledger ? writeLedger(m.ledger, m.now) : null;
+    if (m.ledger && entryId !== null) bumpPaymentVersion(m.ledger.orderId);
+    const item = toItemWithCurrency(itemById.get(m.orderItemId)!);
+    if (m.event) recordEvent(item.orderId, m.event, m.now);
+    return { kind: 'moved', item, entryId };
+  });
+
+  return {
+    async getItem(orderItemId) {
+      const row = itemById.get(orderItemId);
+      return row ? toItemWithCurrency(row) : null;
+    },
+    async applyMove(move) {
+      return applyMove.immediate(move);
+    },
+  };
+}

@@ -1,0 +1,64 @@
+import type { PaymentRecord, PaymentStore, SettleToResult } from '../port/store.port.js';
+import type { Db } from './sqlite.db.js';
+
+interface PaymentRow {
+  status: 'authorized' | 'declined';
+  amount_cents: number;
+  ledger_version: number;
+}
+
+const toRecord = (row: PaymentRow): PaymentRecord => ({ status: row.status, amountCents: row.amount_cents });
+
+/** The sandbox processor's authorisations, each keyed for idempotency, brought to versioned targets. */
+export function sqlitePayments(db: Db): PaymentStore {
+  const insert = db.prepare(
+    `INSERT INTO payments (idempotency_key, card_id, currency, amount_cents, status, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (idempotency_key) DO NOTHING`,
+  );
+  const byKey = db.prepare<[string], PaymentRow>(
+    'SELECT status, amount_cents, ledger_version FROM payments WHERE idempotency_key = ?',
+  );
+  // A release before any authorisation is kept as a declined payment of 0: a later authorisation is declined.
+  const release = db.prepare(
+    `INSERT INTO payments (idempotency_key, card_id, currency, amount_cents, status, created_at, updated_at,
+                           ledger_version)
+     VALUES (@key, @cardId, @currency, 0, 'declined', @now, @now, @version)
+     ON CONFLICT (idempotency_key) DO UPDATE
+        SET amount_cents = CASE WHEN status = 'authorized' THEN 0 ELSE amount_cents END,
+            ledger_version = excluded.ledger_version, updated_at = excluded.updated_at
+      WHERE ledger_version < excluded.ledger_version`,
+  );
+  const setAmount = db.prepare(
+    `UPDATE payments SET amount_cents = @amountCents, ledger_version = @version, updated_at = @now
+      WHERE idempotency_key = @key AND status = 'authorized' AND ledger_version < @version`,
+  );
+
+  const authorize = db.transaction(
+    (key: string, cardId: number, currency: string, amountCents: number, approved: boolean, now: number) => {
+      insert.run(key, cardId, currency, amountCents, approved ? 'authorized' : 'declined', now, now);
+      return toRecord(byKey.get(key)!);
+    },
+  );
+  const settleTo = db.transaction((request: Parameters<PaymentStore['settleTo']>[0]): SettleToResult => {
+    const { key, cardId, currency, amountCents, version, now } = request;
+    if (amountCents === 0) {
+      return release.run({ key, cardId, currency, version, now }).changes === 1 ? 'applied' : 'superseded';
+    }
+    if (setAmount.run({ key, amountCents, version, now }).changes === 1) return 'applied';
+    const payment = byKey.get(key);
+    return payment?.status === 'authorized' ? 'superseded' : 'not-authorised';
+  });
+
+  return {
+    async authorizeOnce({ key, cardId, currency, amountCents, approved, now }) {
+      return authorize.immediate(key, cardId, currency, amountCents, approved, now);
+    },
+    async settleTo(request) {
+      return settleTo.immediate(request);
+    },
+    async find(key) {
+      const row = byKey.get(key);
+      return row ? toRecord(row) : null;
+    },
+  };
+}

@@ -1,0 +1,199 @@
+import type { Statement } from 'better-sqlite3';
+import type {
+  ItemView,
+  OrderView,
+  OrderKey,
+  SearchCriteria,
+  SearchPage,
+  SearchStore,
+} from '../port/store.port.js';
+import {
+  chooseDriver,
+  itemTerms,
+  keyRange,
+  NARROW_UPDATE_SCAN,
+  searchBounds,
+  shapeOf,
+  existsTerms,
+  type Driver,
+  type SearchShape,
+} from '../shared/search-plan.js';
+import { ITEM_VIEW_COLUMNS, toItemView, type ItemTuple } from '../shared/order.rows.js';
+import type { Db } from './sqlite.db.js';
+
+const SQLITE_ITEM_IDS = (column: string) => `${column} IN (SELECT value FROM json_each(@orderItemIds))`;
+
+export interface SearchPlan {
+  driver: Driver;
+  probeSql?: string;
+  pageSql: string;
+  itemsSql: string;
+  /** Bindings of every statement; itemsSql also needs `pageIds`, a JSON array of the page's order ids. */
+  params: Bindings;
+}
+
+type Bindings = Record<string, number | string | null>;
+
+export interface SqliteSearchOptions {
+  /** Tests lower or raise it to force either path for an update range. */
+  narrowUpdateScan?: number;
+}
+
+/** Order history search (one query for the page, one for its items) and the order key a cursor names. */
+export function sqliteSearch(
+  db: Db,
+  cursorKey: Buffer,
+  { narrowUpdateScan = NARROW_UPDATE_SCAN }: SqliteSearchOptions = {},
+): SearchStore & { plan(clientId: number, criteria: SearchCriteria): SearchPlan } {
+  const statements = new Map<string, Statement>();
+  const prepared = (sql: string): Statement => {
+    let statement = statements.get(sql);
+    if (!statement) statements.set(sql, (statement = db.prepare(sql)));
+    return statement;
+  };
+  const keyOf = db.prepare<[number, number], OrderKey>(
+    'SELECT created_at AS createdAt, order_id AS orderId FROM orders WHERE order_id = ? AND client_id = ?',
+  );
+
+  function plan(clientId: number, c: SearchCriteria): SearchPlan {
+    const params = { ...bind(clientId, c), scanCap: narrowUpdateScan };
+    let probed = false;
+    const driver = chooseDriver(c, () => {
+      probed = true;
+      return (prepared(PROBE_SQL).pluck().get(params) as number) < narrowUpdateScan;
+    });
+    const s = shapeOf(driver, c);
+    return {
+      driver,
+      ...(probed ? { probeSql: PROBE_SQL } : {}),
+      pageSql: pageSql(s),
+      itemsSql: itemsSql(s),
+      params,
+    };
+  }
+
+  // One read transaction: the page and its items come from the same snapshot. Raw rows mapped by hand
+  // cost half of what better-sqlite3's row objects do.
+  const search = db.transaction((clientId: number, c: SearchCriteria): SearchPage => {
+    const p = plan(clientId, c);
+    const rows = (prepared(p.pageSql).raw(true).all(p.params) as OrderTuple[]).map(toOrderView);
+    const page = rows.slice(0, c.limit);
+    if (page.length === 0) return { orders: [], more: false };
+    const pageIds = JSON.stringify(page.map((o) => o.orderId));
+    const items = prepared(p.itemsSql)
+      .raw(true)
+      .all({ ...p.params, pageIds }) as ItemTuple[];
+    const byOrder = new Map<number, ItemView[]>();
+    for (const tuple of items) {
+      const item = toItemView(tuple);
+      const list = byOrder.get(item.orderId);
+      if (list) list.push(item);
+      else byOrder.set(item.orderId, [item]);
+    }
+    return {
+      orders: page.map((order) => ({ order, items: byOrder.get(order.orderId) ?? [] })),
+      more: rows.length > c.limit,
+    };
+  });
+
+  return {
+    async search(clientId, criteria) {
+      return search.deferred(clientId, criteria);
+    },
+    /** The statements a search runs and the path it takes, without running the page: for EXPLAIN and benchmarks. */
+    plan,
+    async orderKey(clientId, orderId) {
+      return keyOf.get(orderId, clientId) ?? null;
+    },
+    cursorKey,
+  };
+}
+
+const ORDER_COLUMNS = 'o.order_id, o.created_at, o.currency, o.tax_cents, o.tax_model, o.reference_id';
+type OrderTuple = [number, number, string, number | null, string | null, string | null];
+const toOrderView = ([
+  orderId,
+  createdAt,
+  currency,
+  taxCents,
+  taxModel,
+  referenceId,
+]: OrderTuple): OrderView => ({
+  orderId,
+  createdAt,
+  currency: currency as OrderView['currency'],
+  taxCents,
+  taxModel,
+  referenceId,
+});
+
+const ITEM_COLUMNS = ITEM_VIEW_COLUMNS.map((c) => `i.${c}`).join(', ');
+
+const PROBE_SQL = `SELECT count(*) FROM (
+  SELECT 1 FROM order_items INDEXED BY order_items_search_updated
+   WHERE client_id = @clientId AND updated_at >= @scanFrom AND updated_at < @scanTo
+   LIMIT @scanCap)`;
+
+function bind(clientId: number, c: SearchCriteria): Bindings {
+  return {
+    clientId,
+    ...searchBounds(c),
+    // Each id once: the order-ids path joins the list as given.
+    orderIds: c.orderIds ? JSON.stringify([...new Set(c.orderIds)]) : null,
+    orderItemIds: c.orderItemIds ? JSON.stringify([...new Set(c.orderItemIds)]) : null,
+  };
+}
+
+const ORDER_SOURCES: Partial<Record<Driver, string>> = {
+  orders: 'orders o',
+  reference: 'orders o INDEXED BY orders_client_reference',
+  'order-ids': 'json_each(@orderIds) j CROSS JOIN orders o ON o.order_id = j.value',
+  'item-ids': `(SELECT DISTINCT i.order_id FROM json_each(@orderItemIds) j
+                  CROSS JOIN order_items i ON i.order_item_id = j.value
+                 WHERE i.client_id = @clientId) c
+               CROSS JOIN orders o ON o.order_id = c.order_id`,
+};
+
+const ITEM_DRIVERS: Partial<Record<Driver, { index: string; terms: (s: SearchShape) => string[] }>> = {
+  'vendor-items': { index: 'order_items_client_vendor', terms: () => ['d.vendor_id = @vendorId'] },
+  'dated-items': { index: 'order_items_search_created', terms: (s) => itemTerms('d', s, SQLITE_ITEM_IDS) },
+  'updated-items': {
+    index: 'order_items_search_updated',
+    terms: () => ['d.updated_at >= @scanFrom', 'd.updated_at < @scanTo'],
+  },
+};
+
+function pageSql(s: SearchShape): string {
+  const dir = s.desc ? 'DESC' : 'ASC';
+  const source = ORDER_SOURCES[s.driver];
+  if (source) {
+    const where = [
+      'o.client_id = @clientId',
+      keyRange('o.created_at', 'o.order_id', s),
+      ...(s.reference ? ['o.reference_id = @referenceId'] : []),
+      ...existsTerms('o.created_at', 'o.order_id', s, SQLITE_ITEM_IDS),
+    ];
+    return `SELECT ${ORDER_COLUMNS} FROM ${source} WHERE ${where.join(' AND ')}
+            ORDER BY o.created_at ${dir}, o.order_id ${dir} LIMIT @limit`;
+  }
+  const { index, terms } = ITEM_DRIVERS[s.driver]!;
+  const where = ['d.client_id = @clientId', ...terms(s), keyRange('d.order_created_at', 'd.order_id', s)];
+  // The order's other conditions once per order, after its item rows are grouped.
+  const having = existsTerms('d.order_created_at', 'd.order_id', s, SQLITE_ITEM_IDS);
+  const group = `GROUP BY d.order_created_at, d.order_id${having.length > 0 ? ` HAVING ${having.join(' AND ')}` : ''}`;
+  // Keys first, from the index alone; the orders table is read for the page only.
+  return `SELECT ${ORDER_COLUMNS} FROM (
+            SELECT d.order_created_at AS at, d.order_id AS id FROM order_items d INDEXED BY ${index}
+             WHERE ${where.join(' AND ')}
+             ${group} ORDER BY at ${dir}, id ${dir} LIMIT @limit) k
+          CROSS JOIN orders o ON o.order_id = k.id
+          ORDER BY k.at ${dir}, k.id ${dir}`;
+}
+
+function itemsSql(s: SearchShape): string {
+  const where = [
+    'i.order_id IN (SELECT value FROM json_each(@pageIds))',
+    ...itemTerms('i', s, SQLITE_ITEM_IDS),
+  ];
+  return `SELECT ${ITEM_COLUMNS} FROM order_items i WHERE ${where.join(' AND ')} ORDER BY i.order_id, i.order_item_id`;
+}
