@@ -28,7 +28,7 @@ import {
 } from './bench-stores.js';
 import { replaceSection } from './benchmarks-file.js';
 import { BENCH_STORE_SHAPE, generateOrders } from './generate-orders.js';
-import { NARROW_UPDATE_SCAN } from '../src/store/search-plan.js';
+import { NARROW_UPDATE_SCAN } from '../src/store/shared/search-plan.js';
 import { heavyOrder, storeHeavyOrders } from './heavy-orders.js';
 import { LOAD_VENDOR } from './load-mix.js';
 import { ensureRedis, freePort, type RunningRedis } from './redis.js';

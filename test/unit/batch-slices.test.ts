@@ -9,7 +9,7 @@ import {
   type BatchOrder,
   type PlaceOrderBatchDeps,
 } from '../../src/services/place-order-batch.js';
-import type { AcceptResult, NewOrder, OrderWithItems } from '../../src/store/store.port.js';
+import type { AcceptResult, NewOrder, OrderWithItems } from '../../src/store/port/store.port.js';
 
 const order = (items: number) => ({ items: Array<number>(items).fill(0) });
 const itemsOf = (o: { items: unknown[] }) => o.items.length;
