@@ -44,17 +44,29 @@ export async function prepareBuyer(
   }
 }
 
-/** A real order of one copy of one of the load listings. */
-export function loadOrder(buyer: Buyer) {
-  const listingId = LOAD_LISTINGS[crypto.randomInt(LOAD_LISTINGS.length)]!.listingId;
+/** A real order of one copy of each of `listingIds`. */
+function orderOf(buyer: Buyer, listingIds: readonly number[]) {
   return {
     shipAddr: ADDRESS,
     billAddr: ADDRESS,
     ccToken: buyer.ccToken,
-    listings: [{ listingId, quantity: 1 }],
+    listings: listingIds.map((listingId) => ({ listingId, quantity: 1 })),
     shippingMode: 'S',
     domain: 'bookmarket.com',
   };
+}
+
+/** A real order of one copy of one of the load listings. */
+export function loadOrder(buyer: Buyer) {
+  return orderOf(buyer, [LOAD_LISTINGS[crypto.randomInt(LOAD_LISTINGS.length)]!.listingId]);
+}
+
+/** The bestsellers of the callers' shape: every order takes one copy of each of the same few listings. */
+export const HOT_LISTINGS = LOAD_LISTINGS.slice(0, 3).map((l) => l.listingId);
+
+/** A real order of one copy of each hot listing (the callers' shape). */
+export function hotOrder(buyer: Buyer) {
+  return orderOf(buyer, HOT_LISTINGS);
 }
 
 /** The headers that sign a request without a query (content type included when it has a body). */
@@ -127,8 +139,12 @@ export const refusedBusy = { count: 0 };
  * One real order sent with Prefer: respond-async; throws unless it is accepted (2010). A 5030 is sent again
  * with the same request id, as a client would after Retry-After (here at once: the benchmark counts them).
  */
-export async function postAsyncOrder(baseUrl: string, buyer: Buyer): Promise<void> {
-  const body = JSON.stringify(loadOrder(buyer));
+export async function postAsyncOrder(
+  baseUrl: string,
+  buyer: Buyer,
+  order: (buyer: Buyer) => object = loadOrder,
+): Promise<void> {
+  const body = JSON.stringify(order(buyer));
   const requestId = crypto.randomUUID();
   for (let attempt = 0; ; attempt++) {
     const res = await postSigned(baseUrl, buyer, '/v1/orders', body, { prefer: 'respond-async' }, requestId);

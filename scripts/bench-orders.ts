@@ -5,6 +5,16 @@
 //   node --import tsx scripts/bench-orders.ts [--orders 2000] [--stores sqlite,postgres] [--workers 1,2,4]
 //     [--rounds 1] [--pooling direct,pgbouncer] [--durable] [--pgbench] [--latency-ms 0] [--concurrency N]
 //     [--warmup 0] [--database-core N] [--no-write]
+//   node --import tsx scripts/bench-orders.ts --shape callers [--orders 2000] [--stores sqlite,postgres]
+//     [--start cold,warm] [--in-flight 64] [--warmup 1000] [--workers 1] [--rounds 1] [--bare-seconds 5]
+//     [--database-core N] [--no-write]
+// --shape callers (issue 45): the callers' shape instead of the backlog and end-to-end phases: one client with
+// --in-flight orders at once (64), each one copy of each of the same 3 listings (bestsellers), posted with
+// Prefer: respond-async until every one is final; processes started cold from the Procfile (measured from the
+// first request) and warm (after --warmup orders of the same shape, 1000 unless given); durable commits on both
+// stores (implies --durable and --pgbench); beside it, in the same run, a bare Express handler's requests/s for
+// the same body (--bare-seconds per round, after a warm-up) and pgbench on the same server. Writes the
+// "Orders, the callers' shape" section.
 // --durable: PostgreSQL with fsync and synchronous_commit on; --pgbench: pgbench against the same server before
 // and after the runs; --latency-ms: SANDBOX_PAYMENT_LATENCY_MS; --concurrency: WORKER_CONCURRENCY (the service's default
 // unless given).
@@ -17,6 +27,7 @@
 // transaction mode (DATABASE_POOLING=transaction) in front of the same server, in the same round; the runs
 // through PgBouncer are printed, not written (use --no-write).
 import type { ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -27,7 +38,18 @@ import { loadConfig } from '../src/config.js';
 import { ORDER_QUEUE } from '../src/queue/order.queue.js';
 import type { Probe } from '../test/helpers/store.probe.js';
 import { replaceSection } from './benchmarks-file.js';
-import { postAsyncOrder, prepareBuyer, refusedBusy, timed, type Buyer } from './bench-buyer.js';
+import autocannon from 'autocannon';
+import {
+  HOT_LISTINGS,
+  hotOrder,
+  postAsyncOrder,
+  prepareBuyer,
+  refusedBusy,
+  signedHeaders,
+  timed,
+  type Buyer,
+} from './bench-buyer.js';
+import { callersSection, msPerOrder, type CallersRun, type Start } from './bench-callers-report.js';
 import {
   ANY_UNSETTLED,
   freshStore,
@@ -60,33 +82,45 @@ const { values } = parseArgs({
   options: {
     orders: { type: 'string', default: '2000' },
     stores: { type: 'string', default: 'sqlite,postgres' },
-    workers: { type: 'string', default: '1,2,4' },
+    shape: { type: 'string', default: 'load' },
+    start: { type: 'string', default: 'cold,warm' },
+    'in-flight': { type: 'string' },
+    'bare-seconds': { type: 'string', default: '5' },
+    workers: { type: 'string' },
     rounds: { type: 'string', default: '1' },
     pooling: { type: 'string', default: 'direct' },
     durable: { type: 'boolean', default: false },
     pgbench: { type: 'boolean', default: false },
     'latency-ms': { type: 'string', default: '0' },
     concurrency: { type: 'string' },
-    warmup: { type: 'string', default: '0' },
+    warmup: { type: 'string' },
     'database-core': { type: 'string' },
     'no-write': { type: 'boolean', default: false },
   },
 });
+if (values.shape !== 'load' && values.shape !== 'callers')
+  throw new Error(`--shape: load or callers, not ${values.shape}`);
+/** The callers' shape (issue 45) rather than today's backlog and end-to-end phases. */
+const CALLERS = values.shape === 'callers';
 // --durable: the private PostgreSQL server keeps fsync and synchronous_commit on, as operators run it.
-if (values.durable) process.env.BENCH_POSTGRES_DURABLE = 'true';
+if (values.durable || CALLERS) process.env.BENCH_POSTGRES_DURABLE = 'true';
+const STARTS = values.start.split(',') as Start[];
+if (STARTS.some((s) => s !== 'cold' && s !== 'warm'))
+  throw new Error(`--start: cold and/or warm, not ${values.start}`);
+const BARE_SECONDS = Number(values['bare-seconds']);
 const POOLINGS = values.pooling.split(',') as ('direct' | 'pgbouncer')[];
 if (POOLINGS.some((p) => p !== 'direct' && p !== 'pgbouncer'))
   throw new Error(`--pooling: direct and/or pgbouncer, not ${values.pooling}`);
 const ORDERS = Number(values.orders);
 const STORES = parseStoreKinds(values.stores);
-const WORKERS = values.workers.split(',').map(Number);
+const WORKERS = (values.workers ?? (CALLERS ? '1' : '1,2,4')).split(',').map(Number);
 /** Every setup once per round, the rounds one after the other: a burst of load from elsewhere hits one round. */
 const ROUNDS = Number(values.rounds);
 const CONCURRENCY = Number(values.concurrency ?? DEFAULT_CONCURRENCY);
 /** The sandbox processor's delay per authorisation (SANDBOX_PAYMENT_LATENCY_MS), as a remote processor's. */
 const LATENCY_MS = values['latency-ms'];
-const IN_FLIGHT = 32;
-const WARMUP = Number(values.warmup);
+const IN_FLIGHT = Number(values['in-flight'] ?? (CALLERS ? 64 : 32));
+const WARMUP = Number(values.warmup ?? (CALLERS ? 1000 : 0));
 const DATABASE_CORE = values['database-core'] === undefined ? undefined : Number(values['database-core']);
 const LAST_SETTLED = 'SELECT max(status_changed_at) FROM order_items';
 
@@ -158,15 +192,23 @@ interface RunContext {
   dir: string;
 }
 
-/** One web and `workers` workers on a fresh store and queue: the backlog drain, then end to end. */
-async function runOnce({
-  redis,
-  store,
-  bouncer,
-  workers,
-  buyer,
-  dir,
-}: RunContext): Promise<Omit<Run, 'round'>> {
+/** The service's processes of one run on a fresh store and queue, and what the run reads of them. */
+interface Service {
+  baseUrl: string;
+  children: Record<string, ChildProcess>;
+  queue: Queue;
+  probe: Probe;
+  readCpu: CpuReader;
+  label: string;
+  /** Starts the run's workers and resolves once each is ready. */
+  startWorkers(): Promise<void>;
+  /** Stops every process (SIGTERM); true when each exited 0. */
+  stop(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+/** Starts the web (the workers when asked) on the run's store with a queue of its own. */
+async function startService({ redis, store, bouncer, workers, dir }: RunContext): Promise<Service> {
   const logFile = path.join(dir, 'service.log');
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
@@ -201,13 +243,44 @@ async function runOnce({
     cpu[MACHINE] = machineBusySeconds();
     return cpu;
   };
-  try {
-    await waitForWeb(baseUrl, children.web!);
-    const startWorkers = async () => {
+  const stop = async () =>
+    (await Promise.all(Object.values(children).map(stopProcess))).every((code) => code === 0);
+  const service: Service = {
+    baseUrl,
+    children,
+    queue,
+    probe,
+    readCpu,
+    label,
+    async startWorkers() {
       for (let i = 1; i <= workers; i++)
         children[`worker ${i}`] = startEntry('workers/order.worker.ts', env, logFile);
       await waitForWorkers(logFile, workers);
-    };
+    },
+    stop,
+    async close() {
+      await stop();
+      await queue.obliterate({ force: true }).catch(() => undefined);
+      await queue.close();
+      connection.disconnect();
+      await probe.close();
+    },
+  };
+  try {
+    await waitForWeb(baseUrl, children.web!);
+  } catch (err) {
+    await service.close();
+    throw err;
+  }
+  return service;
+}
+
+/** One web and `workers` workers on a fresh store and queue: the backlog drain, then end to end. */
+async function runOnce(context: RunContext): Promise<Omit<Run, 'round'>> {
+  const { store, workers, buyer } = context;
+  const service = await startService(context);
+  const { baseUrl, queue, probe, readCpu, label, startWorkers } = service;
+  try {
     if (WARMUP > 0) {
       await startWorkers();
       await postOrders(baseUrl, buyer, WARMUP);
@@ -246,15 +319,146 @@ async function runOnce({
     say(`${label}, ${workers} worker(s): end to end at ${endToEnd.rate.toFixed(0)} orders/s`);
     say(`${label}, end to end, CPU ms per order: ${perProcess(endToEnd)}`);
     if (refusedBusy.count > 0) say(`${refusedBusy.count} answers of 5030 so far, each sent again`);
-    const codes = await Promise.all(Object.values(children).map(stopProcess));
-    return { store: store.kind, workers, drain, endToEnd, exitedCleanly: codes.every((code) => code === 0) };
+    const exitedCleanly = await service.stop();
+    return { store: store.kind, workers, drain, endToEnd, exitedCleanly };
   } finally {
-    await Promise.all(Object.values(children).map(stopProcess));
-    await queue.obliterate({ force: true }).catch(() => undefined);
-    await queue.close();
-    connection.disconnect();
-    await probe.close();
+    await service.close();
   }
+}
+
+/** Posts `n` orders of the callers' shape, IN_FLIGHT at once; resolves with the wall seconds they took. */
+const postHotOrders = (baseUrl: string, buyer: Buyer, n: number): Promise<number> =>
+  timed(n, IN_FLIGHT, () => postAsyncOrder(baseUrl, buyer, hotOrder));
+
+/**
+ * The callers' shape on a fresh store and queue: the web and the workers started from the Procfile and ready,
+ * then (warm: after WARMUP orders of the same shape, settled) ORDERS orders posted IN_FLIGHT at once until every
+ * one is final.
+ */
+async function runCallers(context: RunContext, start: Start): Promise<Omit<CallersRun, 'round'>> {
+  const { store, workers, buyer } = context;
+  const service = await startService(context);
+  const { baseUrl, probe, readCpu, label } = service;
+  try {
+    await service.startWorkers();
+    if (start === 'warm') {
+      await postHotOrders(baseUrl, buyer, WARMUP);
+      await lastSettlement(probe);
+    }
+    const before = readCpu();
+    const started = Date.now();
+    const acceptSeconds = await postHotOrders(baseUrl, buyer, ORDERS);
+    const end = await lastSettlement(probe);
+    const run = {
+      store: store.kind,
+      start,
+      workers,
+      orders: ORDERS,
+      acceptRate: ORDERS / acceptSeconds,
+      finalRate: ORDERS / ((end - started) / 1000),
+      cpu: cpuSpent(before, readCpu()),
+      seconds: (Date.now() - started) / 1000,
+    };
+    const ms = (pick: (name: string) => boolean) => msPerOrder(run, pick).toFixed(2);
+    say(
+      `${label} ${start}: accepted ${run.acceptRate.toFixed(0)}/s, final ${run.finalRate.toFixed(0)}/s; CPU ms per ` +
+        `order: web ${ms((n) => n === 'web')}, workers ${ms((n) => n.startsWith('worker'))}, database ${ms((n) => n === 'database')}`,
+    );
+    if (refusedBusy.count > 0) say(`${refusedBusy.count} answers of 5030 so far, each sent again`);
+    return { ...run, exitedCleanly: await service.stop() };
+  } finally {
+    await service.close();
+  }
+}
+
+/**
+ * The bare Express handler (scripts/bench-servers.ts) answering POSTs of the callers' order body, IN_FLIGHT
+ * connections, measured by autocannon from this process after a warm-up: the reference of the first aim.
+ */
+async function bareRate(buyer: Buyer, dir: string): Promise<{ rps: number; cpuUsPerRequest: number }> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}/v1/orders`;
+  const bare = startEntry(
+    'scripts/bench-servers.ts',
+    { ...process.env, PORT: String(port) },
+    path.join(dir, 'bare.log'),
+  );
+  try {
+    await waitFor(
+      async () =>
+        (await fetch(url, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } }))
+          .ok,
+      'the bare server',
+    );
+    const body = JSON.stringify(hotOrder(buyer));
+    const headers = signedHeaders(buyer, 'POST', '/v1/orders', body, crypto.randomUUID());
+    const run = (duration: number) =>
+      autocannon({ url, method: 'POST', headers, body, connections: IN_FLIGHT, duration });
+    await run(2);
+    const cpuBefore = treeCpuSeconds(bare.pid!);
+    const result = await run(BARE_SECONDS);
+    const cpu = treeCpuSeconds(bare.pid!) - cpuBefore;
+    say(`bare Express: ${result.requests.average.toFixed(0)} requests/s`);
+    return {
+      rps: result.requests.average,
+      cpuUsPerRequest: (cpu * 1e6) / Math.max(1, result.requests.total),
+    };
+  } finally {
+    await stopProcess(bare);
+  }
+}
+
+/** The callers' shape on every store and start, rounds alternating, with the references; the section. */
+async function callers(redis: RunningRedis, stores: string): Promise<string> {
+  const bare: { rps: number; cpuUsPerRequest: number }[] = [];
+  const pgbench: number[] = [];
+  const pgbenchOnce = async (when: string) => {
+    if (!STORES.includes('postgres')) return;
+    const result = await runPgbench((await postgresServer()).url);
+    say(`pgbench ${when}: ${result.tps.toFixed(0)} tps`);
+    pgbench.push(result.tps);
+  };
+  await pgbenchOnce('before the runs');
+  const runs: CallersRun[] = [];
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const kind of STORES) {
+      for (const workers of WORKERS) {
+        for (const start of STARTS) {
+          const { store, buyer } = await prepareBuyer(kind, 'bench_callers');
+          const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-callers-'));
+          try {
+            if (bare.length < round) bare.push(await bareRate(buyer, dir));
+            runs.push({ round, ...(await runCallers({ redis, store, workers, buyer, dir }, start)) });
+          } finally {
+            await store.remove();
+            fs.rmSync(dir, { recursive: true, force: true });
+          }
+        }
+      }
+    }
+  }
+  await pgbenchOnce('after the runs');
+  const command =
+    `node --import tsx scripts/bench-orders.ts --shape callers --orders ${ORDERS} --stores ${STORES.join(',')} ` +
+    `--start ${STARTS.join(',')} --in-flight ${IN_FLIGHT} --warmup ${WARMUP} --workers ${WORKERS.join(',')}` +
+    `${ROUNDS > 1 ? ` --rounds ${ROUNDS}` : ''}${DATABASE_CORE !== undefined ? ` --database-core ${DATABASE_CORE}` : ''}`;
+  return callersSection(
+    {
+      command,
+      stores: STORES,
+      starts: STARTS,
+      orders: ORDERS,
+      warmup: WARMUP,
+      inFlight: IN_FLIGHT,
+      listings: HOT_LISTINGS.length,
+      concurrency: CONCURRENCY,
+      databaseCore: DATABASE_CORE,
+      versions: stores,
+      bare,
+      pgbench,
+    },
+    runs,
+  );
 }
 
 async function versions(): Promise<string> {
@@ -306,6 +510,13 @@ async function main() {
   try {
     if (DATABASE_CORE !== undefined) await placeDatabase(DATABASE_CORE);
     const stores = await versions();
+    if (CALLERS) {
+      const section = await callers(redis, stores);
+      process.stdout.write(`${section}\n`);
+      if (!values['no-write'])
+        replaceSection(path.join(ROOT, 'BENCHMARKS.md'), "Orders, the callers' shape", section);
+      return;
+    }
     const noop = await noopRate(redis.url, ORDERS * 5);
     // What the same server commits, before and after the service's runs (--pgbench).
     const pgbench = async (when: string) => {
