@@ -3,7 +3,7 @@ import net from 'node:net';
 import path from 'node:path';
 import cron from 'node-cron';
 import { z } from 'zod';
-import { parseSecretsKey } from './domain/secrets.js';
+import { parseSecretsKey } from './config/secrets-key-format.js';
 import { parseRedisUrl, parseSentinels, type RedisSeeds } from './config/redis-url.js';
 import { parsePostgresHosts } from './config/postgres-url.js';
 
