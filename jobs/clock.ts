@@ -1,10 +1,10 @@
 import { closeDeps, createDeps } from '../src/container.js';
-import { runProcess } from '../src/process.js';
+import { runProcess } from '../src/processes/run-process.js';
 import { scheduleStoreCounts } from '../src/metrics/order-store.metrics.js';
 import { startProcessHeartbeat } from '../src/metrics/process-heartbeat.js';
 import { runRetentionPass } from '../src/services/retention.js';
 import { scheduleReconcile } from './reconcile.job.js';
-import { schedulePass } from './scheduled-pass.js';
+import { schedulePass } from '../src/processes/schedule.js';
 
 runProcess('clock', async (config, logger) => {
   const deps = await createDeps(config, logger, { role: 'clock' });

@@ -1,20 +1,20 @@
 // One web process: the HTTP app and its start and stop. Imported by src/server.ts only where it serves (a single
 // web process, or a worker of the cluster): a cluster's primary never loads the app it does not run.
 import type { Server } from 'node:http';
-import type { Config } from './config.js';
-import { closeDeps, createDeps } from './container.js';
-import { whenReady } from './redis/redis-lock.js';
-import type { Deps } from './deps.js';
-import { createApp } from './http/app.js';
-import { createHttpServer, createMetricsServer } from './http/http-server.js';
-import { createDeploymentRegistry, metricsListener } from './http/metrics.js';
-import { DASHBOARD_LOCKOUT, Lockout } from './redis/lockout.js';
-import { mountQueueDashboard } from './http/queue-dashboard.js';
-import { rateLimit } from './http/rate-limit.js';
-import type { Logger } from './logger.js';
-import { processMetricsSource } from './metrics/cluster.metrics.js';
-import { createProcessMetrics, type ProcessMetrics } from './metrics/http.metrics.js';
-import { startProcessHeartbeat } from './metrics/process-heartbeat.js';
+import type { Config } from '../config.js';
+import { closeDeps, createDeps } from '../container.js';
+import { whenReady } from '../redis/redis-lock.js';
+import type { Deps } from '../deps.js';
+import { createApp } from '../http/app.js';
+import { createHttpServer, createMetricsServer } from '../http/http-server.js';
+import { createDeploymentRegistry, metricsListener } from '../http/metrics.js';
+import { DASHBOARD_LOCKOUT, Lockout } from '../redis/lockout.js';
+import { mountQueueDashboard } from '../http/queue-dashboard.js';
+import { rateLimit } from '../http/rate-limit.js';
+import type { Logger } from '../logger.js';
+import { processMetricsSource } from '../metrics/cluster.metrics.js';
+import { createProcessMetrics, type ProcessMetrics } from '../metrics/http.metrics.js';
+import { startProcessHeartbeat } from '../metrics/process-heartbeat.js';
 
 /**
  * The web process's HTTP front: the API of createApp with the per-key rate limit after authentication and the

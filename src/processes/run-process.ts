@@ -1,6 +1,6 @@
-import { ConfigError, assertDataFolder, loadConfig, type Config } from './config.js';
-import { createLogger, type Logger } from './logger.js';
-import { flushTracing } from './tracing/tracing.js';
+import { ConfigError, assertDataFolder, loadConfig, type Config } from '../config.js';
+import { createLogger, type Logger } from '../logger.js';
+import { flushTracing } from '../tracing/tracing.js';
 
 const SHUTDOWN_GRACE_MS = 30_000;
 

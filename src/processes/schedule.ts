@@ -1,6 +1,6 @@
 import cron from 'node-cron';
-import type { Logger } from '../src/logger.js';
-import { isStoreUnavailable } from '../src/store/store-errors.js';
+import type { Logger } from '../logger.js';
+import { isStoreUnavailable } from '../store/store-errors.js';
 
 export interface ScheduledPass {
   /** Stops the schedule and waits for a running pass to reach its next safe point. */
