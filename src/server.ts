@@ -1,5 +1,5 @@
 // The web entry (Procfile `web`). With WEB_CONCURRENCY > 1 this process is a cluster's primary: it loads only
-// what forking and supervising needs, and each worker loads the app (src/processes/web.ts). Loading the app in the primary
+// what forking and supervising needs, and each worker loads the app (src/processes/web.process.ts). Loading the app in the primary
 // too, every module of it compiled again under tsx in tests, put a whole app load before the workers' own: on a
 // loaded two-core machine the cluster was then not listening within the tests' 30 s.
 import cluster, { type Worker } from 'node:cluster';
@@ -35,7 +35,7 @@ export async function startWebCluster(
     first.map(
       (worker) =>
         new Promise<void>((resolve, reject) => {
-          // Two listeners each: METRICS_PORT first, then PORT (src/processes/web.ts).
+          // Two listeners each: METRICS_PORT first, then PORT (src/processes/web.process.ts).
           let listeners = 0;
           worker.on('listening', () => ++listeners === 2 && resolve());
           worker.once('exit', (code) => reject(new Error(`web worker exited with ${code} before listening`)));
@@ -61,6 +61,6 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   runProcess('web', (config, logger) =>
     cluster.isPrimary && config.WEB_CONCURRENCY > 1
       ? startWebCluster(config, logger)
-      : import('./processes/web.js').then(({ startWeb }) => startWeb(config, logger)),
+      : import('./processes/web.process.js').then(({ startWeb }) => startWeb(config, logger)),
   );
 }
