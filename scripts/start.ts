@@ -17,7 +17,7 @@ import { ensureRedis, startPrivateRedis, type RunningRedis } from './redis.js';
 // entries; run from source through tsx (`npm run dev`), the same commands on the sources through tsx.
 const COMPILED = import.meta.filename.endsWith('.js');
 const ROOT = path.resolve(import.meta.dirname, COMPILED ? '../..' : '..');
-// Each process gives itself 30 s to finish its work (src/process.ts).
+// Each process gives itself 30 s to finish its work (src/processes/run-process.ts).
 const STOP_TIMEOUT_MS = 35_000;
 const PROCESSES = Object.fromEntries(
   Object.entries(readProcfile(ROOT)).map(([name, args]) => [name, COMPILED ? args : fromSource(args)]),

@@ -1,4 +1,2 @@
-import { startOrderWorker } from '../src/processes/order.worker-runner.js';
-import { runProcess } from '../src/process.js';
-
-runProcess('worker', startOrderWorker);
+import { runProcess } from '../src/processes/run-process.js';
+runProcess('worker');

@@ -1,7 +1,5 @@
 import crypto from 'node:crypto';
-
-/** Bytes of SECRETS_KEY and of the card-token hashing key. */
-export const SECRETS_KEY_BYTES = 32;
+import { SECRETS_KEY_BYTES } from '../config/secrets-key-format.js';
 
 const SEALED_PREFIX = 'v1:';
 const NONCE_BYTES = 12;
@@ -9,23 +7,6 @@ const TAG_BYTES = 16;
 
 /** A sealed value that does not open under this key: another SECRETS_KEY sealed it, or it was altered. */
 export class SealedValueError extends Error {}
-
-/**
- * The 32 bytes of a SECRETS_KEY written as 64 hex characters or as base64; throws an Error saying which
- * forms are accepted.
- */
-export function parseSecretsKey(text: string): Buffer {
-  const value = text.trim();
-  const key = /^[0-9a-fA-F]{64}$/.test(value)
-    ? Buffer.from(value, 'hex')
-    : /^[A-Za-z0-9+/]{43}=?$/.test(value)
-      ? Buffer.from(value, 'base64')
-      : undefined;
-  if (key?.length !== SECRETS_KEY_BYTES) {
-    throw new Error('must be 32 bytes as 64 hex characters or base64 (e.g. `openssl rand -hex 32`)');
-  }
-  return key;
-}
 
 /** A fresh random key (SECRETS_KEY or a card-token hashing key). */
 export function newSecretsKey(): Buffer {

@@ -40,22 +40,19 @@ export async function publishStoreCounts(
 export const COUNT_SPACING = 20;
 
 /**
- * In the clock: every `everyMs`, takes the deployment's turn to count (`SET NX PX`, so however many clocks run,
- * the store is counted at most once per period, or per COUNT_SPACING times the last count's duration when that
- * is longer) and publishes the counts. Stops with `stop()`.
+ * The clock's pass, run every `everyMs` (src/processes/clock.process.ts): takes the deployment's turn to count
+ * (`SET NX PX`, so however many clocks run, the store is counted at most once per period, or per COUNT_SPACING
+ * times the last count's duration when that is longer) and publishes the counts. A failure is a warning.
  */
-export function scheduleStoreCounts(
+export function countStoreOnTurn(
   deps: { store: Pick<Store, 'counts'>; redis: RedisClient; prefix: string; logger: Logger },
   everyMs: number,
-): { stop(): Promise<void> } {
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> = Promise.resolve();
-  let stopped = false;
-  const tick = async () => {
+): () => Promise<void> {
+  return async () => {
     try {
-      // A fail-fast connection drops commands until it is ready: the first tick, at the clock's start, waits for it.
+      // A fail-fast connection drops commands until it is ready: the first pass, at the clock's start, waits for it.
       await whenReady(deps.redis, everyMs);
-      // The turn lasts a little less than the period, so this clock's next tick finds it free again.
+      // The turn lasts a little less than the period, so this clock's next pass finds it free again.
       const turn = await deps.redis.set(turnKey(deps.prefix), '1', 'PX', Math.max(1, everyMs - 250), 'NX');
       if (turn !== 'OK') return;
       const started = performance.now();
@@ -73,20 +70,6 @@ export function scheduleStoreCounts(
         'store counts not published; the next tick tries again',
       );
     }
-  };
-  const loop = () => {
-    if (stopped) return;
-    running = tick().finally(() => {
-      if (!stopped) timer = setTimeout(loop, everyMs);
-    });
-  };
-  loop();
-  return {
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await running;
-    },
   };
 }
 

@@ -1,23 +1,18 @@
 import { UnrecoverableError, Worker, type Telemetry } from 'bullmq';
-import type { Config } from '../config.js';
-import { closeDeps, createDeps } from '../container.js';
 import type { Deps } from '../deps.js';
-import type { Logger } from '../logger.js';
-import { startProcessHeartbeat } from '../metrics/process-heartbeat.js';
 import { attemptOrder, failOrder } from '../services/process-order.js';
 import { isStoreUnavailable } from '../store/store-errors.js';
 import { ORDER_QUEUE, OrderJobs, type OrderJobData } from '../queue/order.queue.js';
 import { createBlockingRedis } from '../redis/redis.js';
 import { queueTelemetry, withOrder } from '../tracing/tracing.js';
 import { jobProcessor } from './job-processor.js';
-import { startWebhookWorker } from './webhook.worker-runner.js';
 
 /** How long a job that found the store away waits before it tries again. */
 const STORE_RETRY_MS = 1000;
 
 /** Starts a BullMQ worker for the orders queue; resolves with a function that stops it cleanly. */
-export async function startOrderWorker(config: Config, logger: Logger) {
-  const deps = await createDeps(config, logger, { role: 'worker' });
+export async function startOrderWorker(deps: Deps) {
+  const { config, logger } = deps;
   const processDeps = { ...deps, maxAttempts: config.MAX_PROCESS_ATTEMPTS };
   const connection = createBlockingRedis(config, `${config.QUEUE_PREFIX}-worker`);
   const worker = new Worker<OrderJobData>(
@@ -73,19 +68,13 @@ export async function startOrderWorker(config: Config, logger: Logger) {
     }
   });
   await worker.waitUntilReady();
-  // Webhook deliveries run beside orders, on a queue, connection and concurrency of their own.
-  const webhooks = await startWebhookWorker(deps);
-  const stopHeartbeat = startProcessHeartbeat(deps.redis, config.REDIS_PREFIX, 'worker', deps.clock);
-  logger.info({ concurrency: config.WORKER_CONCURRENCY }, 'worker ready');
   return {
     worker,
     async stop() {
       // close() waits for the jobs in flight to finish; nothing is handed back half-done.
-      await Promise.all([worker.close(), webhooks.stop()]);
+      await worker.close();
       await Promise.all(givingUp);
-      await stopHeartbeat();
       connection.disconnect();
-      await closeDeps(deps);
     },
   };
 }

@@ -1,7 +1,7 @@
 import { Worker, type Telemetry } from 'bullmq';
 import type { Deps } from '../deps.js';
 import { CLAIM_START_WINDOW_MS, deliverFairly } from '../services/deliver-webhook.js';
-import { startRelay } from '../services/webhook-relay.js';
+import { startRelay } from './webhook.relay-runner.js';
 import { createWebhookSender } from '../webhooks/webhook-sender.js';
 import { createEndpointGate } from '../redis/endpoint-gate.js';
 import { createBlockingRedis, createRedis } from '../redis/redis.js';

@@ -1,7 +1,7 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import type { Config } from '../config.js';
 import { noteServer } from '../server-changes.js';
-import { parseSentinels } from './redis-url.js';
+import { parseSentinels } from '../config/redis-url.js';
 
 /** What picks the Redis server of a single-server connection: REDIS_URL, or the master Sentinel names. */
 export type RedisTargetConfig = Pick<

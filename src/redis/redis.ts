@@ -1,7 +1,7 @@
 import { Cluster, Redis, type ClusterOptions } from 'ioredis';
 import type { Config } from '../config.js';
 import { newRedis, type RedisTargetConfig } from './redis-sentinel.js';
-import { parseRedisUrl } from './redis-url.js';
+import { parseRedisUrl } from '../config/redis-url.js';
 
 /** A connection to one Redis server or to a Redis Cluster (REDIS_CLUSTER=true): the service uses either alike. */
 export type RedisClient = Redis | Cluster;

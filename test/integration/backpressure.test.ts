@@ -4,7 +4,7 @@ import { freePort } from '../../scripts/redis.js';
 import { createSigningClient } from '../helpers/signed-client.js';
 import { createProcessMetrics } from '../../src/metrics/http.metrics.js';
 import { publishStoreCounts } from '../../src/metrics/order-store.metrics.js';
-import { createMetricsListener } from '../../src/web.js';
+import { createMetricsListener } from '../../src/processes/web.process.js';
 import { entry, postBatch, resultsOf, statusesOf } from '../helpers/batches.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
 import { valueOf } from '../helpers/prometheus-text.js';

@@ -3,7 +3,7 @@ import os from 'node:os';
 import supertest from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../scripts/redis.js';
-import { createMetricsListener, createWebApp } from '../../src/web.js';
+import { createMetricsListener, createWebApp } from '../../src/processes/web.process.js';
 import { createProcessMetrics } from '../../src/metrics/http.metrics.js';
 import { publishStoreCounts } from '../../src/metrics/order-store.metrics.js';
 import { runReconcilePass } from '../../src/services/reconcile.js';

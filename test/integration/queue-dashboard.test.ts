@@ -1,7 +1,7 @@
 import type { App } from '../../src/http/app.js';
 import supertest from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWebApp } from '../../src/web.js';
+import { createWebApp } from '../../src/processes/web.process.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
 import { createTestService, signed, type TestService } from '../helpers/test-service.js';
 

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { freePort } from '../../scripts/redis.js';
 import { createRateLimiter } from '../../src/http/rate-limit.js';
 import { createSigningClient } from '../helpers/signed-client.js';
-import { createWebApp } from '../../src/web.js';
+import { createWebApp } from '../../src/processes/web.process.js';
 import { orderBody } from '../helpers/fixtures.js';
 import { createTestService, signed, type Credentials, type TestService } from '../helpers/test-service.js';
 

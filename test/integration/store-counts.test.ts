@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { scheduleStoreCounts } from '../../src/metrics/order-store.metrics.js';
+import { countStoreOnTurn } from '../../src/metrics/order-store.metrics.js';
+import { schedulePass } from '../../src/processes/schedule.js';
 import { createRedis, type RedisClient } from '../../src/redis/redis.js';
 import type { StoreCounts } from '../../src/store/port/store.port.js';
 import { connectTestRedis, warningsLogger } from '../helpers/test-redis.js';
@@ -25,6 +26,13 @@ afterAll(async () => {
 const COUNT_MS = 200;
 const EVERY_MS = 1000;
 
+/** One clock's store counts, on the clock's schedule (src/processes/clock.process.ts). */
+const storeCounts = (deps: Parameters<typeof countStoreOnTurn>[0]) =>
+  schedulePass(
+    { name: 'store counts', when: { everyMs: EVERY_MS }, run: countStoreOnTurn(deps, EVERY_MS) },
+    deps.logger,
+  );
+
 /**
  * Two clocks of one deployment, each ticking every second (STORE_COUNTS_EVERY_S=1, the least), over counts that
  * take COUNT_MS and then `end`: how many counts ran in the 1.5 s after the first ended, and the turn's time left.
@@ -41,7 +49,7 @@ async function countsAfterOne(keys: string, end: () => StoreCounts) {
       return end();
     },
   };
-  const clocks = [1, 2].map(() => scheduleStoreCounts({ store, redis, prefix: keys, logger }, EVERY_MS));
+  const clocks = [1, 2].map(() => storeCounts({ store, redis, prefix: keys, logger }));
   try {
     await until(() => ended, 10_000, 'a count ended');
     await sleep(1.5 * EVERY_MS);
@@ -81,7 +89,7 @@ describe("the clock's store counts", () => {
     );
     expect(fresh.status).not.toBe('ready');
     const store = { counts: async (): Promise<StoreCounts> => ({ itemsByStatus: [], unsettledByPhase: [] }) };
-    const clock = scheduleStoreCounts({ store, redis: fresh, prefix: `${prefix}c`, logger: quiet }, EVERY_MS);
+    const clock = storeCounts({ store, redis: fresh, prefix: `${prefix}c`, logger: quiet });
     try {
       await until(
         async () => (await redis.get(`${prefix}c:metrics:store-counts`)) !== null,

@@ -49,10 +49,41 @@ const files = sourceFiles(src);
 const graph = new Map(files.map((file) => [file, importsOf(file)]));
 const rel = (file: string) => path.relative(src, file);
 
-// Lower rooms: they hold ports, adapters and rules, and know nothing of who composes or calls them.
-const LOWER = ['store/', 'domain/', 'queue/', 'redis/'];
-const UPPER = ['services/', 'processes/', 'http/', 'deps.ts', 'container.ts'];
-const isIn = (file: string, rooms: string[]) => rooms.some((room) => rel(file).startsWith(room));
+// The house from the ground up: each room's code may run code of its own room and of the floors below, never of
+// a floor above. Rooms side by side on one floor do not import each other either. config is the ground floor;
+// the process room, which composes everything (src/container.ts), is the top below the entry files.
+const FLOORS: string[][] = [
+  ['config'],
+  ['domain', 'auth', 'logger.ts', 'tracing', 'group-calls.ts', 'server-changes.ts'],
+  ['store', 'redis', 'queue', 'payments', 'webhooks', 'client'],
+  ['metrics'],
+  ['services'],
+  ['http'],
+  ['deps.ts', 'container.ts'],
+  ['processes'],
+  ['cli', 'server.ts'],
+];
+/** A file's room: the folder under src/ it is in, or the file itself at the root (config.ts is config's room). */
+const roomOf = (file: string) => {
+  const [first, ...rest] = rel(file).split(path.sep);
+  return rest.length > 0 ? first! : first === 'config.ts' ? 'config' : first!;
+};
+const floorOf = (file: string) => FLOORS.findIndex((rooms) => rooms.includes(roomOf(file)));
+
+/** Imports that run (type-only ones are erased), from one room to another, as `from -> to`. */
+const valueImportsBetweenRooms = files.flatMap((file) =>
+  graph
+    .get(file)!
+    .filter(({ to, typeOnly }) => !typeOnly && graph.has(to) && roomOf(to) !== roomOf(file))
+    .map(({ to }) => ({ from: file, to, arrow: `${rel(file)} -> ${rel(to)}` })),
+);
+
+// Arrows up that another change removes: metrics/http.metrics.ts reads the route table and status codes of http/
+// (helper "ways" moves them down); once merged, this list is empty and the skipped test below runs.
+const PENDING = new Set([
+  'metrics/http.metrics.ts -> http/api-routes.ts',
+  'metrics/http.metrics.ts -> http/status-codes.ts',
+]);
 
 describe('architecture', () => {
   it('finds the source files and their imports', () => {
@@ -60,16 +91,60 @@ describe('architecture', () => {
     expect(graph.get(path.join(src, 'deps.ts'))?.length).toBeGreaterThan(0);
   });
 
-  it('no import runs from store, domain, queue or redis up to services, processes, deps, the container or http', () => {
-    const upward = files
-      .filter((file) => isIn(file, LOWER))
+  it('places every room of src/ on a floor of the house', () => {
+    expect(files.filter((file) => floorOf(file) < 0).map(rel)).toEqual([]);
+  });
+
+  it('has no import that runs up the house, or across to a room beside it', () => {
+    const up = valueImportsBetweenRooms
+      .filter(({ from, to }) => floorOf(to) >= floorOf(from))
+      .map(({ arrow }) => arrow)
+      .filter((arrow) => !PENDING.has(arrow));
+    expect(up).toEqual([]);
+  });
+
+  it('keeps config the ground floor: it imports nothing of ours, not even a type', () => {
+    const out = files
+      .filter((file) => roomOf(file) === 'config')
       .flatMap((file) =>
         graph
           .get(file)!
-          .filter(({ to }) => isIn(to, UPPER))
+          .filter(({ to }) => roomOf(to) !== 'config')
           .map(({ to }) => `${rel(file)} -> ${rel(to)}`),
       );
-    expect(upward).toEqual([]);
+    expect(out).toEqual([]);
+  });
+
+  // Skipped until helper "ways" is merged: it moves the route table and status codes metrics/http.metrics.ts
+  // reads out of http/. Then PENDING above is emptied and this runs.
+  it.skip('has metrics import nothing that runs from http', () => {
+    const arrows = valueImportsBetweenRooms.filter(
+      ({ from, to }) => roomOf(from) === 'metrics' && roomOf(to) === 'http',
+    );
+    expect(arrows.map(({ arrow }) => arrow)).toEqual([]);
+  });
+
+  it('lets only the process room import the composition root (src/container.ts, src/deps.ts)', () => {
+    const composition = new Set([path.join(src, 'container.ts'), path.join(src, 'deps.ts')]);
+    const outside = valueImportsBetweenRooms
+      .filter(({ from, to }) => composition.has(to) && !composition.has(from) && roomOf(from) !== 'processes')
+      .map(({ arrow }) => arrow);
+    expect(outside).toEqual([]);
+  });
+
+  it('has each Procfile entry run its process from the process room in one call', () => {
+    const procfile = readFileSync(path.join(root, 'Procfile'), 'utf8');
+    const entries = [...procfile.matchAll(/^(\w+):.* dist\/(\S+)\.js$/gm)].map(([, name, entry]) => ({
+      name: name!,
+      text: readFileSync(path.join(root, `${entry!}.ts`), 'utf8'),
+    }));
+    expect(entries.map(({ name }) => name)).toEqual(['web', 'worker', 'clock']);
+    for (const { name, text } of entries)
+      expect(text).toMatch(
+        new RegExp(
+          `^import \\{ runProcess \\} from '[./]*(src/)?processes/run-process\\.js';\\nrunProcess\\('${name}'\\);\\n$`,
+        ),
+      );
   });
 
   it('has no import cycle among the imports that run', () => {

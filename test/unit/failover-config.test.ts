@@ -2,9 +2,9 @@
 // per-process record of which server each link reached.
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { parseSentinels } from '../../src/redis/redis-url.js';
+import { parseSentinels } from '../../src/config/redis-url.js';
 import { noteServer, onServerChange, serverStates } from '../../src/server-changes.js';
-import { parsePostgresHosts } from '../../src/store/postgres/postgres-url.js';
+import { parsePostgresHosts } from '../../src/config/postgres-url.js';
 
 const KEY = 'ab'.repeat(32);
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { parseRedisUrl } from '../../src/redis/redis-url.js';
+import { parseRedisUrl } from '../../src/config/redis-url.js';
 
 describe('the Redis key prefix', () => {
   it('is QUEUE_PREFIX wrapped in one hash tag, so every key of the service lands in one cluster slot', () => {

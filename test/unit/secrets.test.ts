@@ -1,7 +1,8 @@
 import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { createSealer, parseSecretsKey, SealedValueError, tokenHasher } from '../../src/domain/secrets.js';
+import { parseSecretsKey } from '../../src/config/secrets-key-format.js';
+import { createSealer, SealedValueError, tokenHasher } from '../../src/domain/secrets.js';
 
 const KEY = crypto.randomBytes(32);
 const PG = 'postgres://u@db.internal:5432/orders';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { startRelay } from '../../src/services/webhook-relay.js';
+import { startRelay } from '../../src/processes/webhook.relay-runner.js';
 import type { DeliveryAttempt, Store } from '../../src/store/port/store.port.js';
 import pino from 'pino';
 

@@ -1,6 +1,6 @@
-import { closeDeps, createDeps } from '../../container.js';
 import { whenReady } from '../../redis/redis-lock.js';
 import { redisWhere } from '../../redis/redis-sentinel.js';
+import { withDeps } from '../../processes/assemble.js';
 import { runReconcilePass } from '../../services/reconcile.js';
 import { CliError, isoTimeOption, parseCommandArgs, type CommandRun } from './command.js';
 import { commandLogger } from './item.commands.js';
@@ -14,18 +14,13 @@ export const reconcile: CommandRun = {
     const { values } = parseCommandArgs(args, { now: { type: 'string' } });
     const now = values.now === undefined ? undefined : isoTimeOption(values.now, 'now');
     const logger = commandLogger(config);
-    const deps = await createDeps(config, logger, { role: 'admin' });
-    try {
+    return withDeps('admin', config, logger, async (deps) => {
       await whenReady(deps.redis, REDIS_WAIT_MS).catch((err: Error) => {
         throw CliError.invalid(`redis at ${redisWhere(config)} is unavailable: ${err.message}`);
       });
       const pass = await runReconcilePass(deps, { now, waitMs: LOCK_WAIT_MS });
       if (!pass.ran) throw CliError.invalid(`no pass ran: ${pass.reason}; try again later`);
       return pass.counts;
-    } finally {
-      await closeDeps(deps);
-      // closeDeps leaves the queue's connection open (long-lived processes exit anyway); a CLI must end it.
-      deps.queue.disconnect();
-    }
+    });
   },
 };

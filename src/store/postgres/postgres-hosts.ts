@@ -5,7 +5,7 @@
 // read-only (a primary lost and a standby promoted in its place): then the next connection looks again.
 import pg from 'pg';
 import { noteServer } from '../../server-changes.js';
-import { parsePostgresHosts, type PostgresHost, type PostgresHosts } from './postgres-url.js';
+import { parsePostgresHosts, type PostgresHost, type PostgresHosts } from '../../config/postgres-url.js';
 
 export { parsePostgresHosts };
 

@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../../config.js';
-import { newSecretsKey, parseSecretsKey } from '../../domain/secrets.js';
+import { parseSecretsKey } from '../../config/secrets-key-format.js';
+import { newSecretsKey } from '../../domain/secrets.js';
 import { restrictToOwner, writePrivateFile } from './private-files.js';
 
 export interface SecretsKeySource {

@@ -1,17 +1,37 @@
-import { ConfigError, assertDataFolder, loadConfig, type Config } from './config.js';
-import { createLogger, type Logger } from './logger.js';
-import { flushTracing } from './tracing/tracing.js';
+// The processes of the Procfile, each run by a one-line entry: src/server.ts (web), workers/order.worker.ts
+// (worker) and jobs/clock.ts (clock).
+import cluster from 'node:cluster';
+import { ConfigError, assertDataFolder, loadConfig, type Config } from '../config.js';
+import { createLogger, type Logger } from '../logger.js';
+import { flushTracing } from '../tracing/tracing.js';
+
+export interface RunningProcess {
+  /** Finishes the work in flight (or hands it back) and closes every connection. */
+  stop(): Promise<void>;
+}
+
+type StartProcess = (config: Config, logger: Logger) => Promise<RunningProcess>;
+
+// Each process loads only its own modules: a worker never loads the HTTP app, a cluster's primary not even that.
+const PROCESSES = {
+  web: async (config, logger) =>
+    cluster.isPrimary && config.WEB_CONCURRENCY > 1
+      ? (await import('./web-cluster.process.js')).startWebCluster(config, logger)
+      : (await import('./web.process.js')).startWebProcess(config, logger),
+  worker: async (config, logger) => (await import('./worker.process.js')).startWorkerProcess(config, logger),
+  clock: async (config, logger) => (await import('./clock.process.js')).startClockProcess(config, logger),
+} satisfies Record<string, StartProcess>;
+
+export type ProcessName = keyof typeof PROCESSES;
 
 const SHUTDOWN_GRACE_MS = 30_000;
 
 /**
- * Runs a process entry: config parsed once (a bad value stops the start naming the variable), then on
+ * Runs a process of the Procfile: config parsed once (a bad value stops the start naming the variable), then on
  * SIGTERM or SIGINT the stop function finishes in-flight work and the process exits 0.
  */
-export function runProcess(
-  name: string,
-  start: (config: Config, logger: Logger) => Promise<{ stop: () => Promise<void> }>,
-) {
+export function runProcess(name: ProcessName) {
+  const start: StartProcess = PROCESSES[name];
   let config: Config;
   try {
     config = loadConfig(process.env);

@@ -1,20 +1,20 @@
-// One web process: the HTTP app and its start and stop. Imported by src/server.ts only where it serves (a single
-// web process, or a worker of the cluster): a cluster's primary never loads the app it does not run.
+// One web process: the HTTP app and its start and stop. Loaded (src/processes/run-process.ts) only where it serves
+// (a single web process, or a worker of the cluster): a cluster's primary never loads the app it does not run.
 import type { Server } from 'node:http';
-import type { Config } from './config.js';
-import { closeDeps, createDeps } from './container.js';
-import { whenReady } from './redis/redis-lock.js';
-import type { Deps } from './deps.js';
-import { createApp } from './http/app.js';
-import { createHttpServer, createMetricsServer } from './http/http-server.js';
-import { createDeploymentRegistry, metricsListener } from './http/metrics.js';
-import { DASHBOARD_LOCKOUT, Lockout } from './redis/lockout.js';
-import { mountQueueDashboard } from './http/queue-dashboard.js';
-import { rateLimit } from './http/rate-limit.js';
-import type { Logger } from './logger.js';
-import { processMetricsSource } from './metrics/cluster.metrics.js';
-import { createProcessMetrics, type ProcessMetrics } from './metrics/http.metrics.js';
-import { startProcessHeartbeat } from './metrics/process-heartbeat.js';
+import type { Config } from '../config.js';
+import { whenReady } from '../redis/redis-lock.js';
+import type { Deps } from '../deps.js';
+import { createApp } from '../http/app.js';
+import { createHttpServer, createMetricsServer } from '../http/http-server.js';
+import { createDeploymentRegistry, metricsListener } from '../http/metrics.js';
+import { DASHBOARD_LOCKOUT, Lockout } from '../redis/lockout.js';
+import { mountQueueDashboard } from '../http/queue-dashboard.js';
+import { rateLimit } from '../http/rate-limit.js';
+import type { Logger } from '../logger.js';
+import { processMetricsSource } from '../metrics/cluster.metrics.js';
+import { createProcessMetrics, type ProcessMetrics } from '../metrics/http.metrics.js';
+import { assembleProcess, type ProcessPart } from './assemble.js';
+import type { RunningProcess } from './run-process.js';
 
 /**
  * The web process's HTTP front: the API of createApp with the per-key rate limit after authentication and the
@@ -70,11 +70,15 @@ async function listening(server: Server, port: number, host: string | undefined)
 const REDIS_READY_WAIT_MS = 10_000;
 
 /** Starts one web process; resolves with a function that stops it cleanly. */
-export async function startWeb(
-  config: Config,
-  logger: Logger,
-): Promise<{ server: Server; stop: () => Promise<void> }> {
-  const deps = await createDeps(config, logger, { withOutcomes: true, role: 'web' });
+export function startWebProcess(config: Config, logger: Logger): Promise<RunningProcess> {
+  return assembleProcess('web', config, logger, async (deps) => [await serveWeb(deps)], {
+    withOutcomes: true,
+  });
+}
+
+/** The web's listeners: METRICS_PORT, then the API on PORT. */
+async function serveWeb(deps: Deps): Promise<ProcessPart> {
+  const { config, logger } = deps;
   // Signed requests need Redis for their lockout checks: listen once it is ready (or, bounded, fail open).
   await whenReady(deps.redis, REDIS_READY_WAIT_MS).catch((err: Error) =>
     logger.warn({ err: err.message }, 'web listening before redis is ready; lockout checks fail open'),
@@ -94,13 +98,11 @@ export async function startWeb(
     metricsServer.close();
     throw err;
   });
-  const stopHeartbeat = startProcessHeartbeat(deps.redis, config.REDIS_PREFIX, 'web', deps.clock);
   logger.info(
     { port, metricsPort, metrics: `http://${hostForUrl(config.METRICS_HOST)}:${metricsPort}/metrics` },
     'web listening',
   );
   return {
-    server,
     async stop() {
       // Stop taking connections and let requests in flight finish; keep-alive connections are closed as
       // soon as they fall idle, so a client mid-request still gets its answer.
@@ -109,8 +111,6 @@ export async function startWeb(
       await closed.finally(() => clearInterval(idle));
       metricsServer.closeAllConnections();
       await new Promise<void>((resolve) => metricsServer.close(() => resolve()));
-      await stopHeartbeat();
-      await closeDeps(deps);
     },
   };
 }

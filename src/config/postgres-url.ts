@@ -1,5 +1,5 @@
 // DATABASE_URL in libpq's form, which may name several hosts: `postgres://u@h1:5432,h2:5433/db?target_session_attrs=
-// read-write`. Read here without node-postgres (config.ts checks it); postgres-hosts.ts connects to the hosts.
+// read-write`. Read here without node-postgres (config.ts checks it); store/postgres/postgres-hosts.ts connects to the hosts.
 
 export interface PostgresHost {
   host: string;
