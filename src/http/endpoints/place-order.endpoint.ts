@@ -1,16 +1,16 @@
 import type { Request, RequestHandler } from 'express';
-import { sha256Hex } from '../auth/signature.js';
-import type { OrderIntake } from '../services/order-intake.js';
-import { placeOrder, type PlaceOrderDeps } from '../services/place-order.js';
-import { ApiError } from './errors.js';
-import { bindLogContext } from './request-context.js';
-import { jsonObjectBody } from './json-body.js';
-import { ORDER_COST_RULE, orderCost } from './order-cost.js';
-import { chargeMore } from './rate-limit.js';
-import { backpressureError, placedCode } from './order-answers.js';
-import { createOrderRequestCheck, ORDER_JSON_LIMITS } from './order-request.check.js';
-import { authOf, bodySha256Of, sendOk } from './respond.js';
-import { SvcStatus } from './status-codes.js';
+import { sha256Hex } from '../../auth/signature.js';
+import type { OrderIntake } from '../../services/order-intake.js';
+import { placeOrder, type PlaceOrderDeps } from '../../services/place-order.js';
+import { ApiError } from '../errors.js';
+import { bindLogContext } from '../request-context.js';
+import { jsonObjectBody } from '../json-body.js';
+import { ORDER_COST_RULE, orderCost } from '../order-cost.js';
+import { chargeMore } from '../rate-limit.js';
+import { backpressureError, placedCode } from '../order-answers.js';
+import { createOrderRequestCheck, ORDER_JSON_LIMITS } from '../order-request.check.js';
+import { authOf, bodySha256Of, sendOk } from '../respond.js';
+import { SvcStatus } from '../status-codes.js';
 
 /** `Prefer: respond-async` (RFC 7240) asks for the answer without waiting for the worker. */
 function prefersAsync(req: Request): boolean {

@@ -1,25 +1,29 @@
 import type { RequestHandler } from 'express';
-import { sha256Hex } from '../auth/signature.js';
-import type { OrderIntake } from '../services/order-intake.js';
-import { placeOrderBatch, type BatchOrder, type PlaceOrderBatchDeps } from '../services/place-order-batch.js';
-import type { PlaceOrderResult } from '../services/place-order.js';
-import { canonicalJson } from './canonical-json.js';
-import { ApiError, describeIssue } from './errors.js';
-import { jsonObjectBody, type JsonLimits } from './json-body.js';
+import { sha256Hex } from '../../auth/signature.js';
+import type { OrderIntake } from '../../services/order-intake.js';
+import {
+  placeOrderBatch,
+  type BatchOrder,
+  type PlaceOrderBatchDeps,
+} from '../../services/place-order-batch.js';
+import type { PlaceOrderResult } from '../../services/place-order.js';
+import { canonicalJson } from '../canonical-json.js';
+import { ApiError, describeIssue } from '../errors.js';
+import { jsonObjectBody, type JsonLimits } from '../json-body.js';
 import {
   MAX_BATCH_ORDERS,
   entryRequestIdSchema,
   orderBatchRootSchema,
   type OrderBatchResult,
-} from './order-batch.schema.js';
-import { createOrderRequestCheck, listingRefsOf } from './order-request.check.js';
-import { backpressureError, placedCode } from './order-answers.js';
-import { chargeMore } from './rate-limit.js';
-import { ORDER_COST_RULE, orderCost } from './order-cost.js';
-import { parseInput } from './request-input.js';
-import { authOf, streamOk } from './respond.js';
-import { SvcStatus, type SvcStatusCode } from './status-codes.js';
-import { readableError } from './zod-messages.js';
+} from '../order-batch.schema.js';
+import { createOrderRequestCheck, listingRefsOf } from '../order-request.check.js';
+import { backpressureError, placedCode } from '../order-answers.js';
+import { chargeMore } from '../rate-limit.js';
+import { ORDER_COST_RULE, orderCost } from '../order-cost.js';
+import { parseInput } from '../request-input.js';
+import { authOf, streamOk } from '../respond.js';
+import { SvcStatus, type SvcStatusCode } from '../status-codes.js';
+import { readableError } from '../zod-messages.js';
 
 /**
  * A batch is two levels deeper than an order and holds up to 500 of them; a few listings each make ~40 values

@@ -1,10 +1,10 @@
 import type { Request, RequestHandler } from 'express';
-import type { Deps } from '../deps.js';
-import { getClientOrder, searchOrders } from '../services/search-orders.js';
-import { ApiError } from './errors.js';
-import { parseOrderSearchQuery, unexpectedParams } from './order-search.schema.js';
-import { authOf, sendOk } from './respond.js';
-import { SvcStatus } from './status-codes.js';
+import type { Deps } from '../../deps.js';
+import { getClientOrder, searchOrders } from '../../services/search-orders.js';
+import { ApiError } from '../errors.js';
+import { parseOrderSearchQuery, unexpectedParams } from '../order-search.schema.js';
+import { authOf, sendOk } from '../respond.js';
+import { SvcStatus } from '../status-codes.js';
 
 /** GET /v1/orders: the search; runs after the auth middleware. */
 export function getOrders(deps: Deps): RequestHandler {
