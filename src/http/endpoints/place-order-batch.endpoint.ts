@@ -1,29 +1,77 @@
 import type { RequestHandler } from 'express';
 import { sha256Hex } from '../../auth/signature.js';
 import type { OrderIntake } from '../../services/order-intake.js';
-import {
-  placeOrderBatch,
-  type BatchOrder,
-  type PlaceOrderBatchDeps,
-} from '../../services/place-order-batch.js';
-import type { PlaceOrderResult } from '../../services/place-order.js';
+import type { PlaceOrderBatchDeps } from '../../services/place-order-batch.js';
+import { submitOrderBatch, type BatchEntryRead } from '../../services/submit-order-batch.js';
+import type { SubmitOrderResult } from '../../services/submit-order.js';
 import { canonicalJson } from '../canonical-json.js';
 import { ApiError, describeIssue } from '../errors.js';
 import { jsonObjectBody, type JsonLimits } from '../json-body.js';
+import { json, responses } from '../openapi-responses.js';
 import {
   MAX_BATCH_ORDERS,
+  OrderBatchResponseSchema,
+  OrderBatchResultSchema,
   entryRequestIdSchema,
+  orderBatchRequestSchemas,
   orderBatchRootSchema,
   type OrderBatchResult,
 } from '../order-batch.schema.js';
-import { createOrderRequestCheck, listingRefsOf } from '../order-request.check.js';
+import { createOrderRequestReader, listingRefsOf, refusalError } from '../order-request.check.js';
+import { AddressSchema, RequestedListingSchema } from '../order-request.schema.js';
+import {
+  ListingSummarySchema,
+  OrderItemSummarySchema,
+  OrderResponseSchema,
+} from '../order-response.schema.js';
 import { backpressureError, placedCode } from '../order-answers.js';
 import { chargeMore } from '../rate-limit.js';
+import { perClientSlots } from '../batch-slots.js';
 import { ORDER_COST_RULE, orderCost } from '../order-cost.js';
 import { parseInput } from '../request-input.js';
 import { authOf, streamOk } from '../respond.js';
 import { SvcStatus, type SvcStatusCode } from '../status-codes.js';
 import { readableError } from '../zod-messages.js';
+import { requestIdParam, signed, type Endpoint } from './endpoint.js';
+
+/** POST /v1/order-batches: up to 500 orders, each with its own requestId and result (docs/api.md#batches). */
+export const placeOrderBatchEndpoint: Endpoint = {
+  method: 'POST',
+  path: '/order-batches',
+  operation: {
+    operationId: 'placeOrderBatch',
+    summary: 'Place or dry-run up to 500 orders at once, each with its own requestId and result',
+    description:
+      'Real orders are answered at once with items QUEUED (as with Prefer: respond-async). A result ' +
+      'holds the Svc-Status codes the order would get alone; the batch fails whole only when it is malformed.',
+    tags: ['batches'],
+    ...signed,
+    parameters: [requestIdParam],
+    requestBody: { required: true, content: json('OrderBatchRequest') },
+    responses: responses({ 2004: 'batch answered, one result per order' }, 'OrderBatchResponse', [], {
+      'Retry-After': {
+        description:
+          'Set when an order was refused for a while (5030, 4293): seconds until a retry can succeed',
+        required: false,
+        schema: { type: 'integer', minimum: 1 },
+      },
+    }),
+  },
+  schemas: (domains) => [
+    AddressSchema,
+    RequestedListingSchema,
+    OrderItemSummarySchema,
+    ListingSummarySchema,
+    OrderResponseSchema,
+    ...Object.values(orderBatchRequestSchemas(domains)),
+    OrderBatchResultSchema,
+    OrderBatchResponseSchema,
+  ],
+  handlers: (deps) => [
+    perClientSlots(deps.config.BATCH_CONCURRENCY_PER_CLIENT, 'batches'),
+    postOrderBatch(deps),
+  ],
+};
 
 /**
  * A batch is two levels deeper than an order and holds up to 500 of them; a few listings each make ~40 values
@@ -38,8 +86,6 @@ export const BATCH_JSON_LIMITS: JsonLimits = {
       : undefined,
 };
 
-const YIELD_EVERY = 20;
-
 /** The rate-limit cost of a batch's entries (each at least 1, whatever it holds): see orderCost. */
 export function batchCost(entries: readonly unknown[]): number {
   let cost = 0;
@@ -49,37 +95,50 @@ export function batchCost(entries: readonly unknown[]): number {
 
 /** An entry that failed (its checks, or acceptance): its codes and messages, as the order would get them alone. */
 type Refusal = { requestId: string; error: ApiError };
-type Checked = { requestId: string; order: BatchOrder };
+
+/** An entry as the edge read it: beside what the service needs, the problems the edge found in it. */
+interface EntryReading extends BatchEntryRead {
+  /** Of its requestId (4220): its form, or its first use earlier in the batch. */
+  requestIdProblems: string[];
+  /** Of its order's fields, as a single order's would be. */
+  problems: [SvcStatusCode, string][];
+}
 
 /** POST /v1/order-batches (docs/api.md#batches): 2004 with one result per entry, in request order. */
 export function postOrderBatch(deps: PlaceOrderBatchDeps & { intake: OrderIntake }): RequestHandler {
-  const checkOrderRequest = createOrderRequestCheck(deps.intake);
+  const readOrderRequest = createOrderRequestReader(deps.intake.domains.keys());
   return async (req, res) => {
     const entries = batchEntries(jsonObjectBody(req, BATCH_JSON_LIMITS));
     const cost = batchCost(entries);
     await chargeMore(res, cost - 1, `this batch costs ${cost} requests (${ORDER_COST_RULE})`);
     const { clientId } = authOf(res);
-    const catalog = await deps.intake.loadCatalog([
-      ...new Set(entries.flatMap((e) => (isObject(e) ? listingRefsOf(e).map((r) => r.listingId) : []))),
-    ]);
     const seen = new Map<string, number>();
-    const checked: (Checked | Refusal)[] = [];
-    // One after another, as single requests would come: the card-testing lock counts each entry in turn.
-    for (const [index, entry] of entries.entries()) {
-      // Other clients' requests are answered between chunks of a large batch, not after all of it.
-      if (index > 0 && index % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve));
-      const { requestId, problems } = entryRequestId(entry, index, seen);
-      const check = async (order: Record<string, unknown>) => ({
+    const read = (entry: unknown, index: number): EntryReading => {
+      const { requestId, problems: requestIdProblems } = entryRequestId(entry, index, seen);
+      if (!isObject(entry))
+        return { requestId, requestHash: '', request: null, refused: true, requestIdProblems, problems: [] };
+      const { requestId: _requestId, ...order } = entry;
+      const { request, problems } = readOrderRequest(order);
+      const requestHash = sha256Hex(`${req.method}\n${req.path}\n${canonicalJson(order)}`);
+      return {
         requestId,
-        requestHash: sha256Hex(`${req.method}\n${req.path}\n${canonicalJson(order)}`),
-        checked: await checkOrderRequest(clientId, order, catalog),
-      });
-      checked.push(await checkEntry(entry, requestId, problems, check));
-    }
-    const orders = checked.flatMap((c) => ('order' in c ? [c.order] : []));
-    const placed = await placeOrderBatch(deps, { clientId, orders, log: req.log });
-    let next = 0;
-    const outcomes = checked.map((c) => ('order' in c ? outcomeOf(c.requestId, placed[next++]!) : c));
+        requestHash,
+        request,
+        refused: requestIdProblems.length > 0,
+        requestIdProblems,
+        problems,
+      };
+    };
+    const results = await submitOrderBatch(deps, {
+      clientId,
+      entries,
+      listingIds: [
+        ...new Set(entries.flatMap((e) => (isObject(e) ? listingRefsOf(e).map((r) => r.listingId) : []))),
+      ],
+      read,
+      log: req.log,
+    });
+    const outcomes = results.map(({ entry, result }) => outcomeOf(entry, result));
     const retryAfter = Math.max(
       0,
       ...outcomes.map((o) => Number(('error' in o && o.error.headers['Retry-After']) || 0)),
@@ -92,24 +151,6 @@ export function postOrderBatch(deps: PlaceOrderBatchDeps & { intake: OrderIntake
       outcomes.map((o) => ('error' in o ? refused(o) : o)),
     );
   };
-}
-
-/** One entry checked as a single order would be, with its requestId problems (4220) among its own. */
-async function checkEntry(
-  entry: unknown,
-  requestId: string,
-  problems: string[],
-  check: (order: Record<string, unknown>) => Promise<BatchOrder>,
-): Promise<Checked | Refusal> {
-  if (!isObject(entry)) return { requestId, error: notAnOrder() };
-  const { requestId: _requestId, ...order } = entry;
-  try {
-    const checked = await check(order);
-    return problems.length ? { requestId, error: merged(problems) } : { requestId, order: checked };
-  } catch (err) {
-    if (!(err instanceof ApiError)) throw err;
-    return { requestId, error: problems.length ? merged(problems, err) : err };
-  }
 }
 
 /** The entries of a well-formed batch; the whole batch fails on a problem of its root (4002 for its count). */
@@ -165,9 +206,19 @@ function refused({ requestId, error }: Refusal): OrderBatchResult {
   return { requestId, status: sortedCodes(error.codes), order: null, messages: error.messages };
 }
 
-/** A placed, priced or duplicate order as its result; a conflict or a refusal by backpressure as a refusal. */
-function outcomeOf(requestId: string, result: PlaceOrderResult): OrderBatchResult | Refusal {
+/**
+ * An entry's answer: a placed, priced or duplicate order as its result; a refusal (by the edge, the check, a
+ * conflict or backpressure) with the codes and messages the order would get alone, its requestId's first.
+ */
+function outcomeOf(entry: EntryReading, result: SubmitOrderResult | null): OrderBatchResult | Refusal {
+  const { requestId, requestIdProblems } = entry;
+  const withRequestId = (err: ApiError) => (requestIdProblems.length ? merged(requestIdProblems, err) : err);
+  if (result === null)
+    return { requestId, error: entry.request === null ? notAnOrder() : merged(requestIdProblems) };
   switch (result.kind) {
+    case 'locked':
+    case 'refused':
+      return { requestId, error: withRequestId(refusalError(entry.problems, result)) };
     case 'dry-run':
       return { requestId, status: [SvcStatus.DRY_RUN_OK], order: result.order };
     case 'placed':

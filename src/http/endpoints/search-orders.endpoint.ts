@@ -1,10 +1,42 @@
-import type { Request, RequestHandler } from 'express';
+import type { RequestHandler } from 'express';
 import type { Deps } from '../../deps.js';
-import { getClientOrder, searchOrders } from '../../services/search-orders.js';
+import { searchOrders } from '../../services/search-orders.js';
 import { ApiError } from '../errors.js';
-import { parseOrderSearchQuery, unexpectedParams } from '../order-search.schema.js';
+import { responses } from '../openapi-responses.js';
+import {
+  ListingSummarySchema,
+  OrderItemSummarySchema,
+  OrderResponseSchema,
+  OrderSearchResponseSchema,
+} from '../order-response.schema.js';
+import { orderSearchParameters, parseOrderSearchQuery } from '../order-search.schema.js';
+import { rawQueryOf } from '../request-input.js';
 import { authOf, sendOk } from '../respond.js';
 import { SvcStatus } from '../status-codes.js';
+import { requestIdParam, signed, type Endpoint } from './endpoint.js';
+
+/** GET /v1/orders: the client's orders matching a query, a page at a time (docs/api.md#search). */
+export const searchOrdersEndpoint: Endpoint = {
+  method: 'GET',
+  path: '/orders',
+  operation: {
+    operationId: 'searchOrders',
+    summary: "Search the client's orders",
+    description:
+      'Orders of the signing client matching the query, sorted as asked, a page at a time (cursor).',
+    tags: ['orders'],
+    ...signed,
+    parameters: [requestIdParam, ...orderSearchParameters()],
+    responses: responses({ 2000: 'orders retrieved' }, 'OrderSearchResponse'),
+  },
+  schemas: () => [
+    OrderItemSummarySchema,
+    ListingSummarySchema,
+    OrderResponseSchema,
+    OrderSearchResponseSchema,
+  ],
+  handlers: (deps) => [getOrders(deps)],
+};
 
 /** GET /v1/orders: the search; runs after the auth middleware. */
 export function getOrders(deps: Deps): RequestHandler {
@@ -16,27 +48,4 @@ export function getOrders(deps: Deps): RequestHandler {
     if (outcome.kind === 'bad-cursor') throw new ApiError(SvcStatus.INVALID, outcome.message);
     sendOk(res, SvcStatus.RETRIEVED, outcome.body);
   };
-}
-
-/** GET /v1/orders/{orderId}; runs after the auth middleware. */
-export function getOrder(deps: Deps): RequestHandler {
-  return async (req, res) => {
-    const { clientId } = authOf(res);
-    const unexpected = unexpectedParams(rawQueryOf(req));
-    if (unexpected.length > 0) throw new ApiError(SvcStatus.INVALID, unexpected);
-    const { orderId: sent } = req.params;
-    const text = typeof sent === 'string' ? sent : '';
-    const orderId = /^\d+$/.test(text) ? Number(text) : 0;
-    // 0 is a dry run's id and never stored; other clients' orders are reported exactly like absent ones.
-    const order =
-      Number.isSafeInteger(orderId) && orderId > 0 ? await getClientOrder(deps, clientId, orderId) : null;
-    if (!order) throw new ApiError(SvcStatus.ORDER_NOT_FOUND, `orderId: no order ${text}`);
-    sendOk(res, SvcStatus.RETRIEVED, order);
-  };
-}
-
-/** The query string exactly as sent: repeated names and unknown ones survive, unlike req.query. */
-function rawQueryOf(req: Request): string {
-  const mark = req.originalUrl.indexOf('?');
-  return mark === -1 ? '' : req.originalUrl.slice(mark + 1);
 }
