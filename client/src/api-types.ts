@@ -181,12 +181,6 @@ export interface components {
                 next?: number;
             };
         };
-        ErrorResponse: {
-            /** @description Svc-RequestId as sent; "" when absent */
-            requestId: string;
-            /** @description One readable line per problem, naming the field */
-            messages: string[];
-        };
         /** @description An OrderRequest with the requestId of this order */
         OrderBatchEntry: {
             shipAddr: components["schemas"]["Address"];
@@ -220,6 +214,12 @@ export interface components {
         OrderBatchResponse: {
             /** @description One result per order, in the order of the request */
             results: components["schemas"]["OrderBatchResult"][];
+        };
+        ErrorResponse: {
+            /** @description Svc-RequestId as sent; "" when absent */
+            requestId: string;
+            /** @description One readable line per problem, naming the field */
+            messages: string[];
         };
         /** @description The order as GET /v1/orders/{orderId} showed it right after the change */
         OrderEvent: {

@@ -3,18 +3,15 @@ import express, { type Request, type RequestHandler } from 'express';
 import type { Deps } from '../deps.js';
 import { marketplaceDomains } from '../domain/marketplace.js';
 import type { RequestObserver } from '../metrics/http.metrics.js';
-import { API_ROUTES } from './api-routes.js';
 import { authenticate } from './auth.js';
-import { perClientSlots } from './batch-slots.js';
+import { pathPattern, type Endpoint } from './endpoints/endpoint.js';
+import { ENDPOINTS } from './endpoints/index.js';
 import { ApiError, errorHandler } from './errors.js';
-import { getOrder, getOrders } from './order-history.routes.js';
-import { postOrderBatch } from './order-batches.routes.js';
-import { postOrder } from './orders.routes.js';
 import { sharedInFlight } from '../services/read-cache.js';
 import { openApiDocument } from './openapi.js';
 import { decodeBody, rawBody } from './raw-body.js';
 import { requestContext } from './request-context.js';
-import { signedRoutes } from './signed-routes.js';
+import { signedRoutes, type SignedRoute } from './signed-routes.js';
 import { SvcStatus } from './status-codes.js';
 import { CLOCK_SKEW_BOUND_MS } from '../redis/shared-clock.js';
 import { serverStates } from '../server-changes.js';
@@ -94,7 +91,6 @@ export function createApp(deps: Deps, options: AppOptions = {}): App {
   });
   app.use(errorHandler);
 
-  const orderIntake = postOrder({ ...deps, orderWaitMs: deps.config.ORDER_WAIT_MS });
   const answerSigned = signedRoutes({
     app,
     context: [context],
@@ -112,22 +108,27 @@ export function createApp(deps: Deps, options: AppOptions = {}): App {
       ...(options.afterAuth ?? []),
       decodeBody(MAX_BODY_BYTES),
     ],
-    routes: [
-      { ...API_ROUTES.orders, methods: { GET: [getOrders(deps)], POST: [orderIntake] } },
-      { ...API_ROUTES.order, methods: { GET: [getOrder(deps)] } },
-      {
-        ...API_ROUTES.orderBatches,
-        methods: {
-          POST: [perClientSlots(deps.config.BATCH_CONCURRENCY_PER_CLIENT, 'batches'), postOrderBatch(deps)],
-        },
-      },
-    ],
+    routes: routesOf(ENDPOINTS, deps),
     onError: errorHandler,
   });
   const listener = (req: IncomingMessage, res: ServerResponse) => {
     if (!answerSigned(req, res)) app(req, res);
   };
   return Object.assign(listener, { express: app });
+}
+
+/**
+ * The endpoints as the signed routes answer them: one route per path, with the handlers of each of its methods
+ * (in a fixed order, which the Allow header of a refused method lists).
+ */
+function routesOf(endpoints: readonly Endpoint[], deps: Deps): SignedRoute[] {
+  const routes = new Map<string, SignedRoute>();
+  for (const endpoint of [...endpoints].sort((a, b) => a.method.localeCompare(b.method))) {
+    let route = routes.get(endpoint.path);
+    if (!route) routes.set(endpoint.path, (route = { ...pathPattern(endpoint.path), methods: {} }));
+    route.methods[endpoint.method] = endpoint.handlers(deps);
+  }
+  return [...routes.values()];
 }
 
 /**

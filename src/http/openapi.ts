@@ -1,46 +1,32 @@
 import { z } from 'zod';
-import { API_ROUTES, openApiPath } from './api-routes.js';
 import { MAX_REQUEST_ID_LENGTH } from './auth.js';
-import { AddressSchema, RequestedListingSchema, orderRequestSchema } from './order-request.schema.js';
-import {
-  ErrorResponseSchema,
-  ListingSummarySchema,
-  OrderItemSummarySchema,
-  OrderResponseSchema,
-  OrderSearchResponseSchema,
-} from './order-response.schema.js';
-import { failureResponses, json, responses } from './openapi-responses.js';
+import { openApiPath, type Endpoint, type Method, type Operation } from './endpoints/endpoint.js';
+import { ENDPOINTS } from './endpoints/index.js';
+import { ErrorResponseSchema } from './order-response.schema.js';
+import { failureResponses, json } from './openapi-responses.js';
 import { OrderEventSchema } from './order-event.schema.js';
-import {
-  OrderBatchResponseSchema,
-  OrderBatchResultSchema,
-  orderBatchRequestSchemas,
-} from './order-batch.schema.js';
-import { orderSearchParameters } from './order-search.schema.js';
 
 /**
  * Every schema of the document as a named component with plain `$ref`s between them. Each zod schema carries
  * its component name as `.meta({ id })`; one named elsewhere but missing here would land in zod's `__shared`
  * pseudo-schema, which no OpenAPI tool resolves, so that fails here at once.
  */
-function componentSchemas(domains: readonly string[]): Record<string, object> {
+function componentSchemas(
+  endpoints: readonly Endpoint[],
+  domains: readonly string[],
+): Record<string, object> {
   const named = z.registry<{ id: string }>();
+  const ids = new Set<string>();
+  // The endpoints' schemas (those they share named by each), then the document's own: failures and webhooks.
   for (const schema of [
-    AddressSchema,
-    RequestedListingSchema,
-    orderRequestSchema(domains),
-    OrderItemSummarySchema,
-    ListingSummarySchema,
-    OrderResponseSchema,
-    OrderSearchResponseSchema,
+    ...endpoints.flatMap((e) => e.schemas(domains)),
     ErrorResponseSchema,
-    ...Object.values(orderBatchRequestSchemas(domains)),
-    OrderBatchResultSchema,
-    OrderBatchResponseSchema,
     OrderEventSchema,
   ]) {
     const id = schema.meta()?.id;
     if (typeof id !== 'string') throw new Error('an OpenAPI component schema needs .meta({ id })');
+    if (ids.has(id)) continue;
+    ids.add(id);
     named.add(schema, { id });
   }
   const { schemas } = z.toJSONSchema(named, { uri: (id) => `#/components/schemas/${id}`, io: 'input' });
@@ -51,8 +37,13 @@ function componentSchemas(domains: readonly string[]): Record<string, object> {
   );
 }
 
-const signed = { security: [{ SvcAccessKey: [], SvcDate: [], SvcSignature: [] }] };
-const requestIdParam = { $ref: '#/components/parameters/SvcRequestId' };
+/** The endpoints' operations, by OpenAPI path and method. */
+function pathsOf(endpoints: readonly Endpoint[]) {
+  const paths: Record<string, Partial<Record<Lowercase<Method>, Operation>>> = {};
+  for (const { path, method, operation } of endpoints)
+    (paths[openApiPath(path)] ??= {})[method.toLowerCase() as Lowercase<Method>] = structuredClone(operation);
+  return paths;
+}
 
 const webhookHeader = (name: string, description: string) => ({
   name,
@@ -81,87 +72,7 @@ export function openApiDocument(domains: readonly string[]) {
       { name: 'batches', description: 'Place or verify many orders in one request' },
       { name: 'webhooks', description: 'What the service posts to the endpoints an operator registers' },
     ],
-    paths: {
-      [openApiPath(API_ROUTES.orders)]: {
-        post: {
-          operationId: 'placeOrder',
-          summary: 'Place an order, or verify it with dryrun',
-          description:
-            'Prices, checks and reserves the listings of one order, then charges the card; with dryrun, only ' +
-            'checks it. The same Svc-RequestId and body again answer the same order (2003 while in progress).',
-          tags: ['orders'],
-          ...signed,
-          parameters: [
-            requestIdParam,
-            {
-              name: 'Prefer',
-              in: 'header',
-              required: false,
-              description: 'respond-async: answer at once, with items still QUEUED',
-              schema: { type: 'string' },
-            },
-          ],
-          requestBody: { required: true, content: json('OrderRequest') },
-          responses: responses(
-            { 2002: 'dry run succeeded', 2003: 'duplicate of an order still in progress', 2010: 'created' },
-            'OrderResponse',
-            ['Conflict'],
-            { 'Preference-Applied': { schema: { type: 'string', enum: ['respond-async'] } } },
-          ),
-        },
-        get: {
-          operationId: 'searchOrders',
-          summary: "Search the client's orders",
-          description:
-            'Orders of the signing client matching the query, sorted as asked, a page at a time (cursor).',
-          tags: ['orders'],
-          ...signed,
-          parameters: [requestIdParam, ...orderSearchParameters()],
-          responses: responses({ 2000: 'orders retrieved' }, 'OrderSearchResponse'),
-        },
-      },
-      [openApiPath(API_ROUTES.orderBatches)]: {
-        post: {
-          operationId: 'placeOrderBatch',
-          summary: 'Place or dry-run up to 500 orders at once, each with its own requestId and result',
-          description:
-            'Real orders are answered at once with items QUEUED (as with Prefer: respond-async). A result ' +
-            'holds the Svc-Status codes the order would get alone; the batch fails whole only when it is malformed.',
-          tags: ['batches'],
-          ...signed,
-          parameters: [requestIdParam],
-          requestBody: { required: true, content: json('OrderBatchRequest') },
-          responses: responses({ 2004: 'batch answered, one result per order' }, 'OrderBatchResponse', [], {
-            'Retry-After': {
-              description:
-                'Set when an order was refused for a while (5030, 4293): seconds until a retry can succeed',
-              required: false,
-              schema: { type: 'integer', minimum: 1 },
-            },
-          }),
-        },
-      },
-      [openApiPath(API_ROUTES.order)]: {
-        get: {
-          operationId: 'getOrder',
-          summary: 'One order of the client',
-          description: 'The order with its items and their statuses; 4041 when it is not one of the client.',
-          tags: ['orders'],
-          ...signed,
-          parameters: [
-            requestIdParam,
-            {
-              name: 'orderId',
-              in: 'path',
-              required: true,
-              description: 'The orderId returned when the order was placed',
-              schema: { type: 'integer', minimum: 1 },
-            },
-          ],
-          responses: responses({ 2000: 'order retrieved' }, 'OrderResponse', ['NotFound']),
-        },
-      },
-    },
+    paths: pathsOf(ENDPOINTS),
     webhooks: {
       orderUpdated: {
         post: {
@@ -185,7 +96,7 @@ export function openApiDocument(domains: readonly string[]) {
       },
     },
     components: {
-      schemas: componentSchemas(domains),
+      schemas: componentSchemas(ENDPOINTS, domains),
       responses: failureResponses(),
       parameters: {
         SvcRequestId: {

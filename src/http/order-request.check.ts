@@ -1,5 +1,12 @@
 import type { z } from 'zod';
-import type { CheckedOrder, OrderDraft, OrderIntake, OrderProblem } from '../services/order-intake.js';
+import type {
+  CheckedOrder,
+  OrderDraft,
+  OrderIntake,
+  OrderProblem,
+  OrderRequestRead,
+} from '../services/order-intake.js';
+import type { OrderRefusal } from '../services/submit-order.js';
 import { isStorableText } from '../domain/storable-text.js';
 import type { PricingCatalog } from '../store/port/store.port.js';
 import { ApiError, describeIssue } from './errors.js';
@@ -23,21 +30,24 @@ export const ORDER_JSON_LIMITS: JsonLimits = {
       : undefined,
 };
 
+/** An order request as the edge read it: what the service checks, and the problems of its fields. */
+export interface OrderRequestReading {
+  request: OrderRequestRead;
+  /** The shape's problems (zod), one message each; the service's findings are reported after them. */
+  problems: [SvcStatusCode, string][];
+}
+
 /**
- * The edge's part of a POST /v1/orders check: the shape (zod), one message per problem, then the order check
- * (services/order-intake.ts: card-testing lock, listings, card, pricing), whose findings become codes and
- * messages here. Too many listings or items make a request hopeless: it is answered with the problems of its
- * other fields only, nothing looked up. A batch passes the catalog it read for all its entries at once.
+ * The edge's part of a POST /v1/orders check: the shape (zod), one message per problem. Too many listings or
+ * items make a request hopeless: it is read with the problems of its other fields only, for nothing to be looked
+ * up. The order check (services/order-intake.ts: card-testing lock, listings, card, pricing) follows in the
+ * service, whose findings become codes and messages in `refusalError`.
  */
-export function createOrderRequestCheck(intake: OrderIntake) {
-  const schema = orderRequestSchema([...intake.domains.keys()]);
+export function createOrderRequestReader(domains: Iterable<string>) {
+  const schema = orderRequestSchema([...domains]);
   const withoutListings = schema.omit({ listings: true });
   const maxTokenLength = schema.shape.ccToken.maxLength ?? Infinity;
-  return async function checkOrderRequest(
-    clientId: number,
-    body: Record<string, unknown>,
-    catalog?: PricingCatalog,
-  ): Promise<CheckedOrder> {
+  return function readOrderRequest(body: Record<string, unknown>): OrderRequestReading {
     const hopeless = hopelessListings(body.listings);
     let problems: [SvcStatusCode, string][];
     let draft: OrderDraft | null = null;
@@ -58,23 +68,36 @@ export function createOrderRequestCheck(intake: OrderIntake) {
         ? body.ccToken
         : undefined;
     const listings = hopeless ? [] : listingRefsOf(body);
-    const check = await intake.check(
-      clientId,
-      { draft, listings, ccToken, hopeless: Boolean(hopeless) },
-      catalog,
+    return { request: { draft, listings, ccToken, hopeless: Boolean(hopeless) }, problems };
+  };
+}
+
+/** A refused order as its error: 4293 when ordering is locked, else the shape's problems and the check's. */
+export function refusalError(problems: readonly [SvcStatusCode, string][], refusal: OrderRefusal): ApiError {
+  if (refusal.kind === 'locked')
+    return new ApiError(
+      SvcStatus.CARD_TESTING_LOCKED,
+      'ccToken: ordering is locked after too many invalid card tokens',
+      { 'Retry-After': String(Math.ceil(refusal.retryAfterMs / 1000)) },
     );
-    switch (check.kind) {
-      case 'locked':
-        throw new ApiError(
-          SvcStatus.CARD_TESTING_LOCKED,
-          'ccToken: ordering is locked after too many invalid card tokens',
-          { 'Retry-After': String(Math.ceil(check.retryAfterMs / 1000)) },
-        );
-      case 'refused':
-        throw toError([...problems, ...check.problems.map(messageOf)]);
-      case 'checked':
-        return check.order;
-    }
+  return toError([...problems, ...refusal.problems.map(messageOf)]);
+}
+
+/**
+ * The whole check of one order request, the edge's reading and the service's check, throwing its refusal: for
+ * tools that check orders without placing them. A batch passes the catalog it read for all its entries at once.
+ */
+export function createOrderRequestCheck(intake: Pick<OrderIntake, 'domains' | 'check'>) {
+  const readOrderRequest = createOrderRequestReader(intake.domains.keys());
+  return async function checkOrderRequest(
+    clientId: number,
+    body: Record<string, unknown>,
+    catalog?: PricingCatalog,
+  ): Promise<CheckedOrder> {
+    const { request, problems } = readOrderRequest(body);
+    const check = await intake.check(clientId, request, catalog);
+    if (check.kind === 'checked') return check.order;
+    throw refusalError(problems, check);
   };
 }
 

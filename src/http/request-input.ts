@@ -35,3 +35,9 @@ export function parseInput<S extends z.ZodType>(
   const issues = [...(parsed.success ? [] : parsed.error.issues), ...unstorable];
   return { success: false, error: new z.ZodError(issues) } as z.ZodSafeParseResult<z.output<S>>;
 }
+
+/** The query string exactly as sent: repeated names and unknown ones survive, unlike req.query. */
+export function rawQueryOf(req: { originalUrl: string }): string {
+  const mark = req.originalUrl.indexOf('?');
+  return mark === -1 ? '' : req.originalUrl.slice(mark + 1);
+}

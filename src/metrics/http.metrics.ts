@@ -1,29 +1,27 @@
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { API_ROUTES, fullPathPattern } from '../http/api-routes.js';
-import { SvcStatus } from '../http/status-codes.js';
 import { collectAhead } from './collect-ahead.js';
 
 // Every label takes its value from a closed set, whatever clients send: a request can never add a series.
-// Route templates (a path matching none is 'unmatched'; the whole dashboard is one route), known methods, the
-// status codes the service answers (others 'other'), and the Svc-Status values of its catalogue.
-const ROUTES: [RegExp, string][] = [
-  ...Object.values(API_ROUTES).map((r): [RegExp, string] => [fullPathPattern(r), `/v1${r.template}`]),
-  [/^\/v1\/openapi\.json$/, '/v1/openapi.json'],
-  [/^\/healthz$/, '/healthz'],
-  [/^\/readyz$/, '/readyz'],
-  [/^\/metrics$/, '/metrics'],
-  [/^\/admin\/queues(\/|$)/, '/admin/queues'],
-];
+// Route templates (a path matching none is 'unmatched'), known methods, the status codes the service answers
+// (others 'other'), and the Svc-Status values of its catalogue. The web front names its routes and catalogue
+// (http/request-labels.ts): this room knows no path of its own.
+export interface RequestLabels {
+  /** The route label of a path (without the query): the first whose pattern matches. */
+  routes: readonly { pattern: RegExp; route: string }[];
+  /** The Svc-Status codes a response may carry. */
+  svcStatusCodes: readonly number[];
+}
+
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 const STATUS_CODES = new Set(
   [200, 201, 204, 206, 301, 302, 304, 400, 401, 403, 404, 405, 406, 408, 409, 413, 414, 415, 422, 429]
     .concat([431, 500, 502, 503, 504])
     .map(String),
 );
-const SVC_CODES = new Set(Object.values(SvcStatus).map(String));
 
-export function routeOf(path: string): string {
-  for (const [pattern, route] of ROUTES) if (pattern.test(path)) return route;
+/** The route label of `path` among `routes`; 'unmatched' when none matches. */
+export function routeOf(routes: RequestLabels['routes'], path: string): string {
+  for (const { pattern, route } of routes) if (pattern.test(path)) return route;
   return 'unmatched';
 }
 
@@ -34,10 +32,10 @@ export function statusLabelOf(status: number): string {
 }
 
 /** The Svc-Status header as a label: comma-joined codes of the catalogue, else 'other' ('' when absent). */
-export function svcStatusLabelOf(svcStatus: string | undefined): string {
+export function svcStatusLabelOf(catalogue: ReadonlySet<string>, svcStatus: string | undefined): string {
   const codes = (svcStatus ?? '').replace(/\s+/g, '');
   if (codes === '') return '';
-  return codes.split(',').every((code) => SVC_CODES.has(code)) ? codes : 'other';
+  return codes.split(',').every((code) => catalogue.has(code)) ? codes : 'other';
 }
 
 /** What the request context knows of a request once its response is sent (its access line, whole). */
@@ -60,7 +58,9 @@ export interface ProcessMetrics {
   observe: RequestObserver;
 }
 
-export function createProcessMetrics(): ProcessMetrics {
+/** The process's request metrics, labelled from `labels` alone. */
+export function createProcessMetrics(labels: RequestLabels): ProcessMetrics {
+  const svcCodes = new Set(labels.svcStatusCodes.map(String));
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   // Their /proc and heap figures read a little before each scrape is due, not in it (collect-ahead.ts).
@@ -95,7 +95,12 @@ export function createProcessMetrics(): ProcessMetrics {
   };
   const observe: RequestObserver = ({ method, path, status, svcStatus, ms }) => {
     const label = METHODS.has(method) ? method : 'other';
-    const series = seriesOf(label, routeOf(path), statusLabelOf(status), svcStatusLabelOf(svcStatus));
+    const series = seriesOf(
+      label,
+      routeOf(labels.routes, path),
+      statusLabelOf(status),
+      svcStatusLabelOf(svcCodes, svcStatus),
+    );
     series.count();
     series.time(ms / 1000);
   };

@@ -10,6 +10,7 @@ import { createDeploymentRegistry, metricsListener } from '../http/metrics.js';
 import { DASHBOARD_LOCKOUT, Lockout } from '../redis/lockout.js';
 import { mountQueueDashboard } from '../http/queue-dashboard.js';
 import { rateLimit } from '../http/rate-limit.js';
+import { REQUEST_LABELS } from '../http/request-labels.js';
 import type { Logger } from '../logger.js';
 import { processMetricsSource } from '../metrics/cluster.metrics.js';
 import { createProcessMetrics, type ProcessMetrics } from '../metrics/http.metrics.js';
@@ -21,7 +22,10 @@ import type { RunningProcess } from './run-process.js';
  * operators' queue dashboard; the request metrics see every request first. /metrics is not here (404): it is
  * served by createMetricsListener on METRICS_PORT.
  */
-export function createWebApp(deps: Deps, processMetrics: ProcessMetrics = createProcessMetrics()) {
+export function createWebApp(
+  deps: Deps,
+  processMetrics: ProcessMetrics = createProcessMetrics(REQUEST_LABELS),
+) {
   const { config } = deps;
   const afterAuth =
     config.RATE_LIMIT_PER_S > 0
@@ -83,7 +87,7 @@ async function serveWeb(deps: Deps): Promise<ProcessPart> {
   await whenReady(deps.redis, REDIS_READY_WAIT_MS).catch((err: Error) =>
     logger.warn({ err: err.message }, 'web listening before redis is ready; lockout checks fail open'),
   );
-  const processMetrics = createProcessMetrics();
+  const processMetrics = createProcessMetrics(REQUEST_LABELS);
   // Metrics first: a web process whose metrics port is taken stops before it takes API requests. In a
   // WEB_CONCURRENCY cluster every worker listens on the same METRICS_PORT, which node's cluster turns into one
   // listener, the primary's, handing each scrape to one worker; that worker answers for the whole cluster.

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../scripts/redis.js';
 import { createSigningClient } from '../helpers/signed-client.js';
 import { createProcessMetrics } from '../../src/metrics/http.metrics.js';
+import { REQUEST_LABELS } from '../../src/http/request-labels.js';
 import { publishStoreCounts } from '../../src/metrics/order-store.metrics.js';
 import { createMetricsListener } from '../../src/processes/web.process.js';
 import { entry, postBatch, resultsOf, statusesOf } from '../helpers/batches.js';
@@ -27,7 +28,7 @@ beforeAll(async () => {
   service = await createTestService({ env });
   await service.importCatalog(VENDORS, LISTINGS);
   buyer = await service.client('eager buyer');
-  metrics = createMetricsListener(service.deps, createProcessMetrics());
+  metrics = createMetricsListener(service.deps, createProcessMetrics(REQUEST_LABELS));
 });
 afterAll(() => service.close());
 

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../scripts/redis.js';
 import { createMetricsListener, createWebApp } from '../../src/processes/web.process.js';
 import { createProcessMetrics } from '../../src/metrics/http.metrics.js';
+import { REQUEST_LABELS } from '../../src/http/request-labels.js';
 import { publishStoreCounts } from '../../src/metrics/order-store.metrics.js';
 import { runReconcilePass } from '../../src/services/reconcile.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
@@ -24,7 +25,7 @@ const scrape = async () => {
 beforeAll(async () => {
   service = await createTestService();
   await service.importCatalog(VENDORS, LISTINGS);
-  const processMetrics = createProcessMetrics();
+  const processMetrics = createProcessMetrics(REQUEST_LABELS);
   app = createWebApp(service.deps, processMetrics);
   metrics = createMetricsListener(service.deps, processMetrics);
 });

@@ -78,13 +78,6 @@ const valueImportsBetweenRooms = files.flatMap((file) =>
     .map(({ to }) => ({ from: file, to, arrow: `${rel(file)} -> ${rel(to)}` })),
 );
 
-// Arrows up that another change removes: metrics/http.metrics.ts reads the route table and status codes of http/
-// (helper "ways" moves them down); once merged, this list is empty and the skipped test below runs.
-const PENDING = new Set([
-  'metrics/http.metrics.ts -> http/api-routes.ts',
-  'metrics/http.metrics.ts -> http/status-codes.ts',
-]);
-
 describe('architecture', () => {
   it('finds the source files and their imports', () => {
     expect(files.length).toBeGreaterThan(50);
@@ -98,8 +91,7 @@ describe('architecture', () => {
   it('has no import that runs up the house, or across to a room beside it', () => {
     const up = valueImportsBetweenRooms
       .filter(({ from, to }) => floorOf(to) >= floorOf(from))
-      .map(({ arrow }) => arrow)
-      .filter((arrow) => !PENDING.has(arrow));
+      .map(({ arrow }) => arrow);
     expect(up).toEqual([]);
   });
 
@@ -115,9 +107,7 @@ describe('architecture', () => {
     expect(out).toEqual([]);
   });
 
-  // Skipped until helper "ways" is merged: it moves the route table and status codes metrics/http.metrics.ts
-  // reads out of http/. Then PENDING above is emptied and this runs.
-  it.skip('has metrics import nothing that runs from http', () => {
+  it('has metrics import nothing that runs from http', () => {
     const arrows = valueImportsBetweenRooms.filter(
       ({ from, to }) => roomOf(from) === 'metrics' && roomOf(to) === 'http',
     );

@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { EventEmitter } from 'node:events';
 import { perClientSlots } from '../../src/http/batch-slots.js';
-import { batchCost } from '../../src/http/order-batches.routes.js';
+import { batchCost } from '../../src/http/endpoints/place-order-batch.endpoint.js';
 import { rateLimit } from '../../src/http/rate-limit.js';
 import { createRedis } from '../../src/redis/redis.js';
 
