@@ -1,5 +1,12 @@
 import type { PaymentRecord, PaymentStore, SettleToResult } from '../store.port.js';
+import { groupCalls } from '../../group-calls.js';
+import { isStoreUnavailable } from '../store-errors.js';
 import type { Db } from './sqlite.db.js';
+
+type AuthorizeRequest = Parameters<PaymentStore['authorizeOnce']>[0];
+
+/** Most authorisations in one transaction; more wait for the next (group-commit.ts's bound). */
+const MAX_GROUP = 64;
 
 interface PaymentRow {
   status: 'authorized' | 'declined';
@@ -33,11 +40,19 @@ export function sqlitePayments(db: Db): PaymentStore {
       WHERE idempotency_key = @key AND status = 'authorized' AND ledger_version < @version`,
   );
 
-  const authorize = db.transaction(
-    (key: string, cardId: number, currency: string, amountCents: number, approved: boolean, now: number) => {
-      insert.run(key, cardId, currency, amountCents, approved ? 'authorized' : 'declined', now, now);
-      return toRecord(byKey.get(key)!);
-    },
+  const authorizeRow = ({ key, cardId, currency, amountCents, approved, now }: AuthorizeRequest) => {
+    insert.run(key, cardId, currency, amountCents, approved ? 'authorized' : 'declined', now, now);
+    return toRecord(byKey.get(key)!);
+  };
+  const authorizeMany = db.transaction((requests: readonly AuthorizeRequest[]) => requests.map(authorizeRow));
+  // A worker's jobs whose attempts came back together authorise together: one commit (one flush of the log)
+  // for the turn's authorisations instead of one each, the write lock taken once. Each is the same guarded
+  // insert as alone, so two of one key in a group behave as one after the other; a group that fails kept
+  // nothing (one transaction) and each runs again alone (group-calls.ts).
+  const authorize = groupCalls(
+    (requests: readonly AuthorizeRequest[]) => Promise.resolve(authorizeMany.immediate(requests)),
+    MAX_GROUP,
+    { failsEveryone: isStoreUnavailable },
   );
   const settleTo = db.transaction((request: Parameters<PaymentStore['settleTo']>[0]): SettleToResult => {
     const { key, cardId, currency, amountCents, version, now } = request;
@@ -50,9 +65,7 @@ export function sqlitePayments(db: Db): PaymentStore {
   });
 
   return {
-    async authorizeOnce({ key, cardId, currency, amountCents, approved, now }) {
-      return authorize.immediate(key, cardId, currency, amountCents, approved, now);
-    },
+    authorizeOnce: authorize,
     async settleTo(request) {
       return settleTo.immediate(request);
     },
