@@ -7,10 +7,11 @@
 //   node --import tsx scripts/bench-latency.ts [--stores sqlite,postgres] [--orders 400] [--warmup 100]
 //     [--checkout DIR] [--json]
 // --orders: orders timed per store and number in flight; --warmup: orders posted first (16 in flight) and not
-// timed, so that every process runs code V8 has compiled; --checkout DIR: the service's processes run from
-// another checkout of the project (its Procfile and its dist/, built there when stale; a checkout without
-// node_modules gets a link to this one's), e.g. a `git worktree` of the commit before, while the bench itself
-// (client, stores, floors) runs from this tree: before and after in one run; --json: the results as JSON.
+// timed, so that every process runs code V8 has compiled; --checkout DIR: before and after in one run: on each
+// store the service runs first from DIR (another checkout of the project, e.g. a `git worktree` of the commit
+// before: its Procfile and its dist/, built there when stale; one without node_modules gets a link to this
+// tree's), then from this tree, while the bench itself (client, stores, floors) runs from this tree;
+// --json: the results as JSON.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -49,8 +50,11 @@ const STORES = parseStoreKinds(values.stores);
 const ORDERS = Number(values.orders);
 const WARMUP = Number(values.warmup);
 const IN_FLIGHT = [1, 16];
-/** Where the service's processes run from: this tree, or --checkout. */
-const SERVICE_ROOT = path.resolve(values.checkout ?? ROOT);
+/** Where the service's processes run from: --checkout's tree ('before'), then this one. */
+const SERVICES: { name: string; root: string }[] = [
+  ...(values.checkout ? [{ name: 'before', root: path.resolve(values.checkout) }] : []),
+  { name: values.checkout ? 'after' : 'this tree', root: ROOT },
+];
 /** PostgreSQL as operators run it: fsync, synchronous_commit and full_page_writes on. */
 process.env.BENCH_POSTGRES_DURABLE = 'true';
 
@@ -148,13 +152,13 @@ async function buildService(root: string): Promise<void> {
   });
 }
 
-/** Starts the Procfile's `name` process of SERVICE_ROOT, as a platform would, its output appended to `logFile`. */
-function startProcess(name: string, env: NodeJS.ProcessEnv, logFile: string): ChildProcess {
-  const args = readProcfile(SERVICE_ROOT)[name];
-  if (!args) throw new Error(`${SERVICE_ROOT}/Procfile names no '${name}' process`);
+/** Starts the Procfile's `name` process of the tree at `root`, as a platform would, its output appended to `logFile`. */
+function startProcess(root: string, name: string, env: NodeJS.ProcessEnv, logFile: string): ChildProcess {
+  const args = readProcfile(root)[name];
+  if (!args) throw new Error(`${root}/Procfile names no '${name}' process`);
   compiledEntry(args);
   const log = fs.openSync(logFile, 'a');
-  const child = spawn(process.execPath, args, { cwd: SERVICE_ROOT, env, stdio: ['ignore', log, log] });
+  const child = spawn(process.execPath, args, { cwd: root, env, stdio: ['ignore', log, log] });
   fs.closeSync(log);
   running.add(child);
   child.once('exit', () => running.delete(child));
@@ -176,8 +180,10 @@ async function prepare(kind: StoreKind) {
   }
 }
 
-/** The service on a fresh store of `kind`: warmed up, then each number of orders in flight timed. */
-async function runStore(kind: StoreKind, redisUrl: string): Promise<Waits[]> {
+/** The service of the tree at `root` on a fresh store of `kind`: warmed up, then each number in flight timed. */
+let runs = 0;
+
+async function runStore(kind: StoreKind, root: string, redisUrl: string): Promise<Waits[]> {
   const { store, buyer } = await prepare(kind);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-latency-'));
   const logFile = path.join(dir, 'service.log');
@@ -185,13 +191,13 @@ async function runStore(kind: StoreKind, redisUrl: string): Promise<Waits[]> {
   const baseUrl = `http://127.0.0.1:${port}`;
   const env = serviceEnv(store, {
     REDIS_URL: redisUrl,
-    QUEUE_PREFIX: `latency${process.pid}${kind}`,
+    QUEUE_PREFIX: `latency${process.pid}${kind}${++runs}`,
     LOG_LEVEL: 'info',
     LOG_PRETTY: 'false',
     RATE_LIMIT_PER_S: '0',
     PORT: String(port),
   });
-  const children = ['web', 'worker', 'clock'].map((name) => startProcess(name, env, logFile));
+  const children = ['web', 'worker', 'clock'].map((name) => startProcess(root, name, env, logFile));
   try {
     await waitForWeb(baseUrl, children[0]!);
     await waitForWorkers(logFile, 1);
@@ -200,7 +206,7 @@ async function runStore(kind: StoreKind, redisUrl: string): Promise<Waits[]> {
     for (const inFlight of IN_FLIGHT) {
       const result = summary(inFlight, await waits(baseUrl, buyer, ORDERS, inFlight));
       say(
-        `${kind}, ${inFlight} in flight: p50 ${result.p50.toFixed(1)} ms, p99 ${result.p99.toFixed(1)} ms, max ${result.max.toFixed(1)} ms`,
+        `${kind}, ${root}, ${inFlight} in flight: p50 ${result.p50.toFixed(1)} ms, p99 ${result.p99.toFixed(1)} ms, max ${result.max.toFixed(1)} ms`,
       );
       found.push(result);
     }
@@ -298,24 +304,32 @@ interface Floor {
 const commitsMs = (kind: StoreKind, floor: Floor) =>
   COMMITS * (kind === 'sqlite' ? floor.fdatasyncMs : (floor.pgbenchMs ?? NaN));
 
-function table(results: Record<string, Waits[]>, floor: Floor): string {
+/** One store's waits with the service of one tree. */
+interface Result {
+  store: StoreKind;
+  service: string;
+  root: string;
+  waits: Waits[];
+}
+
+function table(results: readonly Result[], floor: Floor): string {
   const ms = (n: number) => n.toFixed(1);
   const lines = [
     `Real orders without respond-async, 2 listings over ${LISTINGS.length}, one client, ${ORDERS} timed per row` +
-      ` (after ${WARMUP} not timed); service from ${SERVICE_ROOT}.`,
+      ` (after ${WARMUP} not timed); ${SERVICES.map((s) => `${s.name}: ${s.root}`).join(', ')}.`,
     '',
-    '| store | in flight | p50 ms | p99 ms | max ms | p99 / p50 | 3 commits ms | aim |',
-    '|---|--:|--:|--:|--:|--:|--:|---|',
+    '| store | service | in flight | p50 ms | p99 ms | max ms | p99 / p50 | 3 commits ms | aim |',
+    '|---|---|--:|--:|--:|--:|--:|--:|---|',
   ];
-  for (const [kind, rows] of Object.entries(results)) {
-    const commits = commitsMs(kind as StoreKind, floor);
+  for (const { store, service, waits: rows } of results) {
+    const commits = commitsMs(store, floor);
     for (const row of rows) {
       const aim =
         row.inFlight === 1
           ? `p50 ≤ ${ms(commits + 3)}, p99 ≤ 3× p50`
-          : `p99 ≤ ${kind === 'sqlite' ? 50 : 80}`;
+          : `p99 ≤ ${store === 'sqlite' ? 50 : 80}`;
       lines.push(
-        `| ${kind} | ${row.inFlight} | ${ms(row.p50)} | ${ms(row.p99)} | ${ms(row.max)} | ${(row.p99 / row.p50).toFixed(1)} | ${ms(commits)} | ${aim} |`,
+        `| ${store} | ${service} | ${row.inFlight} | ${ms(row.p50)} | ${ms(row.p99)} | ${ms(row.max)} | ${(row.p99 / row.p50).toFixed(1)} | ${ms(commits)} | ${aim} |`,
       );
     }
   }
@@ -339,9 +353,11 @@ async function main() {
     await stopPostgresServer();
   });
   try {
-    await buildService(SERVICE_ROOT);
-    const results: Record<string, Waits[]> = {};
-    for (const kind of STORES) results[kind] = await runStore(kind, redis.url);
+    for (const { root } of SERVICES) await buildService(root);
+    const results: Result[] = [];
+    for (const store of STORES)
+      for (const { name, root } of SERVICES)
+        results.push({ store, service: name, root, waits: await runStore(store, root, redis.url) });
     const floor: Floor = {
       fdatasyncMs: fdatasyncP50(),
       ...(STORES.includes('postgres') ? { pgbenchMs: await pgbenchOneClientMs() } : {}),
@@ -349,7 +365,7 @@ async function main() {
     };
     if (values.json)
       process.stdout.write(
-        `${JSON.stringify({ serviceRoot: SERVICE_ROOT, orders: ORDERS, warmup: WARMUP, answeredQueued, floor, results }, null, 2)}\n`,
+        `${JSON.stringify({ orders: ORDERS, warmup: WARMUP, answeredQueued, floor, results }, null, 2)}\n`,
       );
     else process.stdout.write(`${table(results, floor)}\n`);
   } finally {
