@@ -31,7 +31,8 @@ export interface RetentionOptions {
   /**
    * Rest between two batches, so that other writers take the lock in between. SQLite's busy handler sleeps up to
    * 100 ms between its tries: a shorter rest lets a waiting writer sleep through it and starve (measured:
-   * BENCHMARKS.md, Retention).
+   * BENCHMARKS.md, Retention). The web, the workers and the clock now try every 1–2 ms (wait-unblocked.ts); the
+   * CLI still waits in the busy handler.
    */
   pauseMs?: number;
   /**
