@@ -29,8 +29,10 @@ export interface RetentionOptions {
   /** The clock batches are timed by (tests give their own). */
   timer?: () => number;
   /**
-   * Rest between two batches, so that other writers take the lock in between: SQLite's busy handler sleeps
-   * up to 100 ms between tries, and a shorter rest lets a waiting writer sleep through it (BENCHMARKS.md).
+   * Rest between two batches, so that other writers take the lock in between. SQLite's busy handler sleeps up to
+   * 100 ms between its tries: a shorter rest lets a waiting writer sleep through it and starve (BENCHMARKS.md).
+   * The web, the workers and the clock now try every 1–2 ms (wait-unblocked.ts); the CLI still waits in the busy
+   * handler.
    */
   pauseMs?: number;
   /**

@@ -63,12 +63,14 @@ async function openAdapter(
   }
   const { openSqliteStore, WEB_CHECKPOINT_PAGES } = await import('./sqlite/sqlite.store.js');
   // The web waits for another process's write lock without stalling its other requests, answers 503 when the
-  // wait runs out, and leaves the log's checkpoints to the workers and the clock.
+  // wait runs out, and leaves the log's checkpoints to the workers and the clock. The workers and the clock wait
+  // the same way (up to 10 s): in SQLite's busy handler, a worker's every job stood still while it slept, in
+  // steps growing to 25 ms and more past the lock's release (issue 45).
   const web = role === 'web';
   return openSqliteStore(config.DB_PATH, {
     sealer,
     busyTimeoutMs: web ? config.WEB_DB_BUSY_TIMEOUT_MS : undefined,
-    waitUnblocked: web,
+    waitUnblocked: web || role === 'worker' || role === 'clock',
     checkpointPages: web ? WEB_CHECKPOINT_PAGES : undefined,
   });
 }

@@ -12,9 +12,18 @@ const RELEASE_SQL = `
          ledger_version = excluded.ledger_version, updated_at = excluded.updated_at
    WHERE payments.ledger_version < excluded.ledger_version`;
 
+/**
+ * The sandbox's authorisation commits without waiting for its flush (synchronous_commit off for its own
+ * transaction, issue 45: an order's durable commits are its acceptance, reservation and settlement): the
+ * settlement that records it in the ledger waits for its own flush, and the log is flushed in order, this
+ * commit with it. A crash before that loses the authorisation with the settlement that would have used it; the
+ * job's next attempt authorises again under the same key, as a processor that never heard of it would.
+ */
 const AUTHORIZE_SQL = `
   INSERT INTO payments (idempotency_key, card_id, currency, amount_cents, status, created_at, updated_at)
-  VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (idempotency_key) DO NOTHING
+  SELECT $1::text, $2::bigint, $3::text, $4::bigint, $5::text, $6::bigint, $6::bigint
+    FROM (SELECT set_config('synchronous_commit', 'off', true)) AS unflushed
+  ON CONFLICT (idempotency_key) DO NOTHING
   RETURNING status, amount_cents`;
 
 const SET_AMOUNT_SQL = `

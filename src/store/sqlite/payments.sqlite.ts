@@ -1,5 +1,12 @@
 import type { PaymentRecord, PaymentStore, SettleToResult } from '../port/store.port.js';
+import { groupCalls } from '../../group-calls.js';
+import { isStoreUnavailable } from '../store-errors.js';
 import type { Db } from './sqlite.db.js';
+
+type AuthorizeRequest = Parameters<PaymentStore['authorizeOnce']>[0];
+
+/** Most authorisations in one transaction; more wait for the next (group-commit.ts's bound). */
+const MAX_GROUP = 64;
 
 interface PaymentRow {
   status: 'authorized' | 'declined';
@@ -33,11 +40,25 @@ export function sqlitePayments(db: Db): PaymentStore {
       WHERE idempotency_key = @key AND status = 'authorized' AND ledger_version < @version`,
   );
 
-  const authorize = db.transaction(
-    (key: string, cardId: number, currency: string, amountCents: number, approved: boolean, now: number) => {
-      insert.run(key, cardId, currency, amountCents, approved ? 'authorized' : 'declined', now, now);
-      return toRecord(byKey.get(key)!);
-    },
+  const authorizeRow = ({ key, cardId, currency, amountCents, approved, now }: AuthorizeRequest) => {
+    insert.run(key, cardId, currency, amountCents, approved ? 'authorized' : 'declined', now, now);
+    return toRecord(byKey.get(key)!);
+  };
+  const authorizeMany = db.transaction((requests: readonly AuthorizeRequest[]) => requests.map(authorizeRow));
+  // The sandbox's authorisation is not flushed on its own (issue 45: an order's durable commits are its
+  // acceptance, reservation and settlement): the settlement that records it in the ledger is, and its flush of
+  // the log flushes every commit before it, this one too. A crash before that loses the authorisation with the
+  // settlement that would have used it; the job's next attempt authorises again under the same key, as a
+  // processor that never heard of it would. So nothing the ledger holds can point at a lost authorisation.
+  // A worker's jobs whose attempts came back together authorise together: one commit (one flush of the log)
+  // for the turn's authorisations instead of one each, the write lock taken once. Each is the same guarded
+  // insert as alone, so two of one key in a group behave as one after the other; a group that fails kept
+  // nothing (one transaction) and each runs again alone (group-calls.ts).
+  const authorize = groupCalls(
+    (requests: readonly AuthorizeRequest[]) =>
+      Promise.resolve(unflushed(db, () => authorizeMany.immediate(requests))),
+    MAX_GROUP,
+    { failsEveryone: isStoreUnavailable },
   );
   const settleTo = db.transaction((request: Parameters<PaymentStore['settleTo']>[0]): SettleToResult => {
     const { key, cardId, currency, amountCents, version, now } = request;
@@ -50,9 +71,7 @@ export function sqlitePayments(db: Db): PaymentStore {
   });
 
   return {
-    async authorizeOnce({ key, cardId, currency, amountCents, approved, now }) {
-      return authorize.immediate(key, cardId, currency, amountCents, approved, now);
-    },
+    authorizeOnce: authorize,
     async settleTo(request) {
       return settleTo.immediate(request);
     },
@@ -62,3 +81,21 @@ export function sqlitePayments(db: Db): PaymentStore {
     },
   };
 }
+
+/**
+ * Runs `commit` (one transaction) on a connection whose commits are written to the log but not flushed
+ * (synchronous = NORMAL in WAL mode), then puts back the connection's own setting.
+ */
+function unflushed<T>(db: Db, commit: () => T): T {
+  const before = db.pragma('synchronous', { simple: true }) as number;
+  if (before <= NORMAL) return commit();
+  db.pragma(`synchronous = ${NORMAL}`);
+  try {
+    return commit();
+  } finally {
+    db.pragma(`synchronous = ${before}`);
+  }
+}
+
+/** PRAGMA synchronous = NORMAL, by number. */
+const NORMAL = 1;

@@ -1,0 +1,381 @@
+// The wait a caller sees (issue 45): real orders posted without `Prefer: respond-async`, each answered once its
+// outcome is known, timed from the request sent to the answer read. The service runs as the Procfile runs it
+// (web, worker, clock, compiled), on each store made durable (SQLite's commits flushed, PostgreSQL with fsync),
+// one client posting 2-listing orders over 50 listings, first one order in flight, then 16; beside it the floor
+// on this machine in the same run: one fdatasync of 4 KiB, one transaction of a single pgbench client, one
+// Redis round trip.
+//   node --import tsx scripts/bench-latency.ts [--stores sqlite,postgres] [--orders 400] [--warmup 100]
+//     [--checkout DIR] [--json]
+// --orders: orders timed per store and number in flight; --warmup: orders posted first (16 in flight) and not
+// timed, so that every process runs code V8 has compiled; --checkout DIR: before and after in one run: on each
+// store the service runs first from DIR (another checkout of the project, e.g. a `git worktree` of the commit
+// before: its Procfile and its dist/, built there when stale; one without node_modules gets a link to this
+// tree's), then from this tree, while the bench itself (client, stores, floors) runs from this tree;
+// --json: the results as JSON.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs, promisify } from 'node:util';
+import { Redis } from 'ioredis';
+import { addCard, createClient } from '../src/services/client-keys.js';
+import type { CatalogListing } from '../src/store/port/store.port.js';
+import { ADDRESS, postSigned, type Buyer } from './bench-buyer.js';
+import { running, stopAllOnInterrupt, stopProcess, waitForWeb, waitForWorkers } from './bench-processes.js';
+import {
+  freshStore,
+  parseStoreKinds,
+  postgresServer,
+  serviceEnv,
+  stopPostgresServer,
+  type StoreKind,
+} from './bench-stores.js';
+import { LOAD_VENDOR } from './load-mix.js';
+import { createDatabase, dropDatabase, findPostgresBinDir } from './postgres.js';
+import { compiledEntry, readProcfile } from './procfile.js';
+import { ensureRedis, freePort } from './redis.js';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const { values } = parseArgs({
+  options: {
+    stores: { type: 'string', default: 'sqlite,postgres' },
+    orders: { type: 'string', default: '400' },
+    warmup: { type: 'string', default: '100' },
+    checkout: { type: 'string' },
+    json: { type: 'boolean', default: false },
+  },
+});
+const STORES = parseStoreKinds(values.stores);
+const ORDERS = Number(values.orders);
+const WARMUP = Number(values.warmup);
+const IN_FLIGHT = [1, 16];
+/** Where the service's processes run from: --checkout's tree ('before'), then this one. */
+const SERVICES: { name: string; root: string }[] = [
+  ...(values.checkout ? [{ name: 'before', root: path.resolve(values.checkout) }] : []),
+  { name: values.checkout ? 'after' : 'this tree', root: ROOT },
+];
+/** PostgreSQL as operators run it: fsync, synchronous_commit and full_page_writes on. */
+process.env.BENCH_POSTGRES_DURABLE = 'true';
+
+const say = (line: string) => process.stderr.write(`[bench-latency] ${line}\n`);
+
+/** 50 listings of one vendor, stock enough for every run. */
+const LISTINGS: CatalogListing[] = Array.from({ length: 50 }, (_, i) => ({
+  listingId: 991_001 + i,
+  vendorId: LOAD_VENDOR.vendorId,
+  title: `Latency title ${i + 1}`,
+  isbn: `97811111111${String(i).padStart(2, '0')}`,
+  priceCents: 999 + i * 10,
+  quantity: 100_000_000,
+}));
+
+/** A real order of one copy each of two different listings, picked at random among the 50. */
+function twoListingOrder(buyer: Buyer): string {
+  const first = crypto.randomInt(LISTINGS.length);
+  const second = (first + 1 + crypto.randomInt(LISTINGS.length - 1)) % LISTINGS.length;
+  return JSON.stringify({
+    shipAddr: ADDRESS,
+    billAddr: ADDRESS,
+    ccToken: buyer.ccToken,
+    listings: [first, second].map((i) => ({ listingId: LISTINGS[i]!.listingId, quantity: 1 })),
+    shippingMode: 'S',
+    domain: 'bookmarket.com',
+  });
+}
+
+/** Orders answered before their outcome was known (items still QUEUED: ORDER_WAIT_MS ran out). */
+let answeredQueued = 0;
+const QUEUED = 1;
+
+/** One synchronous order; the ms from sending it to its answer. Throws unless it is placed (2010). */
+async function postWaiting(baseUrl: string, buyer: Buyer): Promise<number> {
+  const body = twoListingOrder(buyer);
+  const started = performance.now();
+  const res = await postSigned(baseUrl, buyer, '/v1/orders', body);
+  const ms = performance.now() - started;
+  if (res.status !== '2010') throw new Error(`order refused: ${res.status} ${JSON.stringify(res.body)}`);
+  const { listings } = res.body as { listings: { orderItems: { status: number }[] }[] };
+  if (listings.some((l) => l.orderItems.some((item) => item.status === QUEUED))) answeredQueued++;
+  return ms;
+}
+
+/** `n` orders, `inFlight` at once; the wait of each. */
+async function waits(baseUrl: string, buyer: Buyer, n: number, inFlight: number): Promise<number[]> {
+  const found: number[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(inFlight, n) }, async () => {
+      while (next++ < n) found.push(await postWaiting(baseUrl, buyer));
+    }),
+  );
+  return found;
+}
+
+function quantile(sorted: readonly number[], q: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
+}
+
+interface Waits {
+  inFlight: number;
+  orders: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+function summary(inFlight: number, ms: number[]): Waits {
+  const sorted = [...ms].sort((a, b) => a - b);
+  return {
+    inFlight,
+    orders: ms.length,
+    p50: quantile(sorted, 0.5),
+    p99: quantile(sorted, 0.99),
+    max: sorted.at(-1) ?? NaN,
+  };
+}
+
+/** Builds `root`'s dist/ when stale; a checkout without node_modules first gets a link to this tree's. */
+async function buildService(root: string): Promise<void> {
+  const modules = path.join(root, 'node_modules');
+  if (!fs.existsSync(modules)) {
+    say(`${root} has no node_modules: linking ${path.join(ROOT, 'node_modules')}`);
+    fs.symlinkSync(path.join(ROOT, 'node_modules'), modules);
+  }
+  await new Promise<void>((resolve, reject) => {
+    const build = spawn('bash', [path.join(root, 'scripts/build.sh'), '--if-stale'], {
+      cwd: root,
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
+    build.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`build in ${root}: ${code}`))));
+  });
+}
+
+/** Starts the Procfile's `name` process of the tree at `root`, as a platform would, its output appended to `logFile`. */
+function startProcess(root: string, name: string, env: NodeJS.ProcessEnv, logFile: string): ChildProcess {
+  const args = readProcfile(root)[name];
+  if (!args) throw new Error(`${root}/Procfile names no '${name}' process`);
+  compiledEntry(args);
+  const log = fs.openSync(logFile, 'a');
+  const child = spawn(process.execPath, args, { cwd: root, env, stdio: ['ignore', log, log] });
+  fs.closeSync(log);
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+  return child;
+}
+
+/** A fresh store with the 50 listings and one client with a card. */
+async function prepare(kind: StoreKind) {
+  const store = await freshStore(kind, 'bench_latency');
+  const opened = await store.open('bench');
+  try {
+    await opened.catalog.importCatalog([LOAD_VENDOR], LISTINGS);
+    const client = await createClient(opened.clients, 'latency client', Date.now());
+    const card = await addCard(opened.clients, client.clientId, false, Date.now());
+    const buyer: Buyer = { accessKey: client.accessKey, secretKey: client.secretKey, ccToken: card.token };
+    return { store, buyer };
+  } finally {
+    await opened.close();
+  }
+}
+
+/** The service of the tree at `root` on a fresh store of `kind`: warmed up, then each number in flight timed. */
+let runs = 0;
+
+async function runStore(kind: StoreKind, root: string, redisUrl: string): Promise<Waits[]> {
+  const { store, buyer } = await prepare(kind);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-latency-'));
+  const logFile = path.join(dir, 'service.log');
+  const port = await freePort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const env = serviceEnv(store, {
+    REDIS_URL: redisUrl,
+    QUEUE_PREFIX: `latency${process.pid}${kind}${++runs}`,
+    LOG_LEVEL: 'info',
+    LOG_PRETTY: 'false',
+    RATE_LIMIT_PER_S: '0',
+    PORT: String(port),
+  });
+  const children = ['web', 'worker', 'clock'].map((name) => startProcess(root, name, env, logFile));
+  try {
+    await waitForWeb(baseUrl, children[0]!);
+    await waitForWorkers(logFile, 1);
+    if (WARMUP > 0) await waits(baseUrl, buyer, WARMUP, 16);
+    const found: Waits[] = [];
+    for (const inFlight of IN_FLIGHT) {
+      const result = summary(inFlight, await waits(baseUrl, buyer, ORDERS, inFlight));
+      say(
+        `${kind}, ${root}, ${inFlight} in flight: p50 ${result.p50.toFixed(1)} ms, p99 ${result.p99.toFixed(1)} ms, max ${result.max.toFixed(1)} ms`,
+      );
+      found.push(result);
+    }
+    const codes = await Promise.all(children.map(stopProcess));
+    if (codes.some((code) => code !== 0))
+      say(`${kind}: a process exited with ${codes.join(', ')}; log ${logFile}`);
+    else fs.rmSync(dir, { recursive: true, force: true });
+    return found;
+  } finally {
+    await Promise.all(children.map(stopProcess));
+    await store.remove();
+  }
+}
+
+/** One write of 4 KiB and its fdatasync, `n` times, in the folder SQLite's files are made in; ms at p50. */
+function fdatasyncP50(n = 200): number {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-latency-sync-'));
+  const fd = fs.openSync(path.join(dir, 'sync'), 'w');
+  const page = crypto.randomBytes(4096);
+  const ms: number[] = [];
+  try {
+    for (let i = 0; i < n; i++) {
+      fs.writeSync(fd, page, 0, page.length, (i % 16) * 4096);
+      const started = performance.now();
+      fs.fdatasyncSync(fd);
+      ms.push(performance.now() - started);
+    }
+  } finally {
+    fs.closeSync(fd);
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  return quantile(
+    ms.sort((a, b) => a - b),
+    0.5,
+  );
+}
+
+/** pgbench's TPC-B-like transaction from one client (-c 1 -j 1, prepared) on the durable server; average ms. */
+async function pgbenchOneClientMs(seconds = 5): Promise<number> {
+  const bin = findPostgresBinDir();
+  if (!bin) throw new Error('pgbench: PostgreSQL is not installed');
+  const serverUrl = (await postgresServer()).url;
+  const name = `pgbench_latency_${process.pid}`;
+  await dropDatabase(serverUrl, name);
+  const url = await createDatabase(serverUrl, name);
+  try {
+    const run = promisify(execFile);
+    const pgbench = path.join(bin, 'pgbench');
+    await run(pgbench, ['-i', '-q', '-s', '1', url], { timeout: 120_000 });
+    const { stdout } = await run(
+      pgbench,
+      ['-M', 'prepared', '-c', '1', '-j', '1', '-T', String(seconds), url],
+      {
+        timeout: (seconds + 60) * 1000,
+      },
+    );
+    const latency = /latency average = ([\d.]+) ms/.exec(stdout)?.[1];
+    if (!latency) throw new Error(`pgbench printed no latency:\n${stdout}`);
+    return Number(latency);
+  } finally {
+    await dropDatabase(serverUrl, name);
+  }
+}
+
+/** A PING's round trip to the run's Redis, `n` times one after the other; ms at p50. */
+async function redisRoundTripP50(url: string, n = 500): Promise<number> {
+  const redis = new Redis(url, { maxRetriesPerRequest: null });
+  try {
+    await redis.ping();
+    const ms: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const started = performance.now();
+      await redis.ping();
+      ms.push(performance.now() - started);
+    }
+    return quantile(
+      ms.sort((a, b) => a - b),
+      0.5,
+    );
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** The commits one order needs (acceptance, reservation, settlement), as issue 45 counts them. */
+const COMMITS = 3;
+
+interface Floor {
+  fdatasyncMs: number;
+  pgbenchMs?: number;
+  redisMs: number;
+}
+
+/** The durable commits of one order on `kind`: COMMITS fdatasyncs on SQLite, COMMITS pgbench transactions on PostgreSQL. */
+const commitsMs = (kind: StoreKind, floor: Floor) =>
+  COMMITS * (kind === 'sqlite' ? floor.fdatasyncMs : (floor.pgbenchMs ?? NaN));
+
+/** One store's waits with the service of one tree. */
+interface Result {
+  store: StoreKind;
+  service: string;
+  root: string;
+  waits: Waits[];
+}
+
+function table(results: readonly Result[], floor: Floor): string {
+  const ms = (n: number) => n.toFixed(1);
+  const lines = [
+    `Real orders without respond-async, 2 listings over ${LISTINGS.length}, one client, ${ORDERS} timed per row` +
+      ` (after ${WARMUP} not timed); ${SERVICES.map((s) => `${s.name}: ${s.root}`).join(', ')}.`,
+    '',
+    '| store | service | in flight | p50 ms | p99 ms | max ms | p99 / p50 | 3 commits ms | aim |',
+    '|---|---|--:|--:|--:|--:|--:|--:|---|',
+  ];
+  for (const { store, service, waits: rows } of results) {
+    const commits = commitsMs(store, floor);
+    for (const row of rows) {
+      const aim =
+        row.inFlight === 1
+          ? `p50 ≤ ${ms(commits + 3)}, p99 ≤ 3× p50`
+          : `p99 ≤ ${store === 'sqlite' ? 50 : 80}`;
+      lines.push(
+        `| ${store} | ${service} | ${row.inFlight} | ${ms(row.p50)} | ${ms(row.p99)} | ${ms(row.max)} | ${(row.p99 / row.p50).toFixed(1)} | ${ms(commits)} | ${aim} |`,
+      );
+    }
+  }
+  lines.push(
+    '',
+    `Floor: fdatasync of 4 KiB p50 ${floor.fdatasyncMs.toFixed(2)} ms` +
+      (floor.pgbenchMs !== undefined
+        ? `; pgbench -c 1 (TPC-B-like, prepared, fsync on) ${floor.pgbenchMs.toFixed(2)} ms per transaction`
+        : '') +
+      `; Redis round trip p50 ${floor.redisMs.toFixed(3)} ms.`,
+  );
+  if (answeredQueued > 0)
+    lines.push(`${answeredQueued} orders answered still QUEUED (ORDER_WAIT_MS ran out).`);
+  return lines.join('\n');
+}
+
+async function main() {
+  const redis = await ensureRedis();
+  stopAllOnInterrupt(async () => {
+    await redis.stop();
+    await stopPostgresServer();
+  });
+  try {
+    for (const { root } of SERVICES) await buildService(root);
+    const results: Result[] = [];
+    for (const store of STORES)
+      for (const { name, root } of SERVICES)
+        results.push({ store, service: name, root, waits: await runStore(store, root, redis.url) });
+    const floor: Floor = {
+      fdatasyncMs: fdatasyncP50(),
+      ...(STORES.includes('postgres') ? { pgbenchMs: await pgbenchOneClientMs() } : {}),
+      redisMs: await redisRoundTripP50(redis.url),
+    };
+    if (values.json)
+      process.stdout.write(
+        `${JSON.stringify({ orders: ORDERS, warmup: WARMUP, answeredQueued, floor, results }, null, 2)}\n`,
+      );
+    else process.stdout.write(`${table(results, floor)}\n`);
+  } finally {
+    await Promise.all([...running].map(stopProcess));
+    await redis.stop();
+    await stopPostgresServer();
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});
