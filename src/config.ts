@@ -47,7 +47,8 @@ const ConfigSchema = z.object({
   STORE_COUNTS_EVERY_S: positiveInt.max(3600).default(5),
   DB_PATH: z.string().min(1).default('./data/orders.db'),
   DATABASE_URL: postgresUrl.optional(),
-  // What DATABASE_URL reaches: the server (direct), or a pooler in session or transaction mode (README, PostgreSQL).
+  // What DATABASE_URL reaches: the server (direct), or a pooler in session or transaction mode
+  // (docs/operating.md, PostgreSQL and PgBouncer).
   DATABASE_POOLING: z.enum(['direct', 'session', 'transaction']).default('direct'),
   // The same database reached without a transaction pooler, for whatever needs a session (LISTEN).
   DATABASE_DIRECT_URL: postgresUrl.optional(),

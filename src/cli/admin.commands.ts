@@ -53,7 +53,7 @@ export const ADMIN_COMMANDS: Record<string, Command> = {
     summary:
       'with --new-key-file, re-seal every secret key under the SECRETS_KEY in FILE in one transaction, then ' +
       'restart every process with it; without, re-seal what SECRETS_KEY_PREVIOUS still seals under SECRETS_KEY, ' +
-      'N clients (default 500) a transaction, while processes on either key serve (see README, Rotating SECRETS_KEY)',
+      'N clients (default 500) a transaction, while processes on either key serve (see docs/operating.md, Keys and secrets)',
     run: lazy(async () => (await import('./commands/secrets.commands.js')).secretsRotate),
   },
   'webhook:add': {

@@ -47,7 +47,7 @@ export interface CursorScope {
 /** The quarter hour `at` falls in, as epoch ms. */
 export const quarterOf = (at: number): number => Math.floor(at / QUARTER_MS) * QUARTER_MS;
 
-/** Order ids a cursor can carry: below 2^32 (an order past it cannot be paged after; README, Cursors). */
+/** Order ids a cursor can carry: below 2^32 (an order past it cannot be paged after; docs/api.md, Details). */
 export const MAX_CURSOR_ORDER_ID = 2 ** ID_BITS - 1;
 
 /** The cursor; `issued - origin` at most MAX_PAGING_SPAN_MS (decodeCursor refuses older searches). */

@@ -258,7 +258,7 @@ export function createPool(
     connectionString: firstHostUrl(url),
     max: poolSize,
     // Connecting is bounded even where statements are not (migrations, the admin CLI), and TCP keepalive from
-    // 5 s of silence lets the kernel notice a dead peer of an idle connection (README, "Time-outs").
+    // 5 s of silence lets the kernel notice a dead peer of an idle connection (docs/operating.md, "Time-outs").
     connectionTimeoutMillis: timeoutMs > 0 ? timeoutMs : CONNECT_TIMEOUT_MS,
     ...KEEPALIVE,
     // Straight to the server, the server itself ends a statement after as long as the service waits for it: the
