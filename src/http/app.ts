@@ -72,7 +72,7 @@ const acceptGuard: RequestHandler = (req, _res, next) => {
   next();
 };
 
-/** The whole HTTP front; it never listens (server.ts does), so tests hand it to supertest. */
+/** The whole HTTP front; it never listens (src/processes/web.process.ts does), so tests hand it to supertest. */
 export function createApp(deps: Deps, options: AppOptions = {}): App {
   const app = express();
   app.disable('x-powered-by');
