@@ -12,6 +12,7 @@ import {
 } from '../shared/search-plan.js';
 import { canBeId } from './postgres.rows.js';
 import { ITEM_VIEW_COLUMNS } from '../shared/order.rows.js';
+import { UPDATE_DAY_MS, updateDay } from '../shared/search-days.sql.js';
 
 const PG_ITEM_IDS = (column: string) => `${column} = ANY(@orderItemIds::bigint[])`;
 
@@ -98,9 +99,6 @@ const ORDER_TERMS: Partial<Record<Driver, string[]>> = {
 const ITEM_TERMS: Partial<Record<Driver, (s: SearchShape) => string[]>> = {
   // order_items_client_vendor (client_id, vendor_id, order_created_at, order_id)
   'vendor-items': () => ['d.vendor_id = @vendorId'],
-  // order_items_search_created (client_id, order_created_at, order_id, updated_at): in result order, the update
-  // times checked inside the index.
-  'dated-items': (s) => itemTerms('d', s, PG_ITEM_IDS),
   // order_items_search_updated (client_id, updated_at, order_created_at, order_id): the few items updated.
   'updated-items': () => ['d.updated_at >= @scanFrom', 'd.updated_at < @scanTo'],
 };
@@ -123,6 +121,7 @@ function pageSql(s: SearchShape): string {
     return `SELECT ${PAGE_COLUMNS} FROM orders o WHERE ${where.join(' AND ')}
              ORDER BY o.created_at ${dir}, o.order_id ${dir} LIMIT @limit`;
   }
+  if (s.driver === 'dated-items') return daysSql(s);
   const terms = ITEM_TERMS[s.driver]!(s);
   const where = ['d.client_id = @clientId', ...terms, keyRange('d.order_created_at', 'd.order_id', s)];
   // The order's other conditions once per order, after its item rows are grouped.
@@ -133,6 +132,36 @@ function pageSql(s: SearchShape): string {
             SELECT d.order_created_at AS at, d.order_id AS id FROM order_items d
              WHERE ${where.join(' AND ')}
              ${group} ORDER BY at ${dir}, id ${dir} LIMIT @limit) k
+          JOIN orders o ON o.order_id = k.id`;
+}
+
+/** The client's first or last update time in the range to scan, one seek of order_items_search_updated. */
+const updateBound = (fn: 'min' | 'max') =>
+  `(SELECT ${fn}(u.updated_at) FROM order_items u
+     WHERE u.client_id = @clientId AND u.updated_at >= @scanFrom AND u.updated_at < @scanTo) / ${UPDATE_DAY_MS}`;
+
+/**
+ * dated-items: each day of updates the range spans (search-days.sql.ts) gives its first `limit + 1` orders from
+ * order_items_search_days, in result order; the page is the first `limit + 1` of them all.
+ */
+function daysSql(s: SearchShape): string {
+  const dir = s.desc ? 'DESC' : 'ASC';
+  const where = [
+    'd.client_id = @clientId',
+    `${updateDay('d')} = b.day`,
+    'd.updated_at >= @scanFrom',
+    'd.updated_at < @scanTo',
+    ...itemTerms('d', s, PG_ITEM_IDS),
+    keyRange('d.order_created_at', 'd.order_id', s),
+  ];
+  return `SELECT ${PAGE_COLUMNS} FROM (
+            SELECT f.at, f.id
+              FROM generate_series(${updateBound('min')}, ${updateBound('max')}) AS b(day)
+             CROSS JOIN LATERAL (
+               SELECT DISTINCT d.order_created_at AS at, d.order_id AS id FROM order_items d
+                WHERE ${where.join(' AND ')}
+                ORDER BY at ${dir}, id ${dir} LIMIT @limit) f
+             GROUP BY f.at, f.id ORDER BY f.at ${dir}, f.id ${dir} LIMIT @limit) k
           JOIN orders o ON o.order_id = k.id`;
 }
 

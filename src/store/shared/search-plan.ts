@@ -13,7 +13,8 @@ export const NARROW_UPDATE_SCAN = 2000;
 
 /**
  * Which access path leads: a given set of ids or a reference first (few rows), then an update range when it
- * holds few items, then the indexes already in result order, which stop as soon as the page is full.
+ * holds few items, then the indexes already in result order, which stop as soon as the page is full; an update
+ * range of many items is read day by day of its updates (search-days.sql.ts), each day in result order.
  */
 export function chooseDriver(c: SearchCriteria, updateRangeIsNarrow: () => boolean): Driver {
   const updateRange = c.itemUpdateStart !== undefined || c.itemUpdateEnd !== undefined;
