@@ -4,8 +4,11 @@ import {
   chooseDriver,
   itemTerms,
   keyRange,
+  rangeCap,
   searchBounds,
   shapeOf,
+  type RangeCounts,
+  type ScanCaps,
   existsTerms,
   type Driver,
   type SearchShape,
@@ -29,31 +32,54 @@ export interface SearchPlan extends SearchStatement {
 /**
  * The statement that reads one page of the client's orders, each with its matching items as a JSON array of
  * tuples (see ITEM_VIEW_COLUMNS), in one snapshot. It reads `limit + 1` orders: the extra one says more follow.
- * `updateRangeIsNarrow` is what the probe of `updateRangeProbe` found; it only matters for an update range.
+ * `counted` is what the probe of `updateRangeProbe` found; it only matters for an update range.
  */
 export function planSearch(
   clientId: number,
   criteria: SearchCriteria,
-  { updateRangeIsNarrow = false }: { updateRangeIsNarrow?: boolean } = {},
+  caps: ScanCaps,
+  counted: RangeCounts = { range: Number.MAX_SAFE_INTEGER, vendor: null },
 ): SearchPlan {
-  const driver = chooseDriver(criteria, () => updateRangeIsNarrow);
+  const driver = chooseDriver(criteria, () => counted, caps);
   return { driver, ...positional(searchSql(shapeOf(driver, criteria)), bind(clientId, criteria)) };
 }
 
 /**
- * The count that decides whether an update range is narrow (fewer than `cap` items of the client updated in
- * it), or null when the criteria lead by something else.
+ * The count that decides the path of an update range: the client's items updated in it (capped), and given a
+ * vendor, the vendor's items in the window (up to one more than those); null when the criteria lead by
+ * something else. Its row is `{ range, vendor }` (RangeCounts).
  */
-export function updateRangeProbe(clientId: number, c: SearchCriteria, cap: number): SearchStatement | null {
+export function updateRangeProbe(
+  clientId: number,
+  c: SearchCriteria,
+  caps: ScanCaps,
+): SearchStatement | null {
   let asked = false;
-  chooseDriver(c, () => (asked = true));
+  chooseDriver(
+    c,
+    () => {
+      asked = true;
+      return { range: 0, vendor: null };
+    },
+    caps,
+  );
   if (!asked) return null;
+  const vendor =
+    c.vendorId === undefined
+      ? 'NULL::int'
+      : `(SELECT count(1)::int FROM (
+           SELECT 1 FROM order_items
+            WHERE client_id = @clientId AND vendor_id = @vendorId
+              AND order_created_at >= @createdFrom AND order_created_at < @createdTo
+            LIMIT (SELECT n FROM r) + 1) v)`;
   return positional(
-    `SELECT count(1) AS n FROM (
-       SELECT 1 FROM order_items
-        WHERE client_id = @clientId AND updated_at >= @scanFrom AND updated_at < @scanTo
-        LIMIT @scanCap) s`,
-    { ...bind(clientId, c), scanCap: cap },
+    `WITH r AS (
+       SELECT count(1)::int AS n FROM (
+         SELECT 1 FROM order_items
+          WHERE client_id = @clientId AND updated_at >= @scanFrom AND updated_at < @scanTo
+          LIMIT @scanCap) s)
+     SELECT r.n AS "range", ${vendor} AS vendor FROM r`,
+    { ...bind(clientId, c), scanCap: rangeCap(c, caps) },
   );
 }
 
@@ -154,12 +180,15 @@ function daysSql(s: SearchShape): string {
     ...itemTerms('d', s, PG_ITEM_IDS),
     keyRange('d.order_created_at', 'd.order_id', s),
   ];
+  // Given a vendor, an order of the day is tested once for it (one seek), as the other item paths do.
+  const having = existsTerms('d.order_created_at', 'd.order_id', s, PG_ITEM_IDS);
   return `SELECT ${PAGE_COLUMNS} FROM (
             SELECT f.at, f.id
               FROM generate_series(${updateBound('min')}, ${updateBound('max')}) AS b(day)
              CROSS JOIN LATERAL (
-               SELECT DISTINCT d.order_created_at AS at, d.order_id AS id FROM order_items d
+               SELECT d.order_created_at AS at, d.order_id AS id FROM order_items d
                 WHERE ${where.join(' AND ')}
+                GROUP BY d.order_created_at, d.order_id${having.length > 0 ? ` HAVING ${having.join(' AND ')}` : ''}
                 ORDER BY at ${dir}, id ${dir} LIMIT @limit) f
              GROUP BY f.at, f.id ORDER BY f.at ${dir}, f.id ${dir} LIMIT @limit) k
           JOIN orders o ON o.order_id = k.id`;

@@ -4,8 +4,11 @@
  * whose items all belong to the client's last orders ("items updated since yesterday", ascending) read every
  * earlier order of the window. Read day by day instead, each day of the range gives its first `limit + 1` orders
  * (one seek, then those orders' items), and the page is the first `limit + 1` of them all: the cost follows the
- * days the range spans and the limit, not the client's history. The same SQL on both stores; the day is the
- * integer division of the update time, an expression both stores index (the statements name it as written here).
+ * days the range spans and the limit, not the client's history. Given a vendor as well, this path leads when the
+ * range holds fewer items than the vendor has in the window (search-plan.ts, chooseDriver): a vendor none of whose
+ * orders has an item in a range of a few thousand items no longer reads all its orders. The same SQL on both
+ * stores; the day is the integer division of the update time, an expression both stores index (the statements
+ * name it as written here).
  */
 export const UPDATE_DAY_MS = 86_400_000;
 

@@ -12,6 +12,8 @@ import {
   itemTerms,
   keyRange,
   NARROW_UPDATE_SCAN,
+  rangeCap,
+  WIDE_UPDATE_SCAN,
   searchBounds,
   shapeOf,
   existsTerms,
@@ -39,15 +41,16 @@ export interface SearchPlan {
 type Bindings = Record<string, number | string | null>;
 
 export interface SqliteSearchOptions {
-  /** Tests lower or raise it to force either path for an update range. */
+  /** Tests lower or raise them to force each path for an update range. */
   narrowUpdateScan?: number;
+  wideUpdateScan?: number;
 }
 
 /** Order history search (one query for the page, one for its items) and the order key a cursor names. */
 export function sqliteSearch(
   db: Db,
   cursorKey: Buffer,
-  { narrowUpdateScan = NARROW_UPDATE_SCAN }: SqliteSearchOptions = {},
+  { narrowUpdateScan = NARROW_UPDATE_SCAN, wideUpdateScan = WIDE_UPDATE_SCAN }: SqliteSearchOptions = {},
 ): SearchStore & { plan(clientId: number, criteria: SearchCriteria): SearchPlan } {
   const statements = new Map<string, Statement>();
   const prepared = (sql: string): Statement => {
@@ -60,12 +63,18 @@ export function sqliteSearch(
   );
 
   function plan(clientId: number, c: SearchCriteria): SearchPlan {
-    const params = { ...bind(clientId, c), scanCap: narrowUpdateScan };
+    const caps = { narrowUpdateScan, wideUpdateScan };
+    const params = { ...bind(clientId, c), scanCap: rangeCap(c, caps) };
     let probed = false;
-    const driver = chooseDriver(c, () => {
-      probed = true;
-      return (prepared(PROBE_SQL).pluck().get(params) as number) < narrowUpdateScan;
-    });
+    const driver = chooseDriver(
+      c,
+      () => {
+        probed = true;
+        const [range, vendor] = prepared(PROBE_SQL).raw(true).get(params) as [number, number];
+        return { range, vendor };
+      },
+      caps,
+    );
     const s = shapeOf(driver, c);
     const base: SearchPlan = {
       driver,
@@ -165,10 +174,21 @@ const DAY_RANGE_SQL = `SELECT
   (SELECT max(updated_at) FROM order_items INDEXED BY order_items_search_updated
     WHERE client_id = @clientId AND updated_at >= @scanFrom AND updated_at < @scanTo) / ${UPDATE_DAY_MS}`;
 
-const PROBE_SQL = `SELECT count(*) FROM (
-  SELECT 1 FROM order_items INDEXED BY order_items_search_updated
-   WHERE client_id = @clientId AND updated_at >= @scanFrom AND updated_at < @scanTo
-   LIMIT @scanCap)`;
+/**
+ * The items of the client updated in the range to scan, up to @scanCap, and, given a vendor, its items in the
+ * window, up to one more than those (none without a vendor).
+ */
+const PROBE_SQL = `WITH r(n) AS (
+  SELECT count(*) FROM (
+    SELECT 1 FROM order_items INDEXED BY order_items_search_updated
+     WHERE client_id = @clientId AND updated_at >= @scanFrom AND updated_at < @scanTo
+     LIMIT @scanCap))
+  SELECT r.n, (SELECT count(*) FROM (
+    SELECT 1 FROM order_items INDEXED BY order_items_client_vendor
+     WHERE client_id = @clientId AND vendor_id = @vendorId
+       AND order_created_at >= @createdFrom AND order_created_at < @createdTo
+     LIMIT (SELECT n FROM r) + 1))
+  FROM r`;
 
 function bind(clientId: number, c: SearchCriteria): Bindings {
   return {
@@ -238,9 +258,12 @@ function daySql(s: SearchShape): string {
     ...itemTerms('d', s, SQLITE_ITEM_IDS),
     keyRange('d.order_created_at', 'd.order_id', s),
   ];
+  // Given a vendor, an order of the day is tested once for it (one seek), as the other item paths do.
+  const having = existsTerms('d.order_created_at', 'd.order_id', s, SQLITE_ITEM_IDS);
   return `SELECT d.order_created_at, d.order_id FROM order_items d INDEXED BY order_items_search_days
            WHERE ${where.join(' AND ')}
-           GROUP BY d.order_created_at, d.order_id ORDER BY d.order_created_at ${dir}, d.order_id ${dir} LIMIT @limit`;
+           GROUP BY d.order_created_at, d.order_id${having.length > 0 ? ` HAVING ${having.join(' AND ')}` : ''}
+           ORDER BY d.order_created_at ${dir}, d.order_id ${dir} LIMIT @limit`;
 }
 
 function itemsSql(s: SearchShape): string {
