@@ -8,12 +8,7 @@ import { createSealer } from '../../src/domain/secrets.js';
 import { openStore } from '../../src/store/open-store.js';
 import { planSearch, updateRangeProbe } from '../../src/store/postgres/search.sql.js';
 import { openPostgresStore } from '../../src/store/postgres/postgres.store.js';
-import {
-  NARROW_UPDATE_SCAN,
-  type Driver,
-  type RangeCounts,
-  type ScanCaps,
-} from '../../src/store/shared/search-plan.js';
+import { NARROW_UPDATE_SCAN, type Driver } from '../../src/store/shared/search-plan.js';
 import { sqliteSearch } from '../../src/store/sqlite/search.sqlite.js';
 import { openDb, type Db } from '../../src/store/sqlite/sqlite.db.js';
 import type { SearchCriteria, SearchStore } from '../../src/store/port/store.port.js';
@@ -172,14 +167,13 @@ function randomCriteria(): SearchCriteria {
 }
 
 /** The PostgreSQL adapter's statement for a search, after the probe of the update range it runs first. */
-async function postgresPlan(clientId: number, c: SearchCriteria, caps: ScanCaps) {
-  const count = updateRangeProbe(clientId, c, caps);
-  const counted = count ? (await probe.all<RangeCounts>(count.sql, ...count.params))[0] : undefined;
-  return planSearch(clientId, c, caps, counted);
+async function postgresPlan(clientId: number, c: SearchCriteria, narrowUpdateScan: number) {
+  const count = updateRangeProbe(clientId, c, narrowUpdateScan);
+  const counted = count ? (await probe.all<{ n: number }>(count.sql, ...count.params))[0]?.n : undefined;
+  return planSearch(clientId, c, {
+    updateRangeIsNarrow: counted !== undefined && counted < narrowUpdateScan,
+  });
 }
-
-/** Thresholds of the probe: only `narrowUpdateScan`, as the plan tests give it (a vendor then leads a range). */
-const capsOf = (narrowUpdateScan: number): ScanCaps => ({ narrowUpdateScan, wideUpdateScan: 0 });
 
 /** The store's search with a given threshold for a narrow update range, and the driver each search takes. */
 interface SearchSubject {
@@ -188,10 +182,10 @@ interface SearchSubject {
   close(): Promise<void>;
 }
 
-async function searchSubject(caps: ScanCaps): Promise<SearchSubject> {
+async function searchSubject(narrowUpdateScan: number): Promise<SearchSubject> {
   if (TEST_STORE === 'sqlite') {
     const db = openDb(storeEnv.env.DB_PATH!);
-    const search = sqliteSearch(db, Buffer.alloc(32), caps);
+    const search = sqliteSearch(db, Buffer.alloc(32), { narrowUpdateScan });
     return {
       search,
       driver: async (clientId, c) => search.plan(clientId, c).driver,
@@ -200,13 +194,13 @@ async function searchSubject(caps: ScanCaps): Promise<SearchSubject> {
   }
   const sealer = createSealer(parseSecretsKey(storeEnv.env.SECRETS_KEY!));
   const store = await openPostgresStore(storeEnv.env.DATABASE_URL!, {
-    ...caps,
+    narrowUpdateScan,
     poolSize: 2,
     sealer,
   });
   return {
     search: store.search,
-    driver: async (clientId, c) => (await postgresPlan(clientId, c, caps)).driver,
+    driver: async (clientId, c) => (await postgresPlan(clientId, c, narrowUpdateScan)).driver,
     close: () => store.close(),
   };
 }
@@ -227,17 +221,11 @@ afterAll(async () => {
 
 describe('order search of the store port, paged to the end, against the model of the rules', () => {
   it.each([
-    ['an update range read directly', { narrowUpdateScan: 1e9, wideUpdateScan: 0 }],
-    ['an update range read day by day, a vendor leading', { narrowUpdateScan: 0, wideUpdateScan: 0 }],
-    [
-      'an update range read day by day, before a vendor of more items',
-      { narrowUpdateScan: 0, wideUpdateScan: 1e9 },
-    ],
-  ])('with %s', async (_label, caps) => {
-    const subject = await searchSubject(caps);
+    ['an update range read directly', 1e9],
+    ['an update range scanned in result order', 0],
+  ])('with %s', async (_label, narrowUpdateScan) => {
+    const subject = await searchSubject(narrowUpdateScan);
     const drivers = new Set<Driver>();
-    /** Pages of a vendor and an update range read day by day. */
-    let vendorDays = 0;
     try {
       for (let round = 0; round < 250; round++) {
         const clientId = 1 + int(3);
@@ -246,9 +234,7 @@ describe('order search of the store port, paged to the end, against the model of
         const seen: { orderId: number; itemIds: number[] }[] = [];
         let after: SearchCriteria['after'];
         for (let pages = 0; ; pages++) {
-          const driver = await subject.driver(clientId, { ...criteria, after });
-          drivers.add(driver);
-          if (driver === 'dated-items' && criteria.vendorId !== undefined) vendorDays++;
+          drivers.add(await subject.driver(clientId, { ...criteria, after }));
           const page = await subject.search.search(clientId, { ...criteria, after });
           seen.push(
             ...page.orders.map(({ order, items }) => ({
@@ -268,11 +254,9 @@ describe('order search of the store port, paged to the end, against the model of
     }
     const expectedDrivers: Driver[] = ['order-ids', 'item-ids', 'reference', 'vendor-items', 'orders'];
     expectedDrivers.push(
-      ...(caps.narrowUpdateScan > 0 ? (['updated-items'] as const) : (['dated-items'] as const)),
+      ...(narrowUpdateScan > 0 ? (['updated-items'] as const) : (['dated-items'] as const)),
     );
     expect([...drivers].sort()).toEqual(expectedDrivers.sort());
-    if (caps.wideUpdateScan > 0) expect(vendorDays).toBeGreaterThan(0);
-    else expect(vendorDays).toBe(0);
   });
 });
 
@@ -280,8 +264,6 @@ describe('order search of the store port, paged to the end, against the model of
 // defined in their store's project, not reported as skipped in the other).
 const base: SearchCriteria = { dateStart: T0, dateEnd: T0 + 90 * DAY, sortOrder: 'ascending', limit: 20 };
 const after = { createdAt: T0 + DAY, orderId: 5 };
-/** Late in the window: few items updated since, fewer than vendor 2 has in it. */
-const LATE = T0 + 125 * DAY;
 
 if (TEST_STORE === 'sqlite') {
   describe('order search query plans on SQLite', () => {
@@ -292,10 +274,7 @@ if (TEST_STORE === 'sqlite') {
     afterAll(() => db.close());
 
     const planOf = (narrowUpdateScan: number, extra: Partial<SearchCriteria>) => {
-      const plan = sqliteSearch(db, Buffer.alloc(32), capsOf(narrowUpdateScan)).plan(1, {
-        ...base,
-        ...extra,
-      });
+      const plan = sqliteSearch(db, Buffer.alloc(32), { narrowUpdateScan }).plan(1, { ...base, ...extra });
       const explain = (sql: string, params: object) =>
         (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(params) as { detail: string }[])
           .map((r) => r.detail)
@@ -315,12 +294,13 @@ if (TEST_STORE === 'sqlite') {
       ['item-ids', { orderItemIds: [1, 2], itemUpdateStart: T0 }, 'INTEGER PRIMARY KEY'],
       ['vendor-items', { vendorId: 2, after }, 'COVERING INDEX order_items_client_vendor'],
       ['vendor-items', { vendorId: 2, sortOrder: 'descending' }, 'COVERING INDEX order_items_client_vendor'],
+      ['dated-items', { itemUpdateStart: T0, after }, 'COVERING INDEX order_items_search_created'],
     ] as const)('%s %j reads %s and no table in full', (driver, extra, index) => {
       const plan = planOf(0, extra);
       expect(plan.driver).toBe(driver);
       expect(plan.page).toContain(index);
       expect(plan.page).not.toMatch(/^SCAN (o|d|order_items|orders)\b/m);
-      if (['orders', 'reference', 'vendor-items'].includes(driver)) {
+      if (['orders', 'reference', 'vendor-items', 'dated-items'].includes(driver)) {
         expect(plan.page).not.toContain('TEMP B-TREE');
       }
       expect(plan.items).toMatch(/SEARCH i USING (INDEX order_items_order|INTEGER PRIMARY KEY)/);
@@ -333,37 +313,6 @@ if (TEST_STORE === 'sqlite') {
         'COVERING INDEX order_items_search_updated (client_id=? AND updated_at>? AND updated_at<?)',
       );
     });
-
-    it.each([
-      { itemUpdateStart: T0, after },
-      { itemUpdateEnd: T0 + 30 * DAY, sortOrder: 'descending' },
-      { itemUpdateStart: LATE, vendorId: 2 },
-    ] as const)(
-      'reads a wide update range %j day by day, each day in result order, and sorts only the page (issue 41)',
-      (extra) => {
-        // A vendor leads unless it has more items in the window than the range (wideUpdateScan: counted in full).
-        const caps = { narrowUpdateScan: 0, wideUpdateScan: 'vendorId' in extra ? 1e9 : 0 };
-        const plan = sqliteSearch(db, Buffer.alloc(32), caps).plan(1, { ...base, ...extra });
-        expect(plan.driver).toBe('dated-items');
-        expect(plan.days!.length).toBeGreaterThan(0);
-        const explain = (sql: string, params: object) =>
-          (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(params) as { detail: string }[])
-            .map((r) => r.detail)
-            .join('\n');
-        const day = explain(plan.daySql!, { ...plan.params, day: plan.days![0] });
-        expect(day).toMatch(
-          /^SEARCH d USING COVERING INDEX order_items_search_days \(client_id=\? AND <expr>=\?/,
-        );
-        expect(day).not.toContain('TEMP B-TREE');
-        if ('vendorId' in extra)
-          expect(day).toMatch(
-            /SEARCH v (EXISTS )?USING COVERING INDEX order_items_client_vendor \(client_id=\? AND vendor_id=\? AND order_created_at=\? AND order_id=\?\)/,
-          );
-        const page = explain(plan.pageSql, plan.params);
-        expect(page).toContain('SEARCH o USING INTEGER PRIMARY KEY');
-        expect(page).not.toMatch(/^SCAN (o|d|order_items|orders)\b/m);
-      },
-    );
 
     it('seeks the cursor, not the window start, when paging on', () => {
       expect(planOf(0, { vendorId: 2, after }).page).toContain('(order_created_at,order_id)>(?,?)');
@@ -422,13 +371,8 @@ if (TEST_STORE === 'postgres') {
     });
 
     /** `inOrder` prices sorting out too: a sort left below the LIMIT then means the index cannot give the order. */
-    const planOf = async (
-      narrowUpdateScan: number | ScanCaps,
-      extra: Partial<SearchCriteria>,
-      inOrder = false,
-    ) => {
-      const caps = typeof narrowUpdateScan === 'number' ? capsOf(narrowUpdateScan) : narrowUpdateScan;
-      const plan = await postgresPlan(1, { ...base, ...extra }, caps);
+    const planOf = async (narrowUpdateScan: number, extra: Partial<SearchCriteria>, inOrder = false) => {
+      const plan = await postgresPlan(1, { ...base, ...extra }, narrowUpdateScan);
       const planner = inOrder ? planners.sorted : planners.any;
       const [explained] = await planner.all<{ 'QUERY PLAN': { Plan: PlanNode }[] }>(
         `EXPLAIN (FORMAT JSON) ${plan.sql}`,
@@ -460,8 +404,9 @@ if (TEST_STORE === 'postgres') {
       ['item-ids', { orderItemIds: [1, 2], itemUpdateStart: T0 }, 'order_items_pkey', BY_ID],
       ['vendor-items', { vendorId: 2, after }, 'order_items_client_vendor', COVERING],
       ['vendor-items', { vendorId: 2, sortOrder: 'descending' }, 'order_items_client_vendor', COVERING],
+      ['dated-items', { itemUpdateStart: T0, after }, 'order_items_search_created', COVERING],
     ] as const)('%s %j reads %s and no table in full', async (driver, extra, index, scan) => {
-      const ordered = ['orders', 'reference', 'vendor-items'].includes(driver);
+      const ordered = ['orders', 'reference', 'vendor-items', 'dated-items'].includes(driver);
       const plan = await planOf(0, extra, ordered);
       expect(plan.driver).toBe(driver);
       const page = plan.scans(index);
@@ -491,36 +436,6 @@ if (TEST_STORE === 'postgres') {
         expect.stringMatching(/vendor_id = .*order_created_at = .*order_id = /),
       ]);
     });
-
-    it.each([
-      { itemUpdateStart: T0, after },
-      { itemUpdateEnd: T0 + 30 * DAY, sortOrder: 'descending' },
-      { itemUpdateStart: LATE, vendorId: 2 },
-    ] as const)(
-      'reads a wide update range %j day by day, each day in result order (issue 41)',
-      async (extra) => {
-        // A vendor leads unless it has more items in the window than the range (wideUpdateScan: counted in full).
-        const caps = { narrowUpdateScan: 0, wideUpdateScan: 'vendorId' in extra ? 1e9 : 0 };
-        const plan = await planOf(caps, extra, true);
-        expect(plan.driver).toBe('dated-items');
-        if ('vendorId' in extra)
-          expect(
-            plan.nodes
-              .filter(({ node }) => node['Index Name'] === 'order_items_client_vendor')
-              .map(({ node }) => node['Index Cond']),
-          ).toContainEqual(expect.stringMatching(/vendor_id = .*order_created_at = .*order_id = /));
-        const days = plan.scans('order_items_search_days');
-        expect(days.map(({ node }) => node['Node Type'])).toEqual([expect.stringMatching(COVERING)]);
-        expect(days[0]!.node['Index Cond']).toMatch(
-          /^\(\(client_id = .+\) AND \(\(\(updated_at \/ 86400000\)\) = b\.day\)/,
-        );
-        // Each day's scan hands its orders over in result order: nothing sorts them below its LIMIT; only the
-        // merged first orders of the days are sorted, above.
-        const above = days[0]!.above.map((n) => n['Node Type']);
-        expect(above.slice(above.lastIndexOf('Limit'))).not.toContain('Sort');
-        expect(plan.nodes.map(({ node }) => node).filter(fullRead)).toEqual([]);
-      },
-    );
 
     it('reads a narrow update range from its index, in the order-date window, and sorts only that', async () => {
       // The planner goes by the rows it expects: the range is narrow in fact, as the adapter's probe finds it.

@@ -73,37 +73,30 @@ describe('chooseDriver, shared by both adapters', () => {
     limit: 20,
     ...extra,
   });
-  const caps = { narrowUpdateScan: 2000, wideUpdateScan: 20_000 };
-  const narrow = () => ({ range: 10, vendor: null });
-  const wide = () => ({ range: 50_000, vendor: 20_001 });
+  const narrow = () => true;
+  const wide = () => false;
 
   it('leads with given ids, then a reference, over everything else', () => {
     const all = { vendorId: 1, referenceId: 'r', itemUpdateStart: 0, orderItemIds: [1], orderIds: [1] };
-    expect(chooseDriver(criteria(all), narrow, caps)).toBe('order-ids');
-    expect(chooseDriver(criteria({ ...all, orderIds: undefined }), narrow, caps)).toBe('item-ids');
-    expect(
-      chooseDriver(criteria({ ...all, orderIds: undefined, orderItemIds: undefined }), narrow, caps),
-    ).toBe('reference');
+    expect(chooseDriver(criteria(all), narrow)).toBe('order-ids');
+    expect(chooseDriver(criteria({ ...all, orderIds: undefined }), narrow)).toBe('item-ids');
+    expect(chooseDriver(criteria({ ...all, orderIds: undefined, orderItemIds: undefined }), narrow)).toBe(
+      'reference',
+    );
   });
 
-  it('reads a narrow update range directly and a wide one day by day, behind a vendor of fewer items', () => {
-    expect(chooseDriver(criteria({ itemUpdateStart: 0, vendorId: 1 }), narrow, caps)).toBe('updated-items');
-    expect(chooseDriver(criteria({ itemUpdateEnd: 5, vendorId: 1 }), wide, caps)).toBe('vendor-items');
-    expect(chooseDriver(criteria({ itemUpdateStart: 0 }), wide, caps)).toBe('dated-items');
-    expect(chooseDriver(criteria({ vendorId: 1 }), narrow, caps)).toBe('vendor-items');
-    // The vendor's count stops one past the range's: past it, the range leads; at most as many, the vendor.
-    const counted = (range: number, vendor: number) => () => ({ range, vendor });
-    const both = criteria({ itemUpdateStart: 0, vendorId: 1 });
-    expect(chooseDriver(both, counted(5000, 5001), caps)).toBe('dated-items');
-    expect(chooseDriver(both, counted(5000, 4000), caps)).toBe('vendor-items');
-    expect(chooseDriver(both, counted(20_000, 20_001), caps)).toBe('vendor-items');
+  it('reads a narrow update range directly and scans a wide one in result order, behind a vendor', () => {
+    expect(chooseDriver(criteria({ itemUpdateStart: 0, vendorId: 1 }), narrow)).toBe('updated-items');
+    expect(chooseDriver(criteria({ itemUpdateEnd: 5, vendorId: 1 }), wide)).toBe('vendor-items');
+    expect(chooseDriver(criteria({ itemUpdateStart: 0 }), wide)).toBe('dated-items');
+    expect(chooseDriver(criteria({ vendorId: 1 }), narrow)).toBe('vendor-items');
   });
 
   it('asks about the update range only when one is given', () => {
     const ask = () => {
       throw new Error('asked');
     };
-    expect(chooseDriver(criteria(), ask, caps)).toBe('orders');
-    expect(chooseDriver(criteria({ vendorId: 2 }), ask, caps)).toBe('vendor-items');
+    expect(chooseDriver(criteria(), ask)).toBe('orders');
+    expect(chooseDriver(criteria({ vendorId: 2 }), ask)).toBe('vendor-items');
   });
 });

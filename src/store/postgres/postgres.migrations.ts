@@ -1,6 +1,5 @@
 import { UNSETTLED_BY_AGE_MIGRATION } from '../shared/unsettled-by-age.sql.js';
 import { UNSETTLED_PER_CLIENT_MIGRATION } from '../shared/unsettled-per-client.sql.js';
-import { SEARCH_DAYS_MIGRATION } from '../shared/search-days.sql.js';
 import { DELIVERY_CLAIMS_MIGRATION } from './delivery-claims.migration.js';
 import { EVENT_TYPE_MIGRATION } from './event-type.migration.js';
 import { TRACE_CONTEXT_MIGRATION } from './trace-context.migration.js';
@@ -215,7 +214,6 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   UNSETTLED_APART_MIGRATION,
   IDLE_TRANSACTION_MIGRATION,
   UNSETTLED_ITEMS_MIGRATION,
-  { version: 17, ...SEARCH_DAYS_MIGRATION },
 ];
 
 // Any constant will do, as long as every process of the service takes the same one.

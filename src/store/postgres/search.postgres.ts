@@ -3,13 +3,12 @@ import type { Currency } from '../../domain/money.js';
 import type { OrderKey, OrderView, SearchStore } from '../port/store.port.js';
 import { toItemView, type ItemTuple } from '../shared/order.rows.js';
 import { canBeId } from './postgres.rows.js';
-import { NARROW_UPDATE_SCAN, WIDE_UPDATE_SCAN, type RangeCounts } from '../shared/search-plan.js';
+import { NARROW_UPDATE_SCAN } from '../shared/search-plan.js';
 import { planSearch, updateRangeProbe } from './search.sql.js';
 
 export interface PostgresSearchOptions {
-  /** Tests lower or raise them to force each path for an update range. */
+  /** Tests lower or raise it to force either path for an update range. */
   narrowUpdateScan?: number;
-  wideUpdateScan?: number;
 }
 
 interface PageRow {
@@ -35,14 +34,16 @@ const toOrderView = (r: PageRow): OrderView => ({
 export function postgresSearch(
   pool: pg.Pool,
   cursorKey: Buffer,
-  { narrowUpdateScan = NARROW_UPDATE_SCAN, wideUpdateScan = WIDE_UPDATE_SCAN }: PostgresSearchOptions = {},
+  { narrowUpdateScan = NARROW_UPDATE_SCAN }: PostgresSearchOptions = {},
 ): SearchStore {
   return {
     async search(clientId, criteria) {
-      const caps = { narrowUpdateScan, wideUpdateScan };
-      const probe = updateRangeProbe(clientId, criteria, caps);
-      const counted = probe ? (await pool.query<RangeCounts>(probe.sql, probe.params)).rows[0] : undefined;
-      const plan = planSearch(clientId, criteria, caps, counted);
+      const probe = updateRangeProbe(clientId, criteria, narrowUpdateScan);
+      const counted = probe
+        ? (await pool.query<{ n: number }>(probe.sql, probe.params)).rows[0]?.n
+        : undefined;
+      const updateRangeIsNarrow = counted !== undefined && counted < narrowUpdateScan;
+      const plan = planSearch(clientId, criteria, { updateRangeIsNarrow });
       const { rows } = await pool.query<PageRow>(plan.sql, plan.params);
       return {
         orders: rows.slice(0, criteria.limit).map((r) => ({

@@ -4,18 +4,14 @@ import {
   chooseDriver,
   itemTerms,
   keyRange,
-  rangeCap,
   searchBounds,
   shapeOf,
-  type RangeCounts,
-  type ScanCaps,
   existsTerms,
   type Driver,
   type SearchShape,
 } from '../shared/search-plan.js';
 import { canBeId } from './postgres.rows.js';
 import { ITEM_VIEW_COLUMNS } from '../shared/order.rows.js';
-import { UPDATE_DAY_MS, updateDay } from '../shared/search-days.sql.js';
 
 const PG_ITEM_IDS = (column: string) => `${column} = ANY(@orderItemIds::bigint[])`;
 
@@ -32,54 +28,31 @@ export interface SearchPlan extends SearchStatement {
 /**
  * The statement that reads one page of the client's orders, each with its matching items as a JSON array of
  * tuples (see ITEM_VIEW_COLUMNS), in one snapshot. It reads `limit + 1` orders: the extra one says more follow.
- * `counted` is what the probe of `updateRangeProbe` found; it only matters for an update range.
+ * `updateRangeIsNarrow` is what the probe of `updateRangeProbe` found; it only matters for an update range.
  */
 export function planSearch(
   clientId: number,
   criteria: SearchCriteria,
-  caps: ScanCaps,
-  counted: RangeCounts = { range: Number.MAX_SAFE_INTEGER, vendor: null },
+  { updateRangeIsNarrow = false }: { updateRangeIsNarrow?: boolean } = {},
 ): SearchPlan {
-  const driver = chooseDriver(criteria, () => counted, caps);
+  const driver = chooseDriver(criteria, () => updateRangeIsNarrow);
   return { driver, ...positional(searchSql(shapeOf(driver, criteria)), bind(clientId, criteria)) };
 }
 
 /**
- * The count that decides the path of an update range: the client's items updated in it (capped), and given a
- * vendor, the vendor's items in the window (up to one more than those); null when the criteria lead by
- * something else. Its row is `{ range, vendor }` (RangeCounts).
+ * The count that decides whether an update range is narrow (fewer than `cap` items of the client updated in
+ * it), or null when the criteria lead by something else.
  */
-export function updateRangeProbe(
-  clientId: number,
-  c: SearchCriteria,
-  caps: ScanCaps,
-): SearchStatement | null {
+export function updateRangeProbe(clientId: number, c: SearchCriteria, cap: number): SearchStatement | null {
   let asked = false;
-  chooseDriver(
-    c,
-    () => {
-      asked = true;
-      return { range: 0, vendor: null };
-    },
-    caps,
-  );
+  chooseDriver(c, () => (asked = true));
   if (!asked) return null;
-  const vendor =
-    c.vendorId === undefined
-      ? 'NULL::int'
-      : `(SELECT count(1)::int FROM (
-           SELECT 1 FROM order_items
-            WHERE client_id = @clientId AND vendor_id = @vendorId
-              AND order_created_at >= @createdFrom AND order_created_at < @createdTo
-            LIMIT (SELECT n FROM r) + 1) v)`;
   return positional(
-    `WITH r AS (
-       SELECT count(1)::int AS n FROM (
-         SELECT 1 FROM order_items
-          WHERE client_id = @clientId AND updated_at >= @scanFrom AND updated_at < @scanTo
-          LIMIT @scanCap) s)
-     SELECT r.n AS "range", ${vendor} AS vendor FROM r`,
-    { ...bind(clientId, c), scanCap: rangeCap(c, caps) },
+    `SELECT count(1) AS n FROM (
+       SELECT 1 FROM order_items
+        WHERE client_id = @clientId AND updated_at >= @scanFrom AND updated_at < @scanTo
+        LIMIT @scanCap) s`,
+    { ...bind(clientId, c), scanCap: cap },
   );
 }
 
@@ -125,6 +98,9 @@ const ORDER_TERMS: Partial<Record<Driver, string[]>> = {
 const ITEM_TERMS: Partial<Record<Driver, (s: SearchShape) => string[]>> = {
   // order_items_client_vendor (client_id, vendor_id, order_created_at, order_id)
   'vendor-items': () => ['d.vendor_id = @vendorId'],
+  // order_items_search_created (client_id, order_created_at, order_id, updated_at): in result order, the update
+  // times checked inside the index.
+  'dated-items': (s) => itemTerms('d', s, PG_ITEM_IDS),
   // order_items_search_updated (client_id, updated_at, order_created_at, order_id): the few items updated.
   'updated-items': () => ['d.updated_at >= @scanFrom', 'd.updated_at < @scanTo'],
 };
@@ -147,7 +123,6 @@ function pageSql(s: SearchShape): string {
     return `SELECT ${PAGE_COLUMNS} FROM orders o WHERE ${where.join(' AND ')}
              ORDER BY o.created_at ${dir}, o.order_id ${dir} LIMIT @limit`;
   }
-  if (s.driver === 'dated-items') return daysSql(s);
   const terms = ITEM_TERMS[s.driver]!(s);
   const where = ['d.client_id = @clientId', ...terms, keyRange('d.order_created_at', 'd.order_id', s)];
   // The order's other conditions once per order, after its item rows are grouped.
@@ -158,39 +133,6 @@ function pageSql(s: SearchShape): string {
             SELECT d.order_created_at AS at, d.order_id AS id FROM order_items d
              WHERE ${where.join(' AND ')}
              ${group} ORDER BY at ${dir}, id ${dir} LIMIT @limit) k
-          JOIN orders o ON o.order_id = k.id`;
-}
-
-/** The client's first or last update time in the range to scan, one seek of order_items_search_updated. */
-const updateBound = (fn: 'min' | 'max') =>
-  `(SELECT ${fn}(u.updated_at) FROM order_items u
-     WHERE u.client_id = @clientId AND u.updated_at >= @scanFrom AND u.updated_at < @scanTo) / ${UPDATE_DAY_MS}`;
-
-/**
- * dated-items: each day of updates the range spans (search-days.sql.ts) gives its first `limit + 1` orders from
- * order_items_search_days, in result order; the page is the first `limit + 1` of them all.
- */
-function daysSql(s: SearchShape): string {
-  const dir = s.desc ? 'DESC' : 'ASC';
-  const where = [
-    'd.client_id = @clientId',
-    `${updateDay('d')} = b.day`,
-    'd.updated_at >= @scanFrom',
-    'd.updated_at < @scanTo',
-    ...itemTerms('d', s, PG_ITEM_IDS),
-    keyRange('d.order_created_at', 'd.order_id', s),
-  ];
-  // Given a vendor, an order of the day is tested once for it (one seek), as the other item paths do.
-  const having = existsTerms('d.order_created_at', 'd.order_id', s, PG_ITEM_IDS);
-  return `SELECT ${PAGE_COLUMNS} FROM (
-            SELECT f.at, f.id
-              FROM generate_series(${updateBound('min')}, ${updateBound('max')}) AS b(day)
-             CROSS JOIN LATERAL (
-               SELECT d.order_created_at AS at, d.order_id AS id FROM order_items d
-                WHERE ${where.join(' AND ')}
-                GROUP BY d.order_created_at, d.order_id${having.length > 0 ? ` HAVING ${having.join(' AND ')}` : ''}
-                ORDER BY at ${dir}, id ${dir} LIMIT @limit) f
-             GROUP BY f.at, f.id ORDER BY f.at ${dir}, f.id ${dir} LIMIT @limit) k
           JOIN orders o ON o.order_id = k.id`;
 }
 

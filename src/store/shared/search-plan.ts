@@ -12,46 +12,17 @@ export type Driver =
 export const NARROW_UPDATE_SCAN = 2000;
 
 /**
- * Given a vendor too, up to this many items updated in the range are compared with the vendor's items in the
- * window: the fewer lead (issue 41). Either path reads at worst all of its own items, so a vendor none of whose
- * orders match a range of a few thousand items reads those, not the vendor's history.
+ * Which access path leads: a given set of ids or a reference first (few rows), then an update range when it
+ * holds few items, then the indexes already in result order, which stop as soon as the page is full.
  */
-export const WIDE_UPDATE_SCAN = 20_000;
-
-/** The thresholds of the probe of an update range; tests move them to force each path. */
-export interface ScanCaps {
-  narrowUpdateScan: number;
-  wideUpdateScan: number;
-}
-
-/** What the probe of an update range counted: its items (capped), the vendor's items in the window (capped). */
-export interface RangeCounts {
-  range: number;
-  vendor: number | null;
-}
-
-/** How many items of the range the probe counts at most. */
-export const rangeCap = (c: SearchCriteria, caps: ScanCaps): number =>
-  c.vendorId === undefined ? caps.narrowUpdateScan : Math.max(caps.narrowUpdateScan, caps.wideUpdateScan);
-
-/**
- * Which access path leads: a given set of ids or a reference first (few rows), then an update range: read
- * directly when it holds few items, else day by day of its updates (search-days.sql.ts) unless a vendor has
- * fewer items in the window; then the vendor's index, in result order, which stops as soon as the page is full.
- */
-export function chooseDriver(c: SearchCriteria, probe: () => RangeCounts, caps: ScanCaps): Driver {
+export function chooseDriver(c: SearchCriteria, updateRangeIsNarrow: () => boolean): Driver {
   const updateRange = c.itemUpdateStart !== undefined || c.itemUpdateEnd !== undefined;
   if (c.orderIds) return 'order-ids';
   if (c.orderItemIds) return 'item-ids';
   if (c.referenceId !== undefined) return 'reference';
-  if (updateRange) {
-    const counted = probe();
-    if (counted.range < caps.narrowUpdateScan) return 'updated-items';
-    if (c.vendorId === undefined) return 'dated-items';
-    // The vendor's count stops one past the range's: more means the range reads less.
-    if (counted.range < caps.wideUpdateScan && (counted.vendor ?? 0) > counted.range) return 'dated-items';
-  }
+  if (updateRange && updateRangeIsNarrow()) return 'updated-items';
   if (c.vendorId !== undefined) return 'vendor-items';
+  if (updateRange) return 'dated-items';
   return 'orders';
 }
 

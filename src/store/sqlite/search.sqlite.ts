@@ -12,8 +12,6 @@ import {
   itemTerms,
   keyRange,
   NARROW_UPDATE_SCAN,
-  rangeCap,
-  WIDE_UPDATE_SCAN,
   searchBounds,
   shapeOf,
   existsTerms,
@@ -21,7 +19,6 @@ import {
   type SearchShape,
 } from '../shared/search-plan.js';
 import { ITEM_VIEW_COLUMNS, toItemView, type ItemTuple } from '../shared/order.rows.js';
-import { UPDATE_DAY_MS, updateDay } from '../shared/search-days.sql.js';
 import type { Db } from './sqlite.db.js';
 
 const SQLITE_ITEM_IDS = (column: string) => `${column} IN (SELECT value FROM json_each(@orderItemIds))`;
@@ -29,9 +26,6 @@ const SQLITE_ITEM_IDS = (column: string) => `${column} IN (SELECT value FROM jso
 export interface SearchPlan {
   driver: Driver;
   probeSql?: string;
-  /** dated-items: the first keys of one day of updates (bound `day`), run for each of `days`. */
-  daySql?: string;
-  days?: number[];
   pageSql: string;
   itemsSql: string;
   /** Bindings of every statement; itemsSql also needs `pageIds`, a JSON array of the page's order ids. */
@@ -41,16 +35,15 @@ export interface SearchPlan {
 type Bindings = Record<string, number | string | null>;
 
 export interface SqliteSearchOptions {
-  /** Tests lower or raise them to force each path for an update range. */
+  /** Tests lower or raise it to force either path for an update range. */
   narrowUpdateScan?: number;
-  wideUpdateScan?: number;
 }
 
 /** Order history search (one query for the page, one for its items) and the order key a cursor names. */
 export function sqliteSearch(
   db: Db,
   cursorKey: Buffer,
-  { narrowUpdateScan = NARROW_UPDATE_SCAN, wideUpdateScan = WIDE_UPDATE_SCAN }: SqliteSearchOptions = {},
+  { narrowUpdateScan = NARROW_UPDATE_SCAN }: SqliteSearchOptions = {},
 ): SearchStore & { plan(clientId: number, criteria: SearchCriteria): SearchPlan } {
   const statements = new Map<string, Statement>();
   const prepared = (sql: string): Statement => {
@@ -63,51 +56,20 @@ export function sqliteSearch(
   );
 
   function plan(clientId: number, c: SearchCriteria): SearchPlan {
-    const caps = { narrowUpdateScan, wideUpdateScan };
-    const params = { ...bind(clientId, c), scanCap: rangeCap(c, caps) };
+    const params = { ...bind(clientId, c), scanCap: narrowUpdateScan };
     let probed = false;
-    const driver = chooseDriver(
-      c,
-      () => {
-        probed = true;
-        const [range, vendor] = prepared(PROBE_SQL).raw(true).get(params) as [number, number];
-        return { range, vendor };
-      },
-      caps,
-    );
+    const driver = chooseDriver(c, () => {
+      probed = true;
+      return (prepared(PROBE_SQL).pluck().get(params) as number) < narrowUpdateScan;
+    });
     const s = shapeOf(driver, c);
-    const base: SearchPlan = {
+    return {
       driver,
       ...(probed ? { probeSql: PROBE_SQL } : {}),
       pageSql: pageSql(s),
       itemsSql: itemsSql(s),
       params,
     };
-    if (driver !== 'dated-items') return base;
-    const days = updateDays(params);
-    return { ...base, daySql: daySql(s), days, params: { ...params, dayKeys: firstKeys(s, params, days) } };
-  }
-
-  /** The days of updates an update range spans among the client's items. */
-  function updateDays(params: Bindings): number[] {
-    const [first, last] = prepared(DAY_RANGE_SQL).raw(true).get(params) as [number | null, number | null];
-    const days: number[] = [];
-    if (first !== null && last !== null) for (let day = first; day <= last; day++) days.push(day);
-    return days;
-  }
-
-  /** The first `limit + 1` orders of those days: each day's first ones (one seek each), merged; JSON. */
-  function firstKeys(s: SearchShape, params: Bindings, days: number[]): string {
-    const sign = s.desc ? -1 : 1;
-    const keys = new Map<number, number>();
-    const statement = prepared(daySql(s)).raw(true);
-    for (const day of days)
-      for (const [at, id] of statement.all({ ...params, day }) as [number, number][]) keys.set(id, at);
-    const page = [...keys]
-      .sort(([idA, atA], [idB, atB]) => sign * (atA - atB || idA - idB))
-      .slice(0, params.limit as number)
-      .map(([id]) => id);
-    return JSON.stringify(page);
   }
 
   // One read transaction: the page and its items come from the same snapshot. Raw rows mapped by hand
@@ -167,28 +129,10 @@ const toOrderView = ([
 
 const ITEM_COLUMNS = ITEM_VIEW_COLUMNS.map((c) => `i.${c}`).join(', ');
 
-/** The first and last day of updates in the range to scan, among the client's items (two seeks). */
-const DAY_RANGE_SQL = `SELECT
-  (SELECT min(updated_at) FROM order_items INDEXED BY order_items_search_updated
-    WHERE client_id = @clientId AND updated_at >= @scanFrom AND updated_at < @scanTo) / ${UPDATE_DAY_MS},
-  (SELECT max(updated_at) FROM order_items INDEXED BY order_items_search_updated
-    WHERE client_id = @clientId AND updated_at >= @scanFrom AND updated_at < @scanTo) / ${UPDATE_DAY_MS}`;
-
-/**
- * The items of the client updated in the range to scan, up to @scanCap, and, given a vendor, its items in the
- * window, up to one more than those (none without a vendor).
- */
-const PROBE_SQL = `WITH r(n) AS (
-  SELECT count(*) FROM (
-    SELECT 1 FROM order_items INDEXED BY order_items_search_updated
-     WHERE client_id = @clientId AND updated_at >= @scanFrom AND updated_at < @scanTo
-     LIMIT @scanCap))
-  SELECT r.n, (SELECT count(*) FROM (
-    SELECT 1 FROM order_items INDEXED BY order_items_client_vendor
-     WHERE client_id = @clientId AND vendor_id = @vendorId
-       AND order_created_at >= @createdFrom AND order_created_at < @createdTo
-     LIMIT (SELECT n FROM r) + 1))
-  FROM r`;
+const PROBE_SQL = `SELECT count(*) FROM (
+  SELECT 1 FROM order_items INDEXED BY order_items_search_updated
+   WHERE client_id = @clientId AND updated_at >= @scanFrom AND updated_at < @scanTo
+   LIMIT @scanCap)`;
 
 function bind(clientId: number, c: SearchCriteria): Bindings {
   return {
@@ -204,8 +148,6 @@ const ORDER_SOURCES: Partial<Record<Driver, string>> = {
   orders: 'orders o',
   reference: 'orders o INDEXED BY orders_client_reference',
   'order-ids': 'json_each(@orderIds) j CROSS JOIN orders o ON o.order_id = j.value',
-  // The keys the days of the range gave (plan), in no order: at most limit + 1 orders, sorted here.
-  'dated-items': 'json_each(@dayKeys) j CROSS JOIN orders o ON o.order_id = j.value',
   'item-ids': `(SELECT DISTINCT i.order_id FROM json_each(@orderItemIds) j
                   CROSS JOIN order_items i ON i.order_item_id = j.value
                  WHERE i.client_id = @clientId) c
@@ -214,6 +156,7 @@ const ORDER_SOURCES: Partial<Record<Driver, string>> = {
 
 const ITEM_DRIVERS: Partial<Record<Driver, { index: string; terms: (s: SearchShape) => string[] }>> = {
   'vendor-items': { index: 'order_items_client_vendor', terms: () => ['d.vendor_id = @vendorId'] },
+  'dated-items': { index: 'order_items_search_created', terms: (s) => itemTerms('d', s, SQLITE_ITEM_IDS) },
   'updated-items': {
     index: 'order_items_search_updated',
     terms: () => ['d.updated_at >= @scanFrom', 'd.updated_at < @scanTo'],
@@ -245,25 +188,6 @@ function pageSql(s: SearchShape): string {
              ${group} ORDER BY at ${dir}, id ${dir} LIMIT @limit) k
           CROSS JOIN orders o ON o.order_id = k.id
           ORDER BY k.at ${dir}, k.id ${dir}`;
-}
-
-/** One day of updates in the range: its first `limit + 1` orders, in result order (order_items_search_days). */
-function daySql(s: SearchShape): string {
-  const dir = s.desc ? 'DESC' : 'ASC';
-  const where = [
-    'd.client_id = @clientId',
-    `${updateDay('d')} = @day`,
-    'd.updated_at >= @scanFrom',
-    'd.updated_at < @scanTo',
-    ...itemTerms('d', s, SQLITE_ITEM_IDS),
-    keyRange('d.order_created_at', 'd.order_id', s),
-  ];
-  // Given a vendor, an order of the day is tested once for it (one seek), as the other item paths do.
-  const having = existsTerms('d.order_created_at', 'd.order_id', s, SQLITE_ITEM_IDS);
-  return `SELECT d.order_created_at, d.order_id FROM order_items d INDEXED BY order_items_search_days
-           WHERE ${where.join(' AND ')}
-           GROUP BY d.order_created_at, d.order_id${having.length > 0 ? ` HAVING ${having.join(' AND ')}` : ''}
-           ORDER BY d.order_created_at ${dir}, d.order_id ${dir} LIMIT @limit`;
 }
 
 function itemsSql(s: SearchShape): string {

@@ -1,6 +1,5 @@
 import { UNSETTLED_BY_AGE_MIGRATION } from '../shared/unsettled-by-age.sql.js';
 import { UNSETTLED_PER_CLIENT_MIGRATION } from '../shared/unsettled-per-client.sql.js';
-import { SEARCH_DAYS_MIGRATION } from '../shared/search-days.sql.js';
 import { DELIVERY_CLAIMS_MIGRATION } from './delivery-claims.migration.js';
 import { EVENT_TYPE_MIGRATION } from './event-type.migration.js';
 import { PAYMENT_TARGET_MIGRATION } from './payment-target.migration.js';
@@ -186,5 +185,4 @@ export const MIGRATIONS: readonly SqliteMigration[] = [
   { version: 12, ...RETENTION_MIGRATION },
   { version: 13, ...UNSETTLED_BY_AGE_MIGRATION },
   UNSETTLED_ITEMS_MIGRATION,
-  { version: 15, ...SEARCH_DAYS_MIGRATION },
 ];
