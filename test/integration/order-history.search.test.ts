@@ -303,6 +303,18 @@ describe('GET /v1/orders with criteria combined', () => {
     expect(itemIdsOf(res.body)).toEqual([o2.itemIds[0]]);
   });
 
+  it("vendorId and itemUpdateDateStart: the item updated since may be another seller's", async () => {
+    // o2's item of seller 601 was not updated since; its item of seller 501 was: o2 is an order of 601 with an
+    // item updated since, and that item is the one shown. An index of a seller's items by update time alone
+    // (the seller's own items updated in the range) would miss o2.
+    const query = `vendorId=601&itemUpdateDateStart=${q(iso(NOW - 15 * DAY))}`;
+    const res = await search(alice, query);
+    expect(idsOf(res.body)).toEqual([o2, o5, o6].map((o) => o.orderId));
+    expect(itemIdsOf(res.body)).toEqual([o2.itemIds[0], ...o5.itemIds, ...o6.itemIds]);
+    const descending = await search(alice, `${query}&sortOrder=descending`);
+    expect(idsOf(descending.body)).toEqual([o6, o5, o2].map((o) => o.orderId));
+  });
+
   it('vendorId with a wide update range reads the items of any seller', async () => {
     const res = await search(alice, `vendorId=601&itemUpdateDateEnd=${q(iso(NOW))}`);
     expect(idsOf(res.body)).toEqual([o2, o3, o7, o5].map((o) => o.orderId));
