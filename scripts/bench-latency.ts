@@ -6,6 +6,7 @@
 // Redis round trip.
 //   node --import tsx scripts/bench-latency.ts [--stores sqlite,postgres] [--orders 400] [--warmup 100]
 //     [--checkout DIR] [--json]
+// Each row also gives the CPU time per order of the web, the worker and the whole machine, over that row.
 // --orders: orders timed per store and number in flight; --warmup: orders posted first (16 in flight) and not
 // timed, so that every process runs code V8 has compiled; --checkout DIR: before and after in one run: on each
 // store the service runs first from DIR (another checkout of the project, e.g. a `git worktree` of the commit
@@ -33,6 +34,7 @@ import {
 } from './bench-stores.js';
 import { LOAD_VENDOR } from './load-mix.js';
 import { createDatabase, dropDatabase, findPostgresBinDir } from './postgres.js';
+import { machineBusySeconds, treeCpuSeconds } from './process-stats.js';
 import { compiledEntry, readProcfile } from './procfile.js';
 import { ensureRedis, freePort } from './redis.js';
 
@@ -123,9 +125,20 @@ interface Waits {
   p50: number;
   p99: number;
   max: number;
+  /** CPU ms per order (user + system, from /proc) over the row: the web, the worker, and the whole machine. */
+  cpu: { web: number; worker: number; machine: number };
 }
 
-function summary(inFlight: number, ms: number[]): Waits {
+/** CPU seconds so far of the web, the worker and the whole machine (Redis, the database and this bench included). */
+function cpuNow(web: ChildProcess, worker: ChildProcess) {
+  return {
+    web: treeCpuSeconds(web.pid ?? 0),
+    worker: treeCpuSeconds(worker.pid ?? 0),
+    machine: machineBusySeconds(),
+  };
+}
+
+function summary(inFlight: number, ms: number[], cpu: Waits['cpu']): Waits {
   const sorted = [...ms].sort((a, b) => a - b);
   return {
     inFlight,
@@ -133,6 +146,7 @@ function summary(inFlight: number, ms: number[]): Waits {
     p50: quantile(sorted, 0.5),
     p99: quantile(sorted, 0.99),
     max: sorted.at(-1) ?? NaN,
+    cpu,
   };
 }
 
@@ -204,7 +218,15 @@ async function runStore(kind: StoreKind, root: string, redisUrl: string): Promis
     if (WARMUP > 0) await waits(baseUrl, buyer, WARMUP, 16);
     const found: Waits[] = [];
     for (const inFlight of IN_FLIGHT) {
-      const result = summary(inFlight, await waits(baseUrl, buyer, ORDERS, inFlight));
+      const before = cpuNow(children[0]!, children[1]!);
+      const ms = await waits(baseUrl, buyer, ORDERS, inFlight);
+      const after = cpuNow(children[0]!, children[1]!);
+      const perOrder = (key: keyof Waits['cpu']) => ((after[key] - before[key]) * 1000) / ms.length;
+      const result = summary(inFlight, ms, {
+        web: perOrder('web'),
+        worker: perOrder('worker'),
+        machine: perOrder('machine'),
+      });
       say(
         `${kind}, ${root}, ${inFlight} in flight: p50 ${result.p50.toFixed(1)} ms, p99 ${result.p99.toFixed(1)} ms, max ${result.max.toFixed(1)} ms`,
       );
@@ -318,8 +340,8 @@ function table(results: readonly Result[], floor: Floor): string {
     `Real orders without respond-async, 2 listings over ${LISTINGS.length}, one client, ${ORDERS} timed per row` +
       ` (after ${WARMUP} not timed); ${SERVICES.map((s) => `${s.name}: ${s.root}`).join(', ')}.`,
     '',
-    '| store | service | in flight | p50 ms | p99 ms | max ms | p99 / p50 | 3 commits ms | aim |',
-    '|---|---|--:|--:|--:|--:|--:|--:|---|',
+    '| store | service | in flight | p50 ms | p99 ms | max ms | p99 / p50 | 3 commits ms | aim | CPU ms per order: web / worker / machine |',
+    '|---|---|--:|--:|--:|--:|--:|--:|---|--:|',
   ];
   for (const { store, service, waits: rows } of results) {
     const commits = commitsMs(store, floor);
@@ -329,7 +351,7 @@ function table(results: readonly Result[], floor: Floor): string {
           ? `p50 ≤ ${ms(commits + 3)}, p99 ≤ 3× p50`
           : `p99 ≤ ${store === 'sqlite' ? 50 : 80}`;
       lines.push(
-        `| ${store} | ${service} | ${row.inFlight} | ${ms(row.p50)} | ${ms(row.p99)} | ${ms(row.max)} | ${(row.p99 / row.p50).toFixed(1)} | ${ms(commits)} | ${aim} |`,
+        `| ${store} | ${service} | ${row.inFlight} | ${ms(row.p50)} | ${ms(row.p99)} | ${ms(row.max)} | ${(row.p99 / row.p50).toFixed(1)} | ${ms(commits)} | ${aim} | ${row.cpu.web.toFixed(2)} / ${row.cpu.worker.toFixed(2)} / ${row.cpu.machine.toFixed(2)} |`,
       );
     }
   }
@@ -339,7 +361,8 @@ function table(results: readonly Result[], floor: Floor): string {
       (floor.pgbenchMs !== undefined
         ? `; pgbench -c 1 (TPC-B-like, prepared, fsync on) ${floor.pgbenchMs.toFixed(2)} ms per transaction`
         : '') +
-      `; Redis round trip p50 ${floor.redisMs.toFixed(3)} ms.`,
+      `; Redis round trip p50 ${floor.redisMs.toFixed(3)} ms. CPU from /proc at 100 ticks a second: the web and` +
+      ` the worker with their children; "machine" is every busy core (Redis, the database and this bench too).`,
   );
   if (answeredQueued > 0)
     lines.push(`${answeredQueued} orders answered still QUEUED (ORDER_WAIT_MS ran out).`);
