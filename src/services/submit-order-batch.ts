@@ -2,6 +2,7 @@ import type { Logger } from '../logger.js';
 import type { OrderCheck, OrderIntake, OrderRequestRead } from './order-intake.js';
 import { placeOrderBatch, type PlaceOrderBatchDeps } from './place-order-batch.js';
 import type { SubmitOrderResult } from './submit-order.js';
+import { nextTurn } from './loop-turns.js';
 
 export type SubmitOrderBatchDeps = PlaceOrderBatchDeps & {
   intake: Pick<OrderIntake, 'check' | 'loadCatalog'>;
@@ -48,7 +49,7 @@ export async function submitOrderBatch<E, T extends BatchEntryRead>(
   // One after another, as single requests would come: the card-testing lock counts each entry in turn.
   for (const [index, raw] of input.entries.entries()) {
     // Other clients' requests are answered between chunks of a large batch, not after all of it.
-    if (index > 0 && index % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve));
+    if (index > 0 && index % YIELD_EVERY === 0) await nextTurn();
     const entry = input.read(raw, index);
     const check = entry.request && (await deps.intake.check(clientId, entry.request, catalog));
     checked.push({ entry, check });
