@@ -13,6 +13,8 @@ function fakeFs() {
   const inoOfFd = new Map<number, number>();
   const fs: WalFs = {
     async open(path) {
+      if (pathIno === null)
+        throw Object.assign(new Error(`ENOENT: no such file, open '${path}'`), { code: 'ENOENT' });
       opened.push(path);
       const fd = nextFd++;
       inoOfFd.set(fd, pathIno!);
@@ -33,8 +35,8 @@ function fakeFs() {
     syncs,
     opened,
     closed,
-    /** The log file is replaced by a new one (another inode). */
-    replaceFile: (ino: number) => void (pathIno = ino),
+    /** The log file is replaced by a new one (another inode), or removed (null). */
+    replaceFile: (ino: number | null) => void (pathIno = ino),
     /** Lets the oldest fdatasync still running return (or fail). */
     async endSync(err?: Error) {
       await settle();
@@ -162,5 +164,20 @@ describe('the flush of the write-ahead log', () => {
     expect(disk.closed).toEqual([10]);
     await flusher.close();
     expect(disk.closed).toEqual([10, 11]);
+  });
+
+  it('fails when the log file is gone (it cannot be while the connection is open): nothing is taken as flushed', async () => {
+    const disk = fakeFs();
+    const db = connection();
+    const failures: unknown[] = [];
+    const flusher = walFlusher('/db-wal', {
+      mark: db.mark,
+      onFailure: (err) => failures.push(err),
+      fs: disk.fs,
+    });
+    disk.replaceFile(null);
+    db.commit();
+    await expect(flusher.flushed()).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(failures).toHaveLength(1);
   });
 });

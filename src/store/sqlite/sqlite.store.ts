@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { Sealer } from '../../domain/secrets.js';
 import { cursorKeyOf, SecretsKeyMismatchError, type StoreSecrets } from '../secrets/store-secrets.js';
 import type { Store, StoreCounts } from '../port/store.port.js';
@@ -111,7 +112,9 @@ export async function openSqliteStore(dbPath: string, options: SqliteStoreOption
       return { itemsByStatus: itemsByStatus.all(), unsettledByPhase: unsettledByPhase.all() };
     },
     async migrate() {
-      return migrateAndTidy(db, dbPath, options.sealer);
+      const applied = migrateAndTidy(db, dbPath, options.sealer);
+      await flusher.flushed();
+      return applied;
     },
     // Not ready when the store's secrets are no longer under this process's key (rotated since it started).
     async ping() {
@@ -143,8 +146,20 @@ function openFlusher(db: Db, dbPath: string, options: SqliteStoreOptions): WalFl
   if (dbPath === ':memory:') return { flushed: () => Promise.resolve(), close: () => Promise.resolve() };
   const ownChanges = db.prepare<[], number>('SELECT total_changes()').pluck();
   const dataVersion = db.prepare<[], number>('PRAGMA data_version').pluck();
-  return walFlusher(`${dbPath}-wal`, {
-    mark: () => `${ownChanges.get()}.${dataVersion.get()}`,
+  let unread = 0;
+  // SQLite's own name for the file, links resolved: its log sits beside the file a link points to, not the link.
+  const databases = db.pragma('database_list') as { name: string; file: string }[];
+  const main = databases.find((entry) => entry.name === 'main')?.file ?? path.resolve(dbPath);
+  return walFlusher(`${main}-wal`, {
+    // A mark that cannot be read (SQLITE_BUSY while another connection recovers the log) asks for a flush: it must
+    // not fail an operation that has committed (wait-unblocked.ts would run it again).
+    mark: () => {
+      try {
+        return `${ownChanges.get()}.${dataVersion.get()}`;
+      } catch {
+        return `unread ${++unread}`;
+      }
+    },
     onFailure: options.onFlushFailure ?? stopFlushFailed,
     fs: options.walFs,
   });
