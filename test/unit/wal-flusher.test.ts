@@ -69,11 +69,22 @@ function watch(promise: Promise<void>) {
   return state;
 }
 
+/** A flusher of `/db-wal` on a fake file system, for a connection whose commits the test makes. */
+function setup() {
+  const disk = fakeFs();
+  const db = connection();
+  const failures: unknown[] = [];
+  const flusher = walFlusher('/db-wal', {
+    mark: db.mark,
+    onFailure: (err) => failures.push(err),
+    fs: disk.fs,
+  });
+  return { disk, db, failures, flusher };
+}
+
 describe('the flush of the write-ahead log', () => {
   it('flushes once for every commit made before it began, however many wait', async () => {
-    const disk = fakeFs();
-    const db = connection();
-    const flusher = walFlusher('/db-wal', { mark: db.mark, onFailure: () => {}, fs: disk.fs });
+    const { disk, db, flusher } = setup();
     for (let i = 0; i < 10; i++) db.commit();
     const waiters = Array.from({ length: 10 }, () => watch(flusher.flushed()));
     await settle();
@@ -85,9 +96,7 @@ describe('the flush of the write-ahead log', () => {
   });
 
   it('makes a commit made while a flush runs wait for the next one, shared by all such commits', async () => {
-    const disk = fakeFs();
-    const db = connection();
-    const flusher = walFlusher('/db-wal', { mark: db.mark, onFailure: () => {}, fs: disk.fs });
+    const { disk, db, flusher } = setup();
     db.commit();
     const first = watch(flusher.flushed());
     await settle();
@@ -104,9 +113,7 @@ describe('the flush of the write-ahead log', () => {
   });
 
   it('does not flush again when nothing was committed since the last flush began, and waits for it while it runs', async () => {
-    const disk = fakeFs();
-    const db = connection();
-    const flusher = walFlusher('/db-wal', { mark: db.mark, onFailure: () => {}, fs: disk.fs });
+    const { disk, db, flusher } = setup();
     db.commit();
     const first = watch(flusher.flushed());
     const read = watch(flusher.flushed());
@@ -119,14 +126,7 @@ describe('the flush of the write-ahead log', () => {
   });
 
   it('fails every waiter when fdatasync fails, calls onFailure once, and fails every later flush without trying', async () => {
-    const disk = fakeFs();
-    const db = connection();
-    const failures: unknown[] = [];
-    const flusher = walFlusher('/db-wal', {
-      mark: db.mark,
-      onFailure: (err) => failures.push(err),
-      fs: disk.fs,
-    });
+    const { disk, db, failures, flusher } = setup();
     db.commit();
     const running = watch(flusher.flushed());
     await settle();
@@ -146,9 +146,7 @@ describe('the flush of the write-ahead log', () => {
   });
 
   it('opens the log file again when the path names another file than the one it holds', async () => {
-    const disk = fakeFs();
-    const db = connection();
-    const flusher = walFlusher('/db-wal', { mark: db.mark, onFailure: () => {}, fs: disk.fs });
+    const { disk, db, flusher } = setup();
     db.commit();
     const first = flusher.flushed();
     await disk.endSync();
@@ -167,14 +165,7 @@ describe('the flush of the write-ahead log', () => {
   });
 
   it('fails when the log file is gone (it cannot be while the connection is open): nothing is taken as flushed', async () => {
-    const disk = fakeFs();
-    const db = connection();
-    const failures: unknown[] = [];
-    const flusher = walFlusher('/db-wal', {
-      mark: db.mark,
-      onFailure: (err) => failures.push(err),
-      fs: disk.fs,
-    });
+    const { disk, db, failures, flusher } = setup();
     disk.replaceFile(null);
     db.commit();
     await expect(flusher.flushed()).rejects.toMatchObject({ code: 'ENOENT' });
