@@ -13,9 +13,10 @@ import fs from 'node:fs';
  *   (wal.c): a commit can be lost only with every commit after it. A flush that returned made all earlier frames
  *   durable, so what was answered after it survives a power cut, as with FULL.
  * - Checkpoints: with NORMAL, SQLite still syncs the log before copying it into the database file and syncs the
- *   file after (a checkpoint holds the event loop as before, WORKER_CHECKPOINT_PAGES). A log restarted after a
- *   checkpoint (new salts, written from the start), truncated (`wal_checkpoint(TRUNCATE)`) or cut to
- *   `journal_size_limit` is the same file: the descriptor stays right. The file is deleted only when the last
+ *   file after (the commit of a worker or the clock that crosses WORKER_CHECKPOINT_PAGES runs it, in its event
+ *   loop, as before). A log restarted after a checkpoint (new salts, written from the start), truncated
+ *   (`wal_checkpoint(TRUNCATE)`, after a key rotation) or cut to `journal_size_limit` (not set: SQLite's default
+ *   keeps the file) is the same file: the descriptor stays right. The file is deleted only when the last
  *   connection closes, after a checkpoint of all of it into a synced database file; that cannot happen while this
  *   connection is open, but a flush compares the path's inode with the descriptor's anyway and opens the new file
  *   when it differs (what the old one held is in the database file then); a log that is missing fails the flush.
