@@ -1,11 +1,17 @@
-// SQLite and its disk: an answered order was flushed to the disk (it survives a power cut, not only the process),
+// SQLite and its disk: an answered order was flushed to the disk (it survives a power cut, not only the process):
+// every answer waits for an fdatasync of the log begun after what it wrote or read was committed,
 // and a full disk is "unavailable" (503 / 5030, Retry-After; the worker waits without using up an attempt).
 import { execFileSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSealer } from '../../src/domain/secrets.js';
+import type { Store } from '../../src/store/port/store.port.js';
+import { openSqliteStore } from '../../src/store/sqlite/sqlite.store.js';
+import { nodeWalFs, type WalFs } from '../../src/store/sqlite/wal-flusher.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
 import { TEST_STORE } from '../helpers/test-store.js';
 import { createTestService, signed, type Credentials, type TestService } from '../helpers/test-service.js';
@@ -22,13 +28,86 @@ describe.runIf(TEST_STORE === 'sqlite')('SQLite durability', () => {
   });
   afterAll(() => service?.close());
 
-  it('answers 2010 from a connection that flushes every commit (synchronous = FULL, WAL)', async () => {
+  it('answers 2010 from a store whose every answer waits for a flush of the log (synchronous = NORMAL, WAL)', async () => {
     const res = await signed(service.app, buyer, 'POST', '/v1/orders', orderBody(buyer.ccToken), {
       headers: { Prefer: 'respond-async' },
     });
     expect(res.headers['svc-status']).toBe('2010');
-    // FULL: the write-ahead log is flushed at each commit; NORMAL only at checkpoints.
-    expect(await service.deps.store.settings()).toEqual({ journal_mode: 'wal', synchronous: 'full' });
+    // NORMAL writes the log at each commit; the store flushes it (fdatasync, off the event loop) before answering.
+    expect(await service.deps.store.settings()).toEqual({
+      journal_mode: 'wal',
+      synchronous: 'normal',
+      wal_flush: 'before-answer',
+    });
+  });
+});
+
+describe.runIf(TEST_STORE === 'sqlite')('SQLite flushes before it answers', () => {
+  let dir: string;
+  let store: Store;
+  let other: Database.Database;
+  // fdatasyncs of the log started, and the gate they wait behind while the test holds it closed.
+  let syncs = 0;
+  let gate: Promise<void> = Promise.resolve();
+  let openGate = () => {};
+  const closeGate = () => {
+    gate = new Promise((resolve) => (openGate = resolve));
+  };
+  const walFs: WalFs = {
+    ...nodeWalFs,
+    async fdatasync(fd) {
+      syncs += 1;
+      await gate;
+      await nodeWalFs.fdatasync(fd);
+    },
+  };
+  const settled = <T>(promise: Promise<T>) => {
+    const state = { done: false };
+    void promise.then(() => (state.done = true));
+    return state;
+  };
+  const turns = () => new Promise((resolve) => setTimeout(resolve, 20));
+
+  beforeAll(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bookorders-flush-'));
+    const dbPath = path.join(dir, 'orders.db');
+    store = await openSqliteStore(dbPath, { sealer: createSealer(crypto.randomBytes(32)), walFs });
+    other = new Database(dbPath);
+  });
+  afterAll(async () => {
+    openGate();
+    other?.close();
+    await store?.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('resolves a write only once an fdatasync of the log that began after its commit has returned', async () => {
+    closeGate();
+    const before = syncs;
+    const imported = store.catalog.importCatalog(VENDORS, LISTINGS);
+    const state = settled(imported);
+    await turns();
+    // Committed (another connection reads it) but not answered: the flush has not returned.
+    expect(other.prepare('SELECT count(*) FROM listings').pluck().get()).toBe(LISTINGS.length);
+    expect(state.done).toBe(false);
+    expect(syncs).toBe(before + 1);
+    openGate();
+    await imported;
+  });
+
+  it("flushes before answering a read of another process's commit, and not again when nothing was committed", async () => {
+    other.prepare('UPDATE listings SET stock = stock + 1 WHERE listing_id = ?').run(LISTINGS[0]!.listingId);
+    closeGate();
+    const before = syncs;
+    const read = store.catalog.loadForPricing([LISTINGS[0]!.listingId]);
+    const state = settled(read);
+    await turns();
+    expect(state.done).toBe(false);
+    expect(syncs).toBe(before + 1);
+    openGate();
+    await read;
+    await store.catalog.loadForPricing([LISTINGS[0]!.listingId]);
+    expect(syncs).toBe(before + 1);
   });
 });
 

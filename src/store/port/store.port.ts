@@ -70,7 +70,8 @@ export interface Store {
   ping(): Promise<void>;
   /**
    * What the store's own connection runs with, by name, of the settings that decide durability and how long a
-   * wait may last (SQLite's `synchronous`, PostgreSQL's time-outs): for tests and operators.
+   * wait may last (SQLite's `synchronous` and its flush before answering, PostgreSQL's time-outs): for tests and
+   * operators.
    */
   settings(): Promise<Record<string, string>>;
   close(): Promise<void>;

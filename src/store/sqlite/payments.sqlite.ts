@@ -46,8 +46,8 @@ export function sqlitePayments(db: Db): PaymentStore {
   };
   const authorizeMany = db.transaction((requests: readonly AuthorizeRequest[]) => requests.map(authorizeRow));
   // The sandbox's authorisation is not flushed on its own (issue 45: an order's durable commits are its
-  // acceptance, reservation and settlement): the settlement that records it in the ledger is, and its flush of
-  // the log flushes every commit before it, this one too. A crash before that loses the authorisation with the
+  // acceptance, reservation and settlement; flushed-store.ts leaves it out): the settlement that records it in the
+  // ledger is, and its flush of the log flushes every commit before it, this one too. A crash before that loses the authorisation with the
   // settlement that would have used it; the job's next attempt authorises again under the same key, as a
   // processor that never heard of it would. So nothing the ledger holds can point at a lost authorisation.
   // A worker's jobs whose attempts came back together authorise together: one commit (one flush of the log)
@@ -55,8 +55,7 @@ export function sqlitePayments(db: Db): PaymentStore {
   // insert as alone, so two of one key in a group behave as one after the other; a group that fails kept
   // nothing (one transaction) and each runs again alone (group-calls.ts).
   const authorize = groupCalls(
-    (requests: readonly AuthorizeRequest[]) =>
-      Promise.resolve(unflushed(db, () => authorizeMany.immediate(requests))),
+    (requests: readonly AuthorizeRequest[]) => Promise.resolve(authorizeMany.immediate(requests)),
     MAX_GROUP,
     { failsEveryone: isStoreUnavailable },
   );
@@ -81,21 +80,3 @@ export function sqlitePayments(db: Db): PaymentStore {
     },
   };
 }
-
-/**
- * Runs `commit` (one transaction) on a connection whose commits are written to the log but not flushed
- * (synchronous = NORMAL in WAL mode), then puts back the connection's own setting.
- */
-function unflushed<T>(db: Db, commit: () => T): T {
-  const before = db.pragma('synchronous', { simple: true }) as number;
-  if (before <= NORMAL) return commit();
-  db.pragma(`synchronous = ${NORMAL}`);
-  try {
-    return commit();
-  } finally {
-    db.pragma(`synchronous = ${before}`);
-  }
-}
-
-/** PRAGMA synchronous = NORMAL, by number. */
-const NORMAL = 1;

@@ -10,9 +10,11 @@ export type Db = Database.Database;
  * Opens the one connection of a process: WAL, foreign keys, a busy timeout. The file holds secrets: it is
  * created 0600 (SQLite gives its -wal and -shm the file's mode) in a folder created 0700.
  *
- * `synchronous = FULL`: each commit is flushed to the disk (an fsync of the write-ahead log) before it returns,
- * so whatever the service has answered survives a power cut or a crash of the operating system, not only of the
- * process (NORMAL flushes only at checkpoints). The group commits make it one flush per group, not per order.
+ * `synchronous = NORMAL`: a commit writes the write-ahead log and returns without flushing it; the store answers
+ * for a commit only once an fdatasync of the log that began after it has returned, on libuv's thread pool
+ * (wal-flusher.ts, flushed-store.ts): whatever the service has answered survives a power cut or a crash of the
+ * operating system, not only of the process, and the event loop never waits for the disk. A connection opened
+ * here without that store (a script, a test's probe) flushes only at checkpoints.
  */
 export function openDb(dbPath: string, busyTimeoutMs = 10_000): Db {
   if (dbPath !== ':memory:') {
@@ -23,7 +25,7 @@ export function openDb(dbPath: string, busyTimeoutMs = 10_000): Db {
   // A new file keeps its free pages apart, for retention to give back (incrementalVacuum converts an old one).
   db.pragma('auto_vacuum = INCREMENTAL');
   db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = FULL');
+  db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
   db.pragma(`busy_timeout = ${Math.trunc(busyTimeoutMs)}`);
   // A row rewritten in place (a sealed secret, a rotation) leaves no copy of its old bytes in the page.

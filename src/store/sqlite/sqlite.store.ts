@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { Sealer } from '../../domain/secrets.js';
 import { cursorKeyOf, SecretsKeyMismatchError, type StoreSecrets } from '../secrets/store-secrets.js';
 import type { Store, StoreCounts } from '../port/store.port.js';
@@ -16,6 +17,8 @@ import { incrementalVacuum, migrate, openDb, restrictDbFiles, truncateWal, type 
 import { sqliteWebhooks } from './webhooks.sqlite.js';
 import { sqliteRetention } from './retention.sqlite.js';
 import { waitUnblocked } from './wait-unblocked.js';
+import { flushedStore } from './flushed-store.js';
+import { walFlusher, type WalFlusher, type WalFs } from './wal-flusher.js';
 
 export interface SqliteStoreOptions extends SqliteSearchOptions {
   /** Seals the clients' secret keys; must be the key the file was first sealed or last rotated with. */
@@ -35,6 +38,20 @@ export interface SqliteStoreOptions extends SqliteSearchOptions {
    * wal_autocheckpoint); WORKER_CHECKPOINT_PAGES when absent.
    */
   checkpointPages?: number;
+  /** The log's file calls (a test's stand-in); node:fs when absent. */
+  walFs?: WalFs;
+  /** Called once when a flush of the log fails; stopFlushFailed (the process stops) when absent. */
+  onFlushFailure?: (err: unknown) => void;
+}
+
+/**
+ * A failed flush leaves the process unable to tell what is on the disk (wal-flusher.ts): it stops, uncaught,
+ * so that its supervisor restarts it and SQLite's recovery reads the log as the disk holds it.
+ */
+export function stopFlushFailed(err: unknown): void {
+  setImmediate(() => {
+    throw new Error('SQLite: the flush of the write-ahead log failed; stopping (crash-only)', { cause: err });
+  });
 }
 
 /**
@@ -76,6 +93,8 @@ export async function openSqliteStore(dbPath: string, options: SqliteStoreOption
       WHERE phase <> 'settled' GROUP BY phase`,
   );
   const ping = db.prepare<[], string>('SELECT key_id FROM store_secrets WHERE id = 1').pluck();
+  const flusher = openFlusher(db, dbPath, options);
+  await flusher.flushed(); // the migrations' commits
   const store: Store = {
     kind: 'sqlite',
     clients: sqliteClients(db, secrets),
@@ -93,7 +112,9 @@ export async function openSqliteStore(dbPath: string, options: SqliteStoreOption
       return { itemsByStatus: itemsByStatus.all(), unsettledByPhase: unsettledByPhase.all() };
     },
     async migrate() {
-      return migrateAndTidy(db, dbPath, options.sealer);
+      const applied = migrateAndTidy(db, dbPath, options.sealer);
+      await flusher.flushed();
+      return applied;
     },
     // Not ready when the store's secrets are no longer under this process's key (rotated since it started).
     async ping() {
@@ -102,13 +123,46 @@ export async function openSqliteStore(dbPath: string, options: SqliteStoreOption
     },
     async settings() {
       const synchronous = SYNCHRONOUS[db.pragma('synchronous', { simple: true }) as number] ?? 'unknown';
-      return { journal_mode: String(db.pragma('journal_mode', { simple: true })), synchronous };
+      return {
+        journal_mode: String(db.pragma('journal_mode', { simple: true })),
+        synchronous,
+        wal_flush: dbPath === ':memory:' ? 'none' : 'before-answer',
+      };
     },
     async close() {
+      await flusher.close();
       db.close();
     },
   };
-  return options.waitUnblocked ? waitUnblocked(store, options.busyTimeoutMs ?? 10_000) : store;
+  const flushed = flushedStore(store, flusher);
+  return options.waitUnblocked ? waitUnblocked(flushed, options.busyTimeoutMs ?? 10_000) : flushed;
+}
+
+/**
+ * The flusher of the connection's log. Its mark moves with every commit the connection can see: its own
+ * (`total_changes()`, which counts every row written) and other connections' (`PRAGMA data_version`).
+ */
+function openFlusher(db: Db, dbPath: string, options: SqliteStoreOptions): WalFlusher {
+  if (dbPath === ':memory:') return { flushed: () => Promise.resolve(), close: () => Promise.resolve() };
+  const ownChanges = db.prepare<[], number>('SELECT total_changes()').pluck();
+  const dataVersion = db.prepare<[], number>('PRAGMA data_version').pluck();
+  let unread = 0;
+  // SQLite's own name for the file, links resolved: its log sits beside the file a link points to, not the link.
+  const databases = db.pragma('database_list') as { name: string; file: string }[];
+  const main = databases.find((entry) => entry.name === 'main')?.file ?? path.resolve(dbPath);
+  return walFlusher(`${main}-wal`, {
+    // A mark that cannot be read (SQLITE_BUSY while another connection recovers the log) asks for a flush: it must
+    // not fail an operation that has committed (wait-unblocked.ts would run it again).
+    mark: () => {
+      try {
+        return `${ownChanges.get()}.${dataVersion.get()}`;
+      } catch {
+        return `unread ${++unread}`;
+      }
+    },
+    onFailure: options.onFlushFailure ?? stopFlushFailed,
+    fs: options.walFs,
+  });
 }
 
 /** PRAGMA synchronous's values by number. */

@@ -1,0 +1,35 @@
+import { STORE_PORTS, type Store } from '../port/store.port.js';
+import type { WalFlusher } from './wal-flusher.js';
+
+/**
+ * Operations whose commit does not wait for its own flush: the sandbox processor's record of an authorisation
+ * (payments.sqlite.ts says why nothing can rest on it); the settlement after it flushes it with itself.
+ */
+const UNFLUSHED: Partial<Record<(typeof STORE_PORTS)[number], readonly string[]>> = {
+  payments: ['authorizeOnce'],
+};
+
+/**
+ * The SQLite store whose every operation resolves only once what it wrote, or read of another process's
+ * writing, is on the disk (wal-flusher.ts): a write waits for the flush that covers its commit, and a read waits
+ * for one only when something was committed since the last flush began, by this process or another (a commit
+ * is visible to other connections before its writer's flush). An operation that fails flushes nothing.
+ */
+export function flushedStore(store: Store, flusher: WalFlusher): Store {
+  const flushed = <T extends object>(part: T, unflushed: readonly string[]): T => {
+    const wrapped = { ...part } as Record<string, unknown>;
+    for (const [name, operation] of Object.entries(part)) {
+      if (typeof operation !== 'function' || unflushed.includes(name)) continue;
+      wrapped[name] = async (...args: unknown[]) => {
+        const result: unknown = await (operation as (...a: unknown[]) => Promise<unknown>).apply(part, args);
+        await flusher.flushed();
+        return result;
+      };
+    }
+    return wrapped as T;
+  };
+  const ports = Object.fromEntries(
+    STORE_PORTS.map((port) => [port, flushed(store[port], UNFLUSHED[port] ?? [])]),
+  );
+  return { ...store, ...ports } as Store;
+}
