@@ -211,6 +211,24 @@ if (TEST_STORE === 'sqlite') {
       for (const file of files) expect(mode(file)).toBe(0o600);
     });
 
+    it('when DB_PATH is a link to the file, then the -wal and -shm beside the file it points to are narrowed to 0600', async () => {
+      const env = await freshEnv();
+      const running = await open(env);
+      await createClient(running.clients, 'Acme', Date.now());
+      const real = env.DB_PATH!;
+      const link = path.join(dir, 'linked', 'orders.db');
+      fs.mkdirSync(path.dirname(link), { mode: 0o700 });
+      fs.symlinkSync(real, link);
+      // The key the service generated beside the file, given as the environment's (it looks beside the link).
+      const linked = { ...env, DB_PATH: link, SECRETS_KEY: keyOf(env).toString('hex') };
+      const reopened = await open(linked);
+      await createClient(reopened.clients, 'Bolt', Date.now());
+      const files = [real, `${real}-wal`, `${real}-shm`];
+      for (const file of files) fs.chmodSync(file, 0o644);
+      await open(linked);
+      for (const file of files) expect({ file, mode: mode(file).toString(8) }).toEqual({ file, mode: '600' });
+    });
+
     it('when SECRETS_KEY is another key than the file that sealed the store, then the store does not open, naming SECRETS_KEY', async () => {
       const env = await freshEnv();
       await open(env);

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { restrictToOwner, touchPrivateFile } from '../secrets/private-files.js';
@@ -33,11 +34,23 @@ export function openDb(dbPath: string, busyTimeoutMs = 10_000): Db {
   return db;
 }
 
-/** Narrows the database file and its -wal/-shm to 0600 where they exist wider (older versions made 0644). */
+/**
+ * Narrows the database file and its -wal/-shm to 0600 where they exist wider (older versions made 0644). SQLite
+ * keeps the -wal and -shm beside the file a link points to, not beside the link: the path is resolved first.
+ */
 export function restrictDbFiles(dbPath: string): void {
   if (dbPath === ':memory:') return;
-  for (const file of [dbPath, `${dbPath}-wal`, `${dbPath}-shm`]) restrictToOwner(file);
+  const file = realPath(dbPath);
+  for (const each of [file, `${file}-wal`, `${file}-shm`]) restrictToOwner(each);
 }
+
+const realPath = (file: string): string => {
+  try {
+    return fs.realpathSync(file);
+  } catch {
+    return file; // not there yet: nothing to narrow
+  }
+};
 
 /**
  * Applies the migrations this file has not seen yet, in one `BEGIN IMMEDIATE` transaction: safe when
