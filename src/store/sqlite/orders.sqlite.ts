@@ -67,7 +67,8 @@ export function sqliteOrders(db: Db): OrderStore {
   const countUnsettledOfClient = db.prepare<[number], number>(COUNT_UNSETTLED_OF_CLIENT_SQL).pluck();
   const read = orderReader(db);
 
-  // The body of one acceptance, run inside the caller's transaction; a new order is answered from its inserts.
+  // The body of one acceptance, run inside the caller's transaction; a new order is answered from its inserts
+  // (the order's row, the items' ids with the values they were given).
   const acceptOne = (order: NewOrder): AcceptResult => {
     const { items, ...head } = order;
     const inserted = insertOrder.get({
