@@ -6,10 +6,9 @@ import type {
   OrderWithItems,
   StoredItem,
 } from '../port/store.port.js';
-import { toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './sqlite.rows.js';
+import { newStoredItem, toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './sqlite.rows.js';
 import { orderBatchAcceptor } from './order-batch.sqlite.js';
 import type { Db } from './sqlite.db.js';
-import { ItemStatus } from '../../domain/item-status.js';
 import { ITEMS_OF_ORDER } from './unsettled-items.migration.js';
 
 /** The items of unsettled orders: a sum over the covering partial index orders_unsettled_client. */
@@ -85,46 +84,30 @@ export function sqliteOrders(db: Db): OrderStore {
     }
     const orderId = inserted.order_id;
     const { clientId, createdAt } = order;
-    const stored = items.map((item): StoredItem => ({
-      orderItemId: insertItem.get(
+    const stored = items.map((item) =>
+      newStoredItem(
+        insertItem.get(
+          orderId,
+          clientId,
+          createdAt,
+          item.lineNo,
+          item.listingId,
+          item.vendorId,
+          item.title,
+          item.isbn,
+          item.lineQuantity,
+          item.maxPriceCents,
+          item.minDays,
+          item.maxDays,
+          item.costCents,
+          createdAt,
+          createdAt,
+        )!,
         orderId,
-        clientId,
-        createdAt,
-        item.lineNo,
-        item.listingId,
-        item.vendorId,
-        item.title,
-        item.isbn,
-        item.lineQuantity,
-        item.maxPriceCents,
-        item.minDays,
-        item.maxDays,
-        item.costCents,
-        createdAt,
-        createdAt,
-      )!,
-      orderId,
-      clientId,
-      orderCreatedAt: createdAt,
-      lineNo: item.lineNo,
-      listingId: item.listingId,
-      vendorId: item.vendorId,
-      title: item.title,
-      isbn: item.isbn,
-      lineQuantity: item.lineQuantity,
-      maxPriceCents: item.maxPriceCents,
-      minDays: item.minDays,
-      maxDays: item.maxDays,
-      costCents: item.costCents,
-      shipcostCents: 0,
-      taxCents: 0,
-      status: ItemStatus.QUEUED,
-      updatedAt: createdAt,
-      statusChangedAt: createdAt,
-      shippingCompany: null,
-      trackingId: null,
-      extraShippingCents: null,
-    }));
+        order,
+        item,
+      ),
+    );
     return { kind: 'created', orderId, stored: { order: toStoredOrder(inserted), items: stored } };
   };
   const accept = db.transaction(acceptOne);
