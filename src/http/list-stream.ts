@@ -19,19 +19,22 @@ export interface ListSink {
  * Writes `{"<key>": [...entries]}` in pieces of ~LIST_WRITE_CHARS: after a write the socket refuses (its buffer
  * full) it waits for 'drain', and it lets other requests run once it has held the event loop its turn
  * (`turn`, loopTurns), so a large answer (a batch's is several MB) neither holds the loop nor piles up in
- * memory behind a slow reader. Stops, without ending, when the client has gone.
+ * memory behind a slow reader. Stops, without ending, when the client has gone. `entries` is read once, in order: a
+ * generator may hand each out as its turn comes (the batch lets each answer go once written).
  */
 export async function writeJsonList(
   out: ListSink,
   key: string,
-  entries: readonly unknown[],
+  entries: Iterable<unknown>,
   turn: () => Promise<void> = loopTurns(),
 ): Promise<void> {
   let text = `{${JSON.stringify(key)}:[`;
-  for (const [index, entry] of entries.entries()) {
+  let first = true;
+  for (const entry of entries) {
     await turn();
     if (out.destroyed) return;
-    text += (index > 0 ? ',' : '') + JSON.stringify(entry);
+    text += (first ? '' : ',') + JSON.stringify(entry);
+    first = false;
     if (text.length < LIST_WRITE_CHARS) continue;
     const taken = out.write(text);
     text = '';

@@ -36,7 +36,7 @@ export async function streamOk(
   res: Response,
   code: SvcStatusCode,
   key: string,
-  entries: readonly unknown[],
+  entries: Iterable<unknown>,
 ): Promise<void> {
   setAnswerHeaders(res, svcStatusHeader([code]));
   res.writeHead(200);

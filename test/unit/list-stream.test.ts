@@ -77,6 +77,30 @@ describe('a large list streamed to a slow reader (writeJsonList)', () => {
     expect(turns).toEqual([12, 24]);
   });
 
+  it('takes the entries of a generator only as it writes them: a stopped reader holds back the rest', async () => {
+    const sink = new SlowSink();
+    let taken = 0;
+    function* counted() {
+      for (const entry of entries) {
+        taken++;
+        yield entry;
+      }
+    }
+    const done = writeJsonList(sink, 'results', counted(), async () => {});
+    await settled();
+    expect(sink.writes).toHaveLength(1);
+    // The reader has stopped: only the entries of the first piece have been taken.
+    expect(taken).toBe(JSON.parse(`${sink.writes[0]}]}`).results.length);
+    expect(taken).toBeLessThan(entries.length);
+    while (sink.ended === null) {
+      sink.drain();
+      await settled();
+    }
+    await done;
+    expect(taken).toBe(entries.length);
+    expect(JSON.parse(sink.text())).toEqual({ results: entries });
+  });
+
   it('stops writing, and does not end, once the client has gone', async () => {
     const sink = new SlowSink();
     const done = writeJsonList(sink, 'results', entries, async () => {});
