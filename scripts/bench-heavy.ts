@@ -6,7 +6,8 @@
 // none of whose orders match an update range (the range holds the items of a few later orders of another vendor,
 // more than the narrow-range path takes), and that update range alone (its matches at the far end of the order
 // scan); then `/healthz` (one after another, 10 ms apart) while the heavy client posts a batch of real orders of
-// --batch-items items in all (entries of --items items, RATE_LIMIT_PER_S off). --write puts the table into the
+// --batch-items items in all (entries of --items items, RATE_LIMIT_PER_S off), with the web's CPU and garbage
+// collections by kind during it (its /metrics). --write puts the table into the
 // "Heavy clients" section of BENCHMARKS.md.
 //   BENCH_RUNTIME=tsx node --import tsx scripts/bench-heavy.ts [--store sqlite,postgres] [--orders 1000000]
 //     [--heavy-orders 200] [--items 250] [--iterations 200] [--batch-items 50000] [--write]
@@ -18,7 +19,14 @@ import { parseArgs } from 'node:util';
 import { createSigningClient, type SigningClient } from '../test/helpers/signed-client.js';
 import { addCard, createClient } from '../src/services/client-keys.js';
 import { ADDRESS } from './bench-buyer.js';
-import { startEntry, stopAllOnInterrupt, stopProcess, waitForWeb } from './bench-processes.js';
+import {
+  cpuAndGc,
+  cpuAndGcSince,
+  startEntry,
+  stopAllOnInterrupt,
+  stopProcess,
+  waitForWeb,
+} from './bench-processes.js';
 import {
   freshStore,
   parseStoreKinds,
@@ -96,6 +104,8 @@ interface Result {
   healthz: Latency;
   batchSeconds: number;
   batchStatus: number;
+  /** The web's CPU and garbage collections during the batch (its /metrics). */
+  batchWeb: string;
 }
 
 async function prepare(kind: StoreKind) {
@@ -156,6 +166,8 @@ async function runOnce(redis: RunningRedis, kind: StoreKind): Promise<Result> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-heavy-'));
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
+  const metricsPort = await freePort();
+  const metricsUrl = `http://127.0.0.1:${metricsPort}`;
   const web = startEntry(
     'src/server.ts',
     serviceEnv(store, {
@@ -164,6 +176,7 @@ async function runOnce(redis: RunningRedis, kind: StoreKind): Promise<Result> {
       LOG_LEVEL: 'warn',
       LOG_PRETTY: 'false',
       PORT: String(port),
+      METRICS_PORT: String(metricsPort),
       RATE_LIMIT_PER_S: '0',
       MAX_UNSETTLED_ORDERS: '10000000',
       MAX_UNSETTLED_PER_CLIENT: '10000000',
@@ -201,6 +214,7 @@ async function runOnce(redis: RunningRedis, kind: StoreKind): Promise<Result> {
       })),
     };
     let posting = true;
+    const before = await cpuAndGc(metricsUrl);
     const began = performance.now();
     const posted = heavyClient.request('POST', '/v1/order-batches', batch).finally(() => (posting = false));
     const healthz: number[] = [];
@@ -212,8 +226,9 @@ async function runOnce(redis: RunningRedis, kind: StoreKind): Promise<Result> {
     }
     const answer = await posted;
     const batchSeconds = (performance.now() - began) / 1000;
+    const batchWeb = cpuAndGcSince(before, await cpuAndGc(metricsUrl)).text;
     say(
-      `${kind}: batch ${answer.status} in ${batchSeconds.toFixed(1)} s, /healthz p99 ${latency(healthz).p99.toFixed(1)} ms`,
+      `${kind}: batch ${answer.status} in ${batchSeconds.toFixed(1)} s, /healthz p99 ${latency(healthz).p99.toFixed(1)} ms; web ${batchWeb}`,
     );
     return {
       kind,
@@ -224,6 +239,7 @@ async function runOnce(redis: RunningRedis, kind: StoreKind): Promise<Result> {
       healthz: latency(healthz),
       batchSeconds,
       batchStatus: answer.status,
+      batchWeb,
     };
   } finally {
     await stopProcess(web);
@@ -246,13 +262,13 @@ function report(results: Result[], load: [number, number]): string {
     'are searched: "vendor, none match" (`vendorId=V&itemUpdateDateStart=L&limit=1`, L after every update of V\'s',
     'orders: empty) and "late range" (`itemUpdateDateStart=L&limit=1`: only the later orders). Then `/healthz`, one',
     `after another 10 ms apart, while the heavy client posts a batch of ${BATCH_ENTRIES} real orders of ${ITEMS} items`,
-    `(${(BATCH_ENTRIES * ITEMS).toLocaleString('en')} items). Load average ${load[0].toFixed(1)} at the start, ${load[1].toFixed(1)} at the end.`,
+    `(${(BATCH_ENTRIES * ITEMS).toLocaleString('en')} items); the web's CPU and garbage collections by kind during it from its /metrics. Load average ${load[0].toFixed(1)} at the start, ${load[1].toFixed(1)} at the end.`,
     '',
-    '| store | cheap search p50 / p99 (ms) | heavy search p50 / p99 (ms) | heavy / cheap p99 | vendor, none match p50 / p99 (ms) | late range p50 / p99 (ms) | /healthz during the batch p50 / p99 / max (ms) | batch (s, HTTP status) |',
-    '|---|---|---|---|---|---|---|---|',
+    '| store | cheap search p50 / p99 (ms) | heavy search p50 / p99 (ms) | heavy / cheap p99 | vendor, none match p50 / p99 (ms) | late range p50 / p99 (ms) | /healthz during the batch p50 / p99 / max (ms) | batch (s, HTTP status) | web during the batch |',
+    '|---|---|---|---|---|---|---|---|---|',
     ...results.map(
       (r) =>
-        `| ${r.kind} | ${f(r.cheap)} | ${f(r.heavy)} | ${(r.heavy.p99 / r.cheap.p99).toFixed(1)}× | ${f(r.vendorNone)} | ${f(r.lateRange)} | ${f(r.healthz)} / ${r.healthz.max.toFixed(1)} | ${r.batchSeconds.toFixed(1)}, ${r.batchStatus} |`,
+        `| ${r.kind} | ${f(r.cheap)} | ${f(r.heavy)} | ${(r.heavy.p99 / r.cheap.p99).toFixed(1)}× | ${f(r.vendorNone)} | ${f(r.lateRange)} | ${f(r.healthz)} / ${r.healthz.max.toFixed(1)} | ${r.batchSeconds.toFixed(1)}, ${r.batchStatus} | ${r.batchWeb} |`,
     ),
   ].join('\n');
 }

@@ -117,3 +117,48 @@ export async function eventLoopP99Ms(baseUrl: string): Promise<number> {
   const value = /^nodejs_eventloop_lag_p99_seconds(?:\{[^}]*\})? (\S+)$/m.exec(text)?.[1];
   return value === undefined ? NaN : Math.round(Number(value) * 10_000) / 10;
 }
+
+/** A process's CPU seconds and its garbage collections by kind (count, seconds), from its /metrics (prom-client). */
+export interface CpuAndGc {
+  cpuS: number;
+  gc: Record<string, { count: number; seconds: number }>;
+}
+
+/** CpuAndGc of the web whose metrics listener is at `baseUrl`; subtract two (`cpuAndGcSince`) for a span. */
+export async function cpuAndGc(baseUrl: string): Promise<CpuAndGc> {
+  const text = await (await fetch(`${baseUrl}/metrics`)).text();
+  const cpuS = Number(/^process_cpu_seconds_total(?:\{[^}]*\})? (\S+)$/m.exec(text)?.[1] ?? NaN);
+  const gc: CpuAndGc['gc'] = {};
+  for (const [, part, kind, value] of text.matchAll(
+    /^nodejs_gc_duration_seconds_(count|sum)\{[^}]*kind="([^"]+)"[^}]*\} (\S+)$/gm,
+  )) {
+    const entry = (gc[kind!] ??= { count: 0, seconds: 0 });
+    if (part === 'count') entry.count = Number(value);
+    else entry.seconds = Number(value);
+  }
+  return { cpuS, gc };
+}
+
+/** What `later` used beyond `earlier`, and its one-line account: `CPU 1.2 s; GC major 3 (85 ms), minor 40 (60 ms)`. */
+export function cpuAndGcSince(
+  earlier: CpuAndGc,
+  later: CpuAndGc,
+): { cpuS: number; majorGcs: number; text: string } {
+  const kinds = Object.keys(later.gc).map((kind) => {
+    const before = earlier.gc[kind] ?? { count: 0, seconds: 0 };
+    const count = later.gc[kind]!.count - before.count;
+    const ms = (later.gc[kind]!.seconds - before.seconds) * 1000;
+    return { kind, count, text: `${kind} ${count} (${ms.toFixed(0)} ms)` };
+  });
+  const cpuS = later.cpuS - earlier.cpuS;
+  return {
+    cpuS,
+    majorGcs: kinds.find((k) => k.kind === 'major')?.count ?? 0,
+    text: `CPU ${cpuS.toFixed(2)} s; GC ${
+      kinds
+        .filter((k) => k.count > 0)
+        .map((k) => k.text)
+        .join(', ') || 'none'
+    }`,
+  };
+}

@@ -2,7 +2,7 @@ import type { Logger } from '../logger.js';
 import type { OrderCheck, OrderIntake, OrderRequestRead } from './order-intake.js';
 import { placeOrderBatch, type PlaceOrderBatchDeps } from './place-order-batch.js';
 import type { SubmitOrderResult } from './submit-order.js';
-import { nextTurn } from './loop-turns.js';
+import { loopTurns } from './loop-turns.js';
 
 export type SubmitOrderBatchDeps = PlaceOrderBatchDeps & {
   intake: Pick<OrderIntake, 'check' | 'loadCatalog'>;
@@ -24,8 +24,6 @@ export interface BatchEntryResult<T extends BatchEntryRead> {
   result: SubmitOrderResult | null;
 }
 
-const YIELD_EVERY = 20;
-
 /**
  * POST /v1/order-batches (docs/api.md#batches): the listings of all entries read at once, each entry read by the
  * edge and checked in turn as a single order would be, then the checked ones placed together (place-order-batch.ts).
@@ -41,15 +39,18 @@ export async function submitOrderBatch<E, T extends BatchEntryRead>(
     /** The edge's reading of an entry, made as its turn comes. */
     read: (entry: E, index: number) => T;
     log: Logger;
+    /** Called before each entry: lets other requests run once the loop has been held a while (loopTurns). */
+    turn?: () => Promise<void>;
   },
 ): Promise<BatchEntryResult<T>[]> {
   const { clientId } = input;
   const catalog = await deps.intake.loadCatalog(input.listingIds);
+  const turn = input.turn ?? loopTurns();
   const checked: { entry: T; check: OrderCheck | null }[] = [];
   // One after another, as single requests would come: the card-testing lock counts each entry in turn.
   for (const [index, raw] of input.entries.entries()) {
-    // Other clients' requests are answered between chunks of a large batch, not after all of it.
-    if (index > 0 && index % YIELD_EVERY === 0) await nextTurn();
+    // Other clients' requests are answered between turns of a large batch (each ~10 ms held, whatever its entries).
+    await turn();
     const entry = input.read(raw, index);
     const check = entry.request && (await deps.intake.check(clientId, entry.request, catalog));
     checked.push({ entry, check });

@@ -3,6 +3,7 @@
 // entry in request order. Fakes for the intake and the store; no entry here gets as far as placing.
 import { describe, expect, it } from 'vitest';
 import type { Logger } from '../../src/logger.js';
+import { loopTurns } from '../../src/services/loop-turns.js';
 import type { CheckedOrder, OrderCheck, OrderRequestRead } from '../../src/services/order-intake.js';
 import { submitOrderBatch, type SubmitOrderBatchDeps } from '../../src/services/submit-order-batch.js';
 
@@ -77,5 +78,47 @@ describe('submitOrderBatch', () => {
       ['r4', null],
     ]);
     expect(reserved).toEqual([[]]);
+  });
+});
+
+describe('submitOrderBatch on a loop shared with other requests', () => {
+  it('lets other requests run once an entry check has held the loop its budget, by time, not by entry count', async () => {
+    let now = 0;
+    const turns: number[] = [];
+    // Each check costs the milliseconds its ccToken names: cheap ones share a turn, an expensive one ends it.
+    const costs = ['1', '1', '1', '12', '1', '1', '30', '1', '2', '2', '2', '2', '2', '2'];
+    const deps = {
+      clock: () => 0,
+      intake: {
+        loadCatalog: async () => ({ listings: new Map(), vendors: new Map() }),
+        async check(_clientId: number, read: OrderRequestRead): Promise<OrderCheck> {
+          now += Number(read.ccToken);
+          return { kind: 'refused', problems: [{ kind: 'bad-card' }] };
+        },
+      },
+      backpressure: {
+        reserve: async () => ({ admitted: 0, retryAfterS: 0, ofClient: false }),
+        release: () => undefined,
+      },
+    } as unknown as SubmitOrderBatchDeps;
+    let index = 0;
+    const results = await submitOrderBatch(deps, {
+      clientId: 1,
+      entries: costs,
+      listingIds: [],
+      read(entry, at) {
+        index = at;
+        return { requestId: `r${at}`, requestHash: '', request: request(entry), refused: false };
+      },
+      log,
+      turn: loopTurns(
+        10,
+        () => now,
+        async () => void turns.push(index),
+      ),
+    });
+    expect(results).toHaveLength(costs.length);
+    // A turn ends once it has held 10 ms: after entries 0–3 (15 ms), 4–6 (32 ms) and 7–12 (11 ms); 13 is left.
+    expect(turns).toEqual([3, 6, 12]);
   });
 });

@@ -129,28 +129,38 @@ export function postOrderBatch(deps: PlaceOrderBatchDeps & { intake: OrderIntake
         problems,
       };
     };
-    const results = await submitOrderBatch(deps, {
-      clientId,
-      entries,
-      listingIds: [
-        ...new Set(entries.flatMap((e) => (isObject(e) ? listingRefsOf(e).map((r) => r.listingId) : []))),
-      ],
-      read,
-      log: req.log,
-    });
-    const outcomes = results.map(({ entry, result }) => outcomeOf(entry, result));
+    // No variable of their own for the results: a suspended handler keeps its variables, so the answers would stay
+    // alive through the stream; `outcomes` alone holds them, and lets each go once written (answersOf).
+    const outcomes = (
+      await submitOrderBatch(deps, {
+        clientId,
+        entries,
+        listingIds: [
+          ...new Set(entries.flatMap((e) => (isObject(e) ? listingRefsOf(e).map((r) => r.listingId) : []))),
+        ],
+        read,
+        log: req.log,
+      })
+    ).map(({ entry, result }) => outcomeOf(entry, result));
     const retryAfter = Math.max(
       0,
       ...outcomes.map((o) => Number(('error' in o && o.error.headers['Retry-After']) || 0)),
     );
     if (retryAfter > 0) res.set('Retry-After', String(retryAfter));
-    await streamOk(
-      res,
-      SvcStatus.BATCH_ANSWERED,
-      'results',
-      outcomes.map((o) => ('error' in o ? refused(o) : o)),
-    );
+    await streamOk(res, SvcStatus.BATCH_ANSWERED, 'results', answersOf(outcomes));
   };
+}
+
+/**
+ * The entries' answers in request order, each dropped from `outcomes` as it is taken to be written: a batch's
+ * answers (several MB for 500 orders of 250 items) are not all kept alive while a slow reader takes them.
+ */
+function* answersOf(outcomes: (OrderBatchResult | Refusal | undefined)[]): Generator<OrderBatchResult> {
+  for (let n = 0; n < outcomes.length; n++) {
+    const outcome = outcomes[n]!;
+    outcomes[n] = undefined;
+    yield 'error' in outcome ? refused(outcome) : outcome;
+  }
 }
 
 /** The entries of a well-formed batch; the whole batch fails on a problem of its root (4002 for its count). */

@@ -1,15 +1,16 @@
 import type pg from 'pg';
 import type { AcceptResult, NewOrder, OrderWithItems } from '../port/store.port.js';
 import type { Queryable } from './postgres.pool.js';
-import { toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './postgres.rows.js';
+import { newOrderWithItems, type OrderRow } from './postgres.rows.js';
 
 // Every order of a batch and its items in one statement, so one round trip and one commit. The orders go in
 // (client, request id) order: two batches that share keys take their locks in the same order and wait for each
 // other instead of deadlocking. A key stored before, or by a concurrent transaction (whose commit the insert
 // waits for), inserts nothing and returns nothing, nor do its items, which join the orders inserted. Items go
-// in request order, so that each order's item ids follow its listings as the single accept gives them. Both
-// come back as JSON of their rows (as the order functions return them), so that a new order is answered
-// without reading it back and the statement's result type does not change when a column is added.
+// in request order, so that each order's item ids follow its listings as the single accept gives them. An order
+// comes back as JSON of its row (as the order functions return it), so that a new order is answered without
+// reading it back and the statement's result type does not change when a column is added; its items as their
+// ids alone, ascending, by order id: an item's row is what the order gave it (newStoredItem, issue 41).
 // The batch is one JSON parameter, the orders as the service holds them (NewOrder, its items nested), read by
 // name with json_to_recordset: one JSON.stringify in the web instead of 25 arrays, each built by a pass over
 // the batch and encoded as an array literal by node-postgres element by element (the strings escaped one by one).
@@ -33,9 +34,11 @@ const ACCEPT_SQL = `
     RETURNING order_id, client_id, request_id, created_at, row_to_json(orders) AS r
   ), i AS (
     INSERT INTO order_items (order_id, client_id, order_created_at, line_no, listing_id, vendor_id, title, isbn,
-      line_quantity, max_price_cents, min_days, max_days, cost_cents, updated_at, status_changed_at)
+      line_quantity, max_price_cents, min_days, max_days, cost_cents, shipcost_cents, tax_cents, status,
+      updated_at, status_changed_at)
     SELECT o.order_id, o.client_id, o.created_at, x.line_no, x.listing_id, x.vendor_id, x.title, x.isbn,
-           x.line_quantity, x.max_price_cents, x.min_days, x.max_days, x.cost_cents, o.created_at, o.created_at
+           x.line_quantity, x.max_price_cents, x.min_days, x.max_days, x.cost_cents, 0, 0, 1, o.created_at,
+           o.created_at
       FROM t
       JOIN o ON o.client_id = t.client_id AND o.request_id = t.request_id
      CROSS JOIN LATERAL ROWS FROM (json_to_recordset(t.items) AS ("lineNo" int, "listingId" bigint,
@@ -44,9 +47,12 @@ const ACCEPT_SQL = `
            WITH ORDINALITY AS x(line_no, listing_id, vendor_id, title, isbn, line_quantity, max_price_cents,
                 min_days, max_days, cost_cents, k)
      ORDER BY t.n, x.k
-    RETURNING row_to_json(order_items) AS r
+    RETURNING order_id, order_item_id
   )
-  SELECT (SELECT json_agg(r) FROM o) AS orders, (SELECT json_agg(r) FROM i) AS items`;
+  SELECT (SELECT json_agg(r) FROM o) AS orders,
+         (SELECT json_object_agg(order_id, ids)
+            FROM (SELECT order_id, json_agg(order_item_id ORDER BY order_item_id) AS ids FROM i GROUP BY order_id) g)
+           AS item_ids`;
 
 // A new statement under READ COMMITTED: it sees the rows whose commit the insert waited for.
 const EXISTING_SQL = `
@@ -94,18 +100,17 @@ async function insertOrders(
   db: Queryable,
   orders: readonly NewOrder[],
 ): Promise<Map<string, OrderWithItems>> {
-  const { rows } = await db.query<{ orders: OrderRow[] | null; items: ItemRow[] | null }>(ACCEPT_SQL, [
-    JSON.stringify(orders),
-  ]);
+  const { rows } = await db.query<{ orders: OrderRow[] | null; item_ids: Record<string, number[]> | null }>(
+    ACCEPT_SQL,
+    [JSON.stringify(orders)],
+  );
+  const given = new Map(orders.map((order) => [keyOf(order), order]));
+  const itemIds = rows[0]?.item_ids ?? {};
   const created = new Map<string, OrderWithItems>();
-  const byOrder = new Map<number, OrderWithItems['items']>();
   for (const row of rows[0]?.orders ?? []) {
-    const stored: OrderWithItems = { order: toStoredOrder(row), items: [] };
-    created.set(keyOf({ clientId: row.client_id, requestId: row.request_id }), stored);
-    byOrder.set(stored.order.orderId, stored.items);
+    const key = keyOf({ clientId: row.client_id, requestId: row.request_id });
+    created.set(key, newOrderWithItems(row, given.get(key)!, itemIds[row.order_id] ?? []));
   }
-  for (const row of rows[0]?.items ?? []) byOrder.get(row.order_id)!.push(toStoredItem(row));
-  for (const items of byOrder.values()) items.sort((a, b) => a.orderItemId - b.orderItemId);
   return created;
 }
 

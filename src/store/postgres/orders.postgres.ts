@@ -3,10 +3,19 @@ import type { AcceptResult, NewOrder, OrderPhase, OrderStore, OrderWithItems } f
 import { acceptOrderBatch } from './order-batch.postgres.js';
 import type { Queryable } from './postgres.pool.js';
 import { ITEMS_OF_ORDER } from './unsettled-items.migration.js';
-import { canBeId, toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './postgres.rows.js';
+import {
+  canBeId,
+  newOrderWithItems,
+  toStoredItem,
+  toStoredOrder,
+  type ItemRow,
+  type OrderRow,
+} from './postgres.rows.js';
 
-// One statement, so one atomic write: the order, then its items from parallel arrays in request order,
-// returned as `readOrder` reads them.
+// One statement, so one atomic write: the order, then its items from parallel arrays in request order. The order
+// comes back as JSON of its row (as `readOrder` reads it), its items as their ids alone, ascending as inserted:
+// an item's row is what the order gave it (newStoredItem), so none is read back (issue 41). No `*`, so the
+// statement is prepared once per connection (postgres.pool.ts).
 // On a duplicate key the order insert returns nothing and so inserts no items; a concurrent insert of the same
 // key waits for the first to commit and then returns nothing too.
 const ACCEPT_SQL = `
@@ -15,20 +24,22 @@ const ACCEPT_SQL = `
       ship_addr, bill_addr, card_id, total_max_price_cents, created_at, item_count)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12, $23)
     ON CONFLICT (client_id, request_id) DO NOTHING
-    RETURNING *),
+    RETURNING order_id, client_id, created_at, row_to_json(orders) AS r),
   items AS (
     INSERT INTO order_items (order_id, client_id, order_created_at, line_no, listing_id, vendor_id, title, isbn,
-      line_quantity, max_price_cents, min_days, max_days, cost_cents, updated_at, status_changed_at)
+      line_quantity, max_price_cents, min_days, max_days, cost_cents, shipcost_cents, tax_cents, status,
+      updated_at, status_changed_at)
     SELECT a.order_id, a.client_id, a.created_at, t.line_no, t.listing_id, t.vendor_id, t.title, t.isbn,
-           t.line_quantity, t.max_price_cents, t.min_days, t.max_days, t.cost_cents, a.created_at, a.created_at
+           t.line_quantity, t.max_price_cents, t.min_days, t.max_days, t.cost_cents, 0, 0, 1, a.created_at,
+           a.created_at
       FROM accepted a
      CROSS JOIN unnest($13::int[], $14::bigint[], $15::bigint[], $16::text[], $17::text[], $18::int[],
                        $19::bigint[], $20::int[], $21::int[], $22::bigint[]) WITH ORDINALITY
            AS t(line_no, listing_id, vendor_id, title, isbn, line_quantity, max_price_cents, min_days, max_days,
                 cost_cents, n)
      ORDER BY t.n
-    RETURNING *)
-  SELECT a.*, coalesce((SELECT json_agg(i ORDER BY i.order_item_id) FROM items i), '[]') AS items
+    RETURNING order_item_id)
+  SELECT a.r, coalesce((SELECT json_agg(order_item_id ORDER BY order_item_id) FROM items), '[]') AS item_ids
     FROM accepted a`;
 
 /** The items of the order `orderId` (an SQL expression) as one JSON array of their rows, by order_item_id. */
@@ -107,9 +118,12 @@ function acceptParams(order: NewOrder): unknown[] {
 
 /** One acceptance on `db` (the pool, or a transaction's client): the insert, then the key's owner on a conflict. */
 async function acceptOne(db: Queryable, order: NewOrder): Promise<AcceptResult> {
-  const inserted = await db.query<OrderWithItemsRow>(ACCEPT_SQL, acceptParams(order));
+  const inserted = await db.query<{ r: OrderRow; item_ids: number[] }>(ACCEPT_SQL, acceptParams(order));
   const created = inserted.rows[0];
-  if (created) return { kind: 'created', orderId: created.order_id, stored: toOrderWithItems(created) };
+  if (created) {
+    const stored = newOrderWithItems(created.r, order, created.item_ids);
+    return { kind: 'created', orderId: stored.order.orderId, stored };
+  }
   // A new statement under READ COMMITTED: it sees the row whose commit the insert waited for.
   const existing = await db.query<{ order_id: number; request_hash: string }>(
     'SELECT order_id, request_hash FROM orders WHERE client_id = $1 AND request_id = $2',

@@ -1,6 +1,6 @@
 import type pg from 'pg';
-import type { OrderAddress, StoredOrder } from '../port/store.port.js';
-import { toStoredOrder as mapOrder, type OrderRow as Row } from '../shared/order.rows.js';
+import type { NewOrder, OrderAddress, OrderWithItems, StoredOrder } from '../port/store.port.js';
+import { newStoredItem, toStoredOrder as mapOrder, type OrderRow as Row } from '../shared/order.rows.js';
 
 export {
   toItemWithCurrency,
@@ -13,6 +13,19 @@ export {
 export type OrderRow = Row<OrderAddress>;
 
 export const toStoredOrder = (r: OrderRow): StoredOrder => mapOrder(r, (address) => address);
+
+/** A new order as its acceptance stored it: its row, and its items made from the order with their ids in order. */
+export function newOrderWithItems(
+  row: OrderRow,
+  order: NewOrder,
+  itemIds: readonly number[],
+): OrderWithItems {
+  const orderId = row.order_id;
+  return {
+    order: toStoredOrder(row),
+    items: order.items.map((item, k) => newStoredItem(itemIds[k]!, orderId, order, item)),
+  };
+}
 
 /**
  * Whether a number can be a stored id. An id from outside (a URL, a query, the CLI) beyond BIGINT or with a

@@ -2,10 +2,12 @@
  * The order and item rows as both adapters' SQL names their columns, and their mapping to the port's objects.
  * Only the adapters import this: no row leaves them.
  */
-import type { ItemStatusCode } from '../../domain/item-status.js';
+import { ItemStatus, type ItemStatusCode } from '../../domain/item-status.js';
 import type { Currency } from '../../domain/money.js';
 import type {
   ItemView,
+  NewOrder,
+  NewOrderItem,
   OrderAddress,
   StoredItem,
   StoredItemWithCurrency,
@@ -112,6 +114,40 @@ export const toStoredItem = (r: ItemRow): StoredItem => ({
   shippingCompany: r.shipping_company,
   trackingId: r.tracking_id,
   extraShippingCents: r.extra_shipping_cents,
+});
+
+/**
+ * A new item as acceptance stores it: what the order gave it, QUEUED with no charges yet, and the id the insert
+ * returned. Both adapters answer a new order so, reading back no item row (issue 41).
+ */
+export const newStoredItem = (
+  orderItemId: number,
+  orderId: number,
+  order: Pick<NewOrder, 'clientId' | 'createdAt'>,
+  item: NewOrderItem,
+): StoredItem => ({
+  orderItemId,
+  orderId,
+  clientId: order.clientId,
+  orderCreatedAt: order.createdAt,
+  lineNo: item.lineNo,
+  listingId: item.listingId,
+  vendorId: item.vendorId,
+  title: item.title,
+  isbn: item.isbn,
+  lineQuantity: item.lineQuantity,
+  maxPriceCents: item.maxPriceCents,
+  minDays: item.minDays,
+  maxDays: item.maxDays,
+  costCents: item.costCents,
+  shipcostCents: 0,
+  taxCents: 0,
+  status: ItemStatus.QUEUED,
+  updatedAt: order.createdAt,
+  statusChangedAt: order.createdAt,
+  shippingCompany: null,
+  trackingId: null,
+  extraShippingCents: null,
 });
 
 export const toItemWithCurrency = (r: ItemWithCurrencyRow): StoredItemWithCurrency => ({

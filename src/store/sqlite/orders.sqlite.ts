@@ -6,7 +6,7 @@ import type {
   OrderWithItems,
   StoredItem,
 } from '../port/store.port.js';
-import { toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './sqlite.rows.js';
+import { newStoredItem, toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './sqlite.rows.js';
 import { orderBatchAcceptor } from './order-batch.sqlite.js';
 import type { Db } from './sqlite.db.js';
 import { ITEMS_OF_ORDER } from './unsettled-items.migration.js';
@@ -15,6 +15,25 @@ import { ITEMS_OF_ORDER } from './unsettled-items.migration.js';
 export const COUNT_UNSETTLED_SQL = `SELECT total(${ITEMS_OF_ORDER}) FROM orders o WHERE phase <> 'settled'`;
 /** The items of a client's unsettled orders, over the same index. */
 export const COUNT_UNSETTLED_OF_CLIENT_SQL = `${COUNT_UNSETTLED_SQL} AND client_id = ?`;
+
+/** An item's INSERT parameters, in its columns' order. */
+type InsertItemParams = [
+  orderId: number,
+  clientId: number,
+  orderCreatedAt: number,
+  lineNo: number,
+  listingId: number,
+  vendorId: number,
+  title: string,
+  isbn: string,
+  lineQuantity: number,
+  maxPriceCents: number | null,
+  minDays: number | null,
+  maxDays: number | null,
+  costCents: number,
+  updatedAt: number,
+  statusChangedAt: number,
+];
 
 /** Accepting orders and reading one back. */
 export function sqliteOrders(db: Db): OrderStore {
@@ -29,14 +48,17 @@ export function sqliteOrders(db: Db): OrderStore {
   const byRequest = db.prepare<[number, string], Pick<OrderRow, 'order_id' | 'request_hash'>>(
     'SELECT order_id, request_hash FROM orders WHERE client_id = ? AND request_id = ?',
   );
-  const insertItem = db.prepare(
-    `INSERT INTO order_items (order_id, client_id, order_created_at, line_no, listing_id, vendor_id, title, isbn,
-       line_quantity, max_price_cents, min_days, max_days, cost_cents, shipcost_cents, status, updated_at,
-       status_changed_at)
-     VALUES (@orderId, @clientId, @createdAt, @lineNo, @listingId, @vendorId, @title, @isbn, @lineQuantity,
-       @maxPriceCents, @minDays, @maxDays, @costCents, 0, 1, @createdAt, @createdAt)
-     RETURNING *`,
-  );
+  // Positional, returning the id alone: an item's row is what the order gave it (acceptOne), so a batch of 50,000
+  // items makes no parameter object, returned row or strings read back per item for the collector (issue 41).
+  const insertItem = db
+    .prepare<InsertItemParams, number>(
+      `INSERT INTO order_items (order_id, client_id, order_created_at, line_no, listing_id, vendor_id, title, isbn,
+         line_quantity, max_price_cents, min_days, max_days, cost_cents, shipcost_cents, tax_cents, status,
+         updated_at, status_changed_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 1, ?, ?)
+       RETURNING order_item_id`,
+    )
+    .pluck();
   const phaseOf = db.prepare<[number], { phase: OrderRow['phase'] }>(
     'SELECT phase FROM orders WHERE order_id = ?',
   );
@@ -44,7 +66,8 @@ export function sqliteOrders(db: Db): OrderStore {
   const countUnsettledOfClient = db.prepare<[number], number>(COUNT_UNSETTLED_OF_CLIENT_SQL).pluck();
   const read = orderReader(db);
 
-  // The body of one acceptance, run inside the caller's transaction; a new order is answered from its inserts.
+  // The body of one acceptance, run inside the caller's transaction; a new order is answered from its inserts
+  // (the order's row, the items' ids with the values they were given).
   const acceptOne = (order: NewOrder): AcceptResult => {
     const { items, ...head } = order;
     const inserted = insertOrder.get({
@@ -60,9 +83,29 @@ export function sqliteOrders(db: Db): OrderStore {
         : { kind: 'conflict' };
     }
     const orderId = inserted.order_id;
+    const { clientId, createdAt } = order;
     const stored = items.map((item) =>
-      toStoredItem(
-        insertItem.get({ ...item, orderId, clientId: order.clientId, createdAt: order.createdAt }) as ItemRow,
+      newStoredItem(
+        insertItem.get(
+          orderId,
+          clientId,
+          createdAt,
+          item.lineNo,
+          item.listingId,
+          item.vendorId,
+          item.title,
+          item.isbn,
+          item.lineQuantity,
+          item.maxPriceCents,
+          item.minDays,
+          item.maxDays,
+          item.costCents,
+          createdAt,
+          createdAt,
+        )!,
+        orderId,
+        order,
+        item,
       ),
     );
     return { kind: 'created', orderId, stored: { order: toStoredOrder(inserted), items: stored } };

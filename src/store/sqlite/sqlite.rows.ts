@@ -2,6 +2,7 @@ import type { OrderAddress, StoredOrder } from '../port/store.port.js';
 import { toStoredOrder as mapOrder, type OrderRow as Row } from '../shared/order.rows.js';
 
 export {
+  newStoredItem,
   toItemWithCurrency,
   toStoredItem,
   type ItemRow,
