@@ -17,6 +17,23 @@ export const PRUNE_EVENTS_SQL = `
        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_no = e.event_no)
      ORDER BY e.created_at LIMIT $2)`;
 
+/**
+ * After events of the orders `orders` (an SQL condition on `s.order_id`) are pruned: their item states that no
+ * remaining event reads. A state is read by the events from its sequence up to the item's next state; an item's
+ * latest state always stays, as the next event of its order compares with it (event-snapshot.ts).
+ */
+export const pruneItemStatesSql = (orders: string): string => `
+  DELETE FROM event_item_states AS s
+   WHERE ${orders}
+     AND EXISTS (SELECT 1 FROM event_item_states n
+                  WHERE n.order_id = s.order_id AND n.order_item_id = s.order_item_id AND n.sequence > s.sequence)
+     AND NOT EXISTS (
+       SELECT 1 FROM order_events e
+        WHERE e.order_id = s.order_id AND e.sequence >= s.sequence
+          AND e.sequence < (SELECT min(n.sequence) FROM event_item_states n
+                             WHERE n.order_id = s.order_id AND n.order_item_id = s.order_item_id
+                               AND n.sequence > s.sequence))`;
+
 export const PRUNE_CURSORS_SQL = `
   DELETE FROM search_cursors WHERE cursor_id IN (
     SELECT cursor_id FROM search_cursors WHERE created_at < $1 ORDER BY created_at LIMIT $2)`;

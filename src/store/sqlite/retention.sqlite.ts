@@ -4,6 +4,7 @@ import {
   PRUNE_DELIVERIES_SQL,
   PRUNE_EVENTS_SQL,
   forSqlite,
+  pruneItemStatesSql,
 } from '../shared/retention.sql.js';
 import type { Db } from './sqlite.db.js';
 
@@ -14,10 +15,20 @@ export function sqliteRetention(db: Db): RetentionStore {
     const run = db.transaction((before: number, limit: number) => statement.run(before, limit).changes);
     return async (before: number, limit: number) => run.immediate(before, limit);
   };
+  const pruneEvents = db
+    .prepare<[number, number], number>(`${forSqlite(PRUNE_EVENTS_SQL)} RETURNING order_id`)
+    .pluck();
+  const pruneStates = db.prepare<[number]>(pruneItemStatesSql('s.order_id = ?'));
+  // The events, then in the same transaction the item states only they read.
+  const events = db.transaction((before: number, limit: number) => {
+    const orders = pruneEvents.all(before, limit);
+    for (const orderId of new Set(orders)) pruneStates.run(orderId);
+    return orders.length;
+  });
   const freePages = db.prepare<[], number>('PRAGMA freelist_count').pluck();
   return {
     pruneDeliveries: prune(PRUNE_DELIVERIES_SQL),
-    pruneEvents: prune(PRUNE_EVENTS_SQL),
+    pruneEvents: async (before, limit) => events.immediate(before, limit),
     pruneCursors: prune(PRUNE_CURSORS_SQL),
     // auto_vacuum = INCREMENTAL (sqlite.db.ts): free pages stay in the file, reused by new rows, until this
     // moves up to `pages` of them to its end and truncates it.
