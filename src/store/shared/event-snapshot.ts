@@ -72,7 +72,8 @@ export function recordItemStatesSql(same: string, sequence: string, orderId: str
 }
 
 /**
- * The items of the event of order $1 at sequence $2, as ItemView, sorted by id: each at its latest state then.
+ * The items of the event of order $1 at sequence $2, as ItemView (its columns in ITEM_VIEW_COLUMNS' order), sorted
+ * by id: each at its latest state then.
  * Driven by the order's items, each state one seek of the key.
  */
 export const EVENT_ITEMS_SQL = `

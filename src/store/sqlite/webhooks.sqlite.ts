@@ -3,7 +3,6 @@ import type {
   AttemptOutcome,
   ClaimOutcome,
   DeliveryAttempt,
-  ItemView,
   OrderEventWrite,
   OrderView,
   WebhookStore,
@@ -21,6 +20,7 @@ import {
   type WebhookRow,
 } from '../shared/webhook.rows.js';
 import { forSqlite } from '../shared/retention.sql.js';
+import { toItemView, type ItemTuple } from '../shared/order.rows.js';
 import { EVENT_ITEMS_SQL, orderSnapshotOf, recordItemStatesSql } from '../shared/event-snapshot.js';
 import type { Db } from './sqlite.db.js';
 
@@ -115,10 +115,15 @@ export function sqliteWebhooks(db: Db, secrets: SecretDeriver): WebhookStore {
       'SELECT count(*) FROM webhook_deliveries WHERE webhook_id = ? AND claimed_until > ?',
     )
     .pluck();
-  const eventItems = db.prepare<[number, number], ItemView>(forSqlite(EVENT_ITEMS_SQL));
+  // Raw rows mapped by hand: a third of the time better-sqlite3 takes to build 250 named rows.
+  const eventItems = db.prepare<[number, number], ItemTuple>(forSqlite(EVENT_ITEMS_SQL)).raw();
   const deliveryTarget = (r: TargetRow) => {
     const { row, needsItems } = parsedTarget(r);
-    return toTarget(row, secrets, needsItems ? eventItems.all(row.order_id, row.sequence) : null);
+    return toTarget(
+      row,
+      secrets,
+      needsItems ? eventItems.all(row.order_id, row.sequence).map(toItemView) : null,
+    );
   };
   const record = attemptRecorder(db);
   const claim = attemptClaimer(db, target);
