@@ -18,13 +18,15 @@ export const PRUNE_EVENTS_SQL = `
      ORDER BY e.created_at LIMIT $2)`;
 
 /**
- * After events of the orders `orders` (an SQL condition on `s.order_id`) are pruned: their item states that no
- * remaining event reads. A state is read by the events from its sequence up to the item's next state; an item's
- * latest state always stays, as the next event of its order compares with it (event-snapshot.ts).
+ * After a batch of events is pruned: the item states of their orders that no remaining event reads. `pruned` is an
+ * SQL condition on `s.order_id` and `s.sequence`: the order's states up to the last sequence pruned, so the work
+ * is that of the states the pruned events wrote. A state is read by its order's events from its sequence up to
+ * its item's next state; an item's latest state always stays, as the next event of its order compares with it
+ * (event-snapshot.ts).
  */
-export const pruneItemStatesSql = (orders: string): string => `
+export const pruneItemStatesSql = (pruned: string): string => `
   DELETE FROM event_item_states AS s
-   WHERE ${orders}
+   WHERE ${pruned}
      AND EXISTS (SELECT 1 FROM event_item_states n
                   WHERE n.order_id = s.order_id AND n.order_item_id = s.order_item_id AND n.sequence > s.sequence)
      AND NOT EXISTS (
@@ -33,6 +35,15 @@ export const pruneItemStatesSql = (orders: string): string => `
           AND e.sequence < (SELECT min(n.sequence) FROM event_item_states n
                              WHERE n.order_id = s.order_id AND n.order_item_id = s.order_item_id
                                AND n.sequence > s.sequence))`;
+
+/** Each order among pruned events with the last sequence pruned of it. */
+export function lastSequences(
+  pruned: readonly { order_id: number; sequence: number }[],
+): Map<number, number> {
+  const last = new Map<number, number>();
+  for (const e of pruned) last.set(e.order_id, Math.max(last.get(e.order_id) ?? 0, e.sequence));
+  return last;
+}
 
 export const PRUNE_CURSORS_SQL = `
   DELETE FROM search_cursors WHERE cursor_id IN (

@@ -4,6 +4,7 @@ import {
   PRUNE_DELIVERIES_SQL,
   PRUNE_EVENTS_SQL,
   forSqlite,
+  lastSequences,
   pruneItemStatesSql,
 } from '../shared/retention.sql.js';
 import type { Db } from './sqlite.db.js';
@@ -15,15 +16,15 @@ export function sqliteRetention(db: Db): RetentionStore {
     const run = db.transaction((before: number, limit: number) => statement.run(before, limit).changes);
     return async (before: number, limit: number) => run.immediate(before, limit);
   };
-  const pruneEvents = db
-    .prepare<[number, number], number>(`${forSqlite(PRUNE_EVENTS_SQL)} RETURNING order_id`)
-    .pluck();
-  const pruneStates = db.prepare<[number]>(pruneItemStatesSql('s.order_id = ?'));
+  const pruneEvents = db.prepare<[number, number], { order_id: number; sequence: number }>(
+    `${forSqlite(PRUNE_EVENTS_SQL)} RETURNING order_id, sequence`,
+  );
+  const pruneStates = db.prepare<[number, number]>(pruneItemStatesSql('s.order_id = ? AND s.sequence <= ?'));
   // The events, then in the same transaction the item states only they read.
   const events = db.transaction((before: number, limit: number) => {
-    const orders = pruneEvents.all(before, limit);
-    for (const orderId of new Set(orders)) pruneStates.run(orderId);
-    return orders.length;
+    const pruned = pruneEvents.all(before, limit);
+    for (const [orderId, upTo] of lastSequences(pruned)) pruneStates.run(orderId, upTo);
+    return pruned.length;
   });
   const freePages = db.prepare<[], number>('PRAGMA freelist_count').pluck();
   return {
