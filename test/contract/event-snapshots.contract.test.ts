@@ -1,15 +1,20 @@
 // The store port's order events of a large order: each delivered and replayed with the order as GET showed it
 // after its change, while the store keeps per event only what changed (event_item_states), on either adapter.
+import fs from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
 import { ItemStatus as S } from '../../src/domain/item-status.js';
-import { createClient } from '../../src/services/client-keys.js';
+import { addCard, createClient } from '../../src/services/client-keys.js';
 import { toOrderResponse, type OrderResponse } from '../../src/services/order-view.js';
-import type { DeliveryTarget } from '../../src/store/port/store.port.js';
+import { openStore } from '../../src/store/open-store.js';
+import type { DeliveryTarget, Store } from '../../src/store/port/store.port.js';
 import { ITEM_STATE_COLUMNS } from '../../src/store/shared/event-snapshot.js';
 import {
   approval,
   accepted,
   clientId,
+  dir,
   newOrder,
   probe,
   reservationFor,
@@ -18,7 +23,8 @@ import {
   useContractStore,
   WALDEN,
 } from '../helpers/store-contract.js';
-import { TEST_STORE } from '../helpers/test-store.js';
+import { LISTINGS, VENDORS } from '../helpers/fixtures.js';
+import { openProbe, TEST_STORE, testStoreEnv } from '../helpers/test-store.js';
 
 useContractStore();
 
@@ -63,10 +69,10 @@ async function pendingTargets(orderId: number): Promise<DeliveryTarget[]> {
 const delivered = (targets: DeliveryTarget[]) =>
   targets.map((t) => [t.event.sequence, toOrderResponse(t.event.order, t.event.items)]);
 
-/** Ships item `index` of the order, recording an event `eventId`. */
-async function ship(orderId: number, index: number, now: number, eventId: string) {
-  const item = (await store.orders.get(orderId))!.items[index]!;
-  const moved = await store.items.applyMove({
+/** Ships item `index` of the order, recording an event `eventId` (in this file's store unless `on` is given). */
+async function ship(orderId: number, index: number, now: number, eventId: string, on: Store = store) {
+  const item = (await on.orders.get(orderId))!.items[index]!;
+  const moved = await on.items.applyMove({
     orderItemId: item.orderItemId,
     from: S.ORDERED,
     fromChangedAt: item.statusChangedAt,
@@ -206,5 +212,53 @@ describe(`event snapshots of a large order on ${TEST_STORE}`, () => {
       [3, seen[0]],
       [4, seen[1]],
     ]);
+  });
+
+  it('upgrades a store of the version before: its events are delivered whole, and new ones store what changed', async () => {
+    const older = await testStoreEnv(fs.mkdtempSync(path.join(dir, 'older-')));
+    const upgraded: Store = await openStore(loadConfig(older.env), 'test', () => undefined);
+    const raw = openProbe(older.env);
+    try {
+      await upgraded.catalog.importCatalog(VENDORS, LISTINGS);
+      const owner = (await createClient(upgraded.clients, 'older', T0)).clientId;
+      const card = (await addCard(upgraded.clients, owner, false, T0)).cardId;
+      await upgraded.webhooks.add({ clientId: owner, url: 'https://older.example/', now: T0 });
+      const created = await upgraded.orders.accept(
+        newOrder([{ listingId: WALDEN, copies: 3 }], { clientId: owner, cardId: card }),
+      );
+      if (created.kind !== 'created') throw new Error(created.kind);
+      const { orderId } = created;
+      const { items } = (await upgraded.orders.get(orderId))!;
+      const reservation = reservationFor(orderId, items, [{ listingId: WALDEN, copies: 3 }]);
+      const event = { eventId: 'evt_older_settled', type: 'order.updated' as const };
+      expect(await upgraded.processing.reserve(reservation)).toBe('applied');
+      expect(await upgraded.processing.settle({ ...approval(orderId, 'auth-older'), event })).toBe(true);
+      const settled = (await upgraded.orders.get(orderId))!;
+      // What the version before stored: the whole order in the event's row, and no item states.
+      const whole = JSON.stringify({ order: settled.order, items: settled.items });
+      const version = TEST_STORE === 'postgres' ? 18 : 16;
+      await raw.all(
+        'UPDATE order_events SET snapshot = ? WHERE order_id = ? RETURNING event_no',
+        whole,
+        orderId,
+      );
+      await raw.exec(
+        `DROP TABLE event_item_states; DELETE FROM schema_migrations WHERE version = ${version};`,
+      );
+      expect(await upgraded.migrate()).toEqual([version]);
+
+      await ship(orderId, 0, T0 + 3000, 'evt_older_shipped', upgraded);
+      const shipped = (await upgraded.orders.get(orderId))!;
+      const attempts = await upgraded.webhooks.unenqueued(100);
+      const targets = await Promise.all(attempts.map((a) => upgraded.webhooks.target(a.deliveryId)));
+      expect(delivered(targets.map((t) => t!).sort((a, b) => a.event.sequence - b.event.sequence))).toEqual([
+        [1, toOrderResponse(settled.order, settled.items)],
+        [2, toOrderResponse(shipped.order, shipped.items)],
+      ]);
+    } finally {
+      await raw.close();
+      await upgraded.close();
+      await older.drop();
+    }
   });
 });
