@@ -3,8 +3,8 @@
  * event's transaction and read back for delivery. The event's row holds the order's own fields; its items are
  * rebuilt from order_items (the fields no change rewrites) and event_item_states (the fields a change may
  * rewrite, one row per item each time they differ from the item's row before), so an event stores what changed,
- * not the whole order. Rows written before that (version 16 / 18) still hold every item. Only the adapters
- * import this.
+ * not the whole order. Rows written before (SQLite schema version 16, PostgreSQL 18) still hold every item. Only
+ * the adapters import this.
  */
 import type { ItemView, OrderView } from '../port/store.port.js';
 import { ITEM_VIEW_COLUMNS } from './order.rows.js';
@@ -73,8 +73,7 @@ export function recordItemStatesSql(same: string, sequence: string, orderId: str
 
 /**
  * The items of the event of order $1 at sequence $2, as ItemView (its columns in ITEM_VIEW_COLUMNS' order), sorted
- * by id: each at its latest state then.
- * Driven by the order's items, each state one seek of the key.
+ * by id: each at its latest state then. Driven by the order's items, each state one seek of the key.
  */
 export const EVENT_ITEMS_SQL = `
   SELECT i.order_item_id AS "orderItemId", i.order_id AS "orderId", i.line_no AS "lineNo",
