@@ -218,6 +218,38 @@ describe('when an operator replays a webhook', () => {
   });
 });
 
+describe('when an order of 250 items changes item by item', () => {
+  it('then each event is posted, and replayed, with every item as GET showed it after that change', async () => {
+    const { buyer, webhook } = await clientWithWebhook('large');
+    await service.probe.exec(`UPDATE listings SET stock = stock + 250 WHERE listing_id = ${WALDEN}`);
+    const since = Date.now();
+    const body = orderBody(buyer.ccToken, { listings: [{ listingId: WALDEN, quantity: 250 }] });
+    const res = await signed(service.app, buyer, 'POST', '/v1/orders', body, {
+      headers: { Prefer: 'respond-async' },
+    });
+    const orderId = res.body.orderId as number;
+    await until(() => eventsAt('large').length >= 1, 60_000, 'settlement event');
+    const views = [await getOrder(buyer, orderId)];
+    const items = (views[0] as { listings: { orderItems: { orderItemId: number }[] }[] }).listings.flatMap(
+      (l) => l.orderItems,
+    );
+    expect(items).toHaveLength(250);
+    for (const [k, item] of items.slice(0, 3).entries()) {
+      const moved = await move(item.orderItemId, 35, { shippingCompany: 'DHL', trackingId: `JD${k}` });
+      expect(moved).toMatchObject({ kind: 'moved' });
+      await until(() => eventsAt('large').length >= k + 2, 20_000, `event of move ${k}`);
+      views.push(await getOrder(buyer, orderId));
+    }
+    const posts = eventsAt('large').sort((a, b) => a.event.sequence - b.event.sequence);
+    expect(posts.map((p) => p.event.order)).toEqual(views);
+
+    const bodies = posts.map((p) => p.body);
+    expect(await service.deps.store.webhooks.replay(webhook.webhookId, since, Date.now())).toBe(4);
+    const postsOf = (sent: string) => receivedAt('large').filter((p) => p.body === sent).length;
+    await until(() => bodies.every((sent) => postsOf(sent) >= 2), 20_000, 'replayed events');
+  });
+});
+
 /** The states of a webhook's deliveries with their attempts, e.g. 'delivered:3'. */
 async function deliveryStates(webhookId: number): Promise<string> {
   const rows = await service.probe.all<{ state: string; attempts: number }>(

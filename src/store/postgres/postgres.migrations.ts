@@ -11,6 +11,7 @@ import { SECRETS_MIGRATION } from './secrets.migration.js';
 import { IDLE_TRANSACTION_MIGRATION, SETTINGS_MIGRATION } from './settings.migration.js';
 import { WEBHOOKS_MIGRATION } from './webhooks.migration.js';
 import { installOrderFunctions } from './order-functions.js';
+import { eventItemStatesMigration } from '../shared/event-snapshot.js';
 import { OUTBOX_SIGNAL_MIGRATION } from './outbox-signal.migration.js';
 import { UNSETTLED_APART_MIGRATION } from './unsettled-apart.migration.js';
 import { UNSETTLED_ITEMS_MIGRATION } from './unsettled-items.migration.js';
@@ -214,6 +215,7 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   UNSETTLED_APART_MIGRATION,
   IDLE_TRANSACTION_MIGRATION,
   UNSETTLED_ITEMS_MIGRATION,
+  { version: 18, ...eventItemStatesMigration('BIGINT', '') },
 ];
 
 // Any constant will do, as long as every process of the service takes the same one.

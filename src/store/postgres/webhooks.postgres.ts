@@ -1,7 +1,15 @@
 import type pg from 'pg';
-import type { ClaimOutcome, DeliveryAttempt, OrderEventWrite, WebhookStore } from '../port/store.port.js';
+import type {
+  ClaimOutcome,
+  DeliveryAttempt,
+  DeliveryTarget,
+  ItemView,
+  OrderEventWrite,
+  WebhookStore,
+} from '../port/store.port.js';
 import {
   newSecretSalt,
+  parsedTarget,
   TARGET_SELECT,
   toTarget,
   toWebhook,
@@ -11,25 +19,25 @@ import {
   type TargetRow,
   type WebhookRow,
 } from '../shared/webhook.rows.js';
+import { EVENT_ITEMS_SQL, recordItemStatesSql } from '../shared/event-snapshot.js';
 import { withTransaction, type Queryable } from './postgres.pool.js';
 import { canBeId } from './postgres.rows.js';
 
-// The shape of event-snapshot.ts's EventSnapshot, built where the rows are: the order as it stands in this
-// transaction, and one pending delivery per active webhook of its client.
+// event-snapshot.ts's StoredSnapshot, built where the rows are: the order's fields as they stand in this
+// transaction, the states of its items that changed since its previous event (the CTE sees the states as they
+// were before this statement), and one pending delivery per active webhook of its client.
 export const EVENT_SQL = `
-  WITH event AS (
+  WITH states AS (${recordItemStatesSql(
+    'IS NOT DISTINCT FROM',
+    '(SELECT event_seq FROM orders WHERE order_id = $1)',
+    '$1',
+  )}),
+  event AS (
     INSERT INTO order_events (event_id, type, client_id, order_id, sequence, created_at, trace_context, snapshot)
     SELECT $2, $4, o.client_id, o.order_id, o.event_seq, $3, $5::text, jsonb_build_object(
              'order', jsonb_build_object('orderId', o.order_id, 'createdAt', o.created_at,
                'currency', o.currency, 'taxCents', o.tax_cents, 'taxModel', o.tax_model,
-               'referenceId', o.reference_id),
-             'items', (SELECT jsonb_agg(jsonb_build_object('orderItemId', i.order_item_id,
-                 'orderId', i.order_id, 'lineNo', i.line_no, 'listingId', i.listing_id, 'vendorId', i.vendor_id,
-                 'title', i.title, 'isbn', i.isbn, 'lineQuantity', i.line_quantity, 'minDays', i.min_days,
-                 'maxDays', i.max_days, 'costCents', i.cost_cents, 'shipcostCents', i.shipcost_cents,
-                 'status', i.status, 'updatedAt', i.updated_at, 'shippingCompany', i.shipping_company,
-                 'trackingId', i.tracking_id) ORDER BY i.order_item_id)
-               FROM order_items i WHERE i.order_id = o.order_id))
+               'referenceId', o.reference_id))
       FROM orders o WHERE o.order_id = $1
     RETURNING event_no, client_id)
   INSERT INTO webhook_deliveries (event_no, webhook_id, next_attempt_at, created_at)
@@ -93,6 +101,14 @@ const RELEASE_SQL = `UPDATE webhook_deliveries SET claimed_until = NULL
 
 /** Webhooks and the delivery outbox; each write one statement or one transaction. */
 export function postgresWebhooks(pool: pg.Pool, secrets: SecretDeriver): WebhookStore {
+  // The items are read after the row: an event's item states and its items' fixed fields never change.
+  const deliveryTarget = async (r: TargetRow): Promise<DeliveryTarget> => {
+    const { row, needsItems } = parsedTarget(r);
+    const items = needsItems
+      ? (await pool.query<ItemView>(EVENT_ITEMS_SQL, [row.order_id, row.sequence])).rows
+      : null;
+    return toTarget(row, secrets, items);
+  };
   const webhook = async (sql: string, params: unknown[]) => {
     const row = (await pool.query<WebhookRow>(sql, params)).rows[0];
     return row ? toWebhook(row) : null;
@@ -171,7 +187,7 @@ export function postgresWebhooks(pool: pg.Pool, secrets: SecretDeriver): Webhook
     async target(deliveryId) {
       if (!canBeId(deliveryId)) return null;
       const { rows } = await pool.query<TargetRow>(`${TARGET_SELECT} WHERE d.delivery_id = $1`, [deliveryId]);
-      return rows[0] ? toTarget(rows[0], secrets) : null;
+      return rows[0] ? deliveryTarget(rows[0]) : null;
     },
     async claim(deliveryId, attempt, now, until): Promise<ClaimOutcome> {
       if (!canBeId(deliveryId)) return { kind: 'stale' };
@@ -185,7 +201,7 @@ export function postgresWebhooks(pool: pg.Pool, secrets: SecretDeriver): Webhook
       if (row.dropped > 0) return { kind: 'dropped' };
       // No delivery claimed: the LEFT JOIN gave nulls.
       const claimed = (row.delivery_id as number | null) !== null;
-      return claimed ? { kind: 'claimed', target: toTarget(row, secrets) } : { kind: 'stale' };
+      return claimed ? { kind: 'claimed', target: await deliveryTarget(row) } : { kind: 'stale' };
     },
     async recordAttempt(deliveryId, attempt, outcome, now) {
       let recorded: boolean;

@@ -1,48 +1,114 @@
 /**
- * The order as an event keeps it: the fields of its OrderResponse, in camelCase JSON, written by the adapters
- * in the event's transaction and read back for delivery. Only the adapters import this.
+ * The order as an event keeps it: the fields of its OrderResponse, in camelCase, written by the adapters in the
+ * event's transaction and read back for delivery. The event's row holds the order's own fields; its items are
+ * rebuilt from order_items (the fields no change rewrites) and event_item_states (the fields a change may
+ * rewrite, one row per item each time they differ from the item's row before), so an event stores what changed,
+ * not the whole order. Rows written before (SQLite schema version 16, PostgreSQL 18) still hold every item. Only
+ * the adapters import this.
  */
-import type { ItemView, OrderView, OrderWithItems } from '../port/store.port.js';
+import type { ItemView, OrderView } from '../port/store.port.js';
+import { ITEM_VIEW_COLUMNS } from './order.rows.js';
 
 export interface EventSnapshot {
   order: OrderView;
   items: ItemView[];
 }
 
-/** The snapshot of an order read inside the transaction of its change. */
-export function snapshotOf({ order, items }: OrderWithItems): EventSnapshot {
-  return {
-    order: {
-      orderId: order.orderId,
-      createdAt: order.createdAt,
-      currency: order.currency,
-      taxCents: order.taxCents,
-      taxModel: order.taxModel,
-      referenceId: order.referenceId,
-    },
-    items: items.map((i) => ({
-      orderItemId: i.orderItemId,
-      orderId: i.orderId,
-      lineNo: i.lineNo,
-      listingId: i.listingId,
-      vendorId: i.vendorId,
-      title: i.title,
-      isbn: i.isbn,
-      lineQuantity: i.lineQuantity,
-      minDays: i.minDays,
-      maxDays: i.maxDays,
-      costCents: i.costCents,
-      shipcostCents: i.shipcostCents,
-      status: i.status,
-      updatedAt: i.updatedAt,
-      shippingCompany: i.shippingCompany,
-      trackingId: i.trackingId,
-    })),
-  };
+/** The event row's `snapshot`: the order's fields, and its items only in a row written before item states. */
+export interface StoredSnapshot {
+  order: OrderView;
+  items?: ItemView[];
 }
 
-/** A stored snapshot (JSON text, or an object as PostgreSQL's JSONB reads), its items sorted by id. */
-export function readSnapshot(stored: string | EventSnapshot): EventSnapshot {
-  const snapshot = typeof stored === 'string' ? (JSON.parse(stored) as EventSnapshot) : stored;
-  return { order: snapshot.order, items: [...snapshot.items].sort((a, b) => a.orderItemId - b.orderItemId) };
+/** The order's fields of an event, read inside the transaction of its change. */
+export const orderSnapshotOf = (order: OrderView): StoredSnapshot => ({
+  order: {
+    orderId: order.orderId,
+    createdAt: order.createdAt,
+    currency: order.currency,
+    taxCents: order.taxCents,
+    taxModel: order.taxModel,
+    referenceId: order.referenceId,
+  },
+});
+
+/** A stored snapshot (JSON text, or an object as PostgreSQL's JSONB reads). */
+export const parseSnapshot = (stored: string | StoredSnapshot): StoredSnapshot =>
+  typeof stored === 'string' ? (JSON.parse(stored) as StoredSnapshot) : stored;
+
+/**
+ * The event's order and items, sorted by id: those of an older row, else `items` (EVENT_ITEMS_SQL's), which the
+ * adapter reads only for a row without its own (`holdsItems` false).
+ */
+export function readSnapshot(snapshot: StoredSnapshot, items: readonly ItemView[] | null): EventSnapshot {
+  const own = snapshot.items ?? items ?? [];
+  return { order: snapshot.order, items: [...own].sort((a, b) => a.orderItemId - b.orderItemId) };
 }
+
+export const holdsItems = (snapshot: StoredSnapshot): boolean => snapshot.items !== undefined;
+
+// The item fields a change may rewrite: status, shipping, and the price and days fixed at reservation, the last
+// eight of an item's view. The others (ids, line, listing, vendor, title, isbn, quantity) are written once, when
+// the order is accepted.
+export const ITEM_STATE_COLUMNS = ITEM_VIEW_COLUMNS.slice(8);
+
+/**
+ * The item states an event adds: each item of the order whose changeable fields differ from its latest state
+ * (or that has none yet), at the event's sequence. `same` is the store's null-safe equality (`IS`, or
+ * `IS NOT DISTINCT FROM`); `sequence` and `orderId` are SQL expressions.
+ */
+export function recordItemStatesSql(same: string, sequence: string, orderId: string): string {
+  const equal = ITEM_STATE_COLUMNS.map((c) => `s.${c} ${same} i.${c}`).join(' AND ');
+  return `
+    INSERT INTO event_item_states (order_id, order_item_id, sequence, ${ITEM_STATE_COLUMNS.join(', ')})
+    SELECT i.order_id, i.order_item_id, ${sequence}, ${ITEM_STATE_COLUMNS.map((c) => `i.${c}`).join(', ')}
+      FROM order_items i
+     WHERE i.order_id = ${orderId}
+       AND NOT EXISTS (
+         SELECT 1 FROM event_item_states s
+          WHERE s.order_id = i.order_id AND s.order_item_id = i.order_item_id AND ${equal}
+            AND s.sequence = (SELECT max(m.sequence) FROM event_item_states m
+                               WHERE m.order_id = i.order_id AND m.order_item_id = i.order_item_id))`;
+}
+
+/**
+ * The items of the event of order $1 at sequence $2, as ItemView (its columns in ITEM_VIEW_COLUMNS' order), sorted
+ * by id: each at its latest state then. Driven by the order's items, each state one seek of the key.
+ */
+export const EVENT_ITEMS_SQL = `
+  SELECT i.order_item_id AS "orderItemId", i.order_id AS "orderId", i.line_no AS "lineNo",
+         i.listing_id AS "listingId", i.vendor_id AS "vendorId", i.title, i.isbn,
+         i.line_quantity AS "lineQuantity", s.min_days AS "minDays", s.max_days AS "maxDays",
+         s.cost_cents AS "costCents", s.shipcost_cents AS "shipcostCents", s.status,
+         s.updated_at AS "updatedAt", s.shipping_company AS "shippingCompany", s.tracking_id AS "trackingId"
+    FROM order_items i
+    JOIN event_item_states s ON s.order_id = i.order_id AND s.order_item_id = i.order_item_id
+   WHERE i.order_id = $1
+     AND s.sequence = (SELECT max(m.sequence) FROM event_item_states m
+                        WHERE m.order_id = i.order_id AND m.order_item_id = i.order_item_id AND m.sequence <= $2)
+   ORDER BY i.order_item_id`;
+
+/**
+ * The migration adding item states (`bigint` is the store's 64-bit integer type). Keyed by order, item and
+ * sequence, so that an item's latest state, or its state at an event, is one index seek. Rows written before
+ * keep their whole snapshot and are read as they are (no rewrite of a large table in the migration's lock);
+ * retention removes them in time.
+ */
+export const eventItemStatesMigration = (bigint: string, withoutRowid: string) => ({
+  name: 'event item states: an event stores the items that changed, not the whole order',
+  sql: `
+  CREATE TABLE event_item_states (
+    order_id          ${bigint}  NOT NULL,
+    order_item_id     ${bigint}  NOT NULL,
+    sequence          INTEGER NOT NULL,
+    min_days          INTEGER,
+    max_days          INTEGER,
+    cost_cents        ${bigint}  NOT NULL,
+    shipcost_cents    ${bigint}  NOT NULL,
+    status            INTEGER NOT NULL,
+    updated_at        ${bigint}  NOT NULL,
+    shipping_company  TEXT,
+    tracking_id       TEXT,
+    PRIMARY KEY (order_id, order_item_id, sequence)
+  )${withoutRowid};`,
+});

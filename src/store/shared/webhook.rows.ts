@@ -4,11 +4,12 @@
  * SECRETS_KEY), so the database holds nothing that signs, and a rotation of SECRETS_KEY leaves secrets as they are.
  */
 import crypto from 'node:crypto';
-import { readSnapshot, type EventSnapshot } from './event-snapshot.js';
+import { holdsItems, parseSnapshot, readSnapshot, type StoredSnapshot } from './event-snapshot.js';
 import type { StoreSecrets } from '../secrets/store-secrets.js';
 import type {
   DeliveryState,
   DeliveryTarget,
+  ItemView,
   OrderEventType,
   Webhook,
   WebhookWithSecret,
@@ -58,7 +59,7 @@ export type TargetRow = WebhookRow & {
   order_id: number;
   sequence: number;
   event_created_at: number;
-  snapshot: string | EventSnapshot;
+  snapshot: string | StoredSnapshot;
   trace_context: string | null;
 };
 
@@ -70,8 +71,22 @@ export const TARGET_SELECT = `
     JOIN webhooks w ON w.webhook_id = d.webhook_id
     JOIN order_events e ON e.event_no = d.event_no`;
 
-export function toTarget(r: TargetRow, secrets: SecretDeriver): DeliveryTarget {
-  const { order, items } = readSnapshot(r.snapshot);
+/**
+ * The row with its snapshot parsed once, and whether the adapter must read the event's items (EVENT_ITEMS_SQL,
+ * order_id and sequence) for toTarget: only a row written before item states holds them.
+ */
+export function parsedTarget(r: TargetRow): { row: TargetRow; needsItems: boolean } {
+  const snapshot = parseSnapshot(r.snapshot);
+  return { row: { ...r, snapshot }, needsItems: !holdsItems(snapshot) };
+}
+
+/** The delivery target of a row; `eventItems` the event's items when targetNeedsItems, else null. */
+export function toTarget(
+  r: TargetRow,
+  secrets: SecretDeriver,
+  eventItems: readonly ItemView[] | null,
+): DeliveryTarget {
+  const { order, items } = readSnapshot(parseSnapshot(r.snapshot), eventItems);
   return {
     deliveryId: r.delivery_id,
     state: r.state,

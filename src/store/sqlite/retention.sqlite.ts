@@ -4,6 +4,8 @@ import {
   PRUNE_DELIVERIES_SQL,
   PRUNE_EVENTS_SQL,
   forSqlite,
+  lastSequences,
+  pruneItemStatesSql,
 } from '../shared/retention.sql.js';
 import type { Db } from './sqlite.db.js';
 
@@ -14,10 +16,20 @@ export function sqliteRetention(db: Db): RetentionStore {
     const run = db.transaction((before: number, limit: number) => statement.run(before, limit).changes);
     return async (before: number, limit: number) => run.immediate(before, limit);
   };
+  const pruneEvents = db.prepare<[number, number], { order_id: number; sequence: number }>(
+    `${forSqlite(PRUNE_EVENTS_SQL)} RETURNING order_id, sequence`,
+  );
+  const pruneStates = db.prepare<[number, number]>(pruneItemStatesSql('s.order_id = ? AND s.sequence <= ?'));
+  // The events, then in the same transaction the item states only they read.
+  const events = db.transaction((before: number, limit: number) => {
+    const pruned = pruneEvents.all(before, limit);
+    for (const [orderId, upTo] of lastSequences(pruned)) pruneStates.run(orderId, upTo);
+    return pruned.length;
+  });
   const freePages = db.prepare<[], number>('PRAGMA freelist_count').pluck();
   return {
     pruneDeliveries: prune(PRUNE_DELIVERIES_SQL),
-    pruneEvents: prune(PRUNE_EVENTS_SQL),
+    pruneEvents: async (before, limit) => events.immediate(before, limit),
     pruneCursors: prune(PRUNE_CURSORS_SQL),
     // auto_vacuum = INCREMENTAL (sqlite.db.ts): free pages stay in the file, reused by new rows, until this
     // moves up to `pages` of them to its end and truncates it.

@@ -8,6 +8,7 @@ import { LIFECYCLE_MIGRATION } from './lifecycle.migration.js';
 import { SEARCH_MIGRATION } from './search.migration.js';
 import { TRACE_CONTEXT_MIGRATION } from './trace-context.migration.js';
 import { RETENTION_MIGRATION } from '../shared/retention.sql.js';
+import { eventItemStatesMigration } from '../shared/event-snapshot.js';
 import { SECRETS_MIGRATION } from './secrets.migration.js';
 import { WEBHOOKS_MIGRATION } from './webhooks.migration.js';
 import { UNSETTLED_ITEMS_MIGRATION } from './unsettled-items.migration.js';
@@ -185,4 +186,5 @@ export const MIGRATIONS: readonly SqliteMigration[] = [
   { version: 12, ...RETENTION_MIGRATION },
   { version: 13, ...UNSETTLED_BY_AGE_MIGRATION },
   UNSETTLED_ITEMS_MIGRATION,
+  { version: 16, ...eventItemStatesMigration('INTEGER', ' WITHOUT ROWID') },
 ];

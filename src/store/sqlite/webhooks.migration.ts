@@ -23,7 +23,8 @@ export const WEBHOOKS_MIGRATION: SqliteMigration = {
     );
     CREATE INDEX webhooks_client ON webhooks (client_id);
 
-    -- event_id is the public evt_… id; snapshot is the order as GET showed it right after the change.
+    -- event_id is the public evt_… id; snapshot is the order as GET showed it right after the change (from version
+    -- 16 on, only the order's own fields: its items are in event_item_states, event-snapshot.ts).
     CREATE TABLE order_events (
       event_no    INTEGER PRIMARY KEY,
       event_id    TEXT    NOT NULL UNIQUE,

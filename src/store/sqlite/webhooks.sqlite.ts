@@ -1,14 +1,15 @@
-import { snapshotOf } from '../shared/event-snapshot.js';
 import type { Statement } from 'better-sqlite3';
 import type {
   AttemptOutcome,
   ClaimOutcome,
   DeliveryAttempt,
   OrderEventWrite,
+  OrderView,
   WebhookStore,
 } from '../port/store.port.js';
 import {
   newSecretSalt,
+  parsedTarget,
   TARGET_SELECT,
   toTarget,
   toWebhook,
@@ -18,15 +19,23 @@ import {
   type TargetRow,
   type WebhookRow,
 } from '../shared/webhook.rows.js';
-import { orderReader } from './orders.sqlite.js';
+import { forSqlite } from '../shared/retention.sql.js';
+import { toItemView, type ItemTuple } from '../shared/order.rows.js';
+import { EVENT_ITEMS_SQL, orderSnapshotOf, recordItemStatesSql } from '../shared/event-snapshot.js';
 import type { Db } from './sqlite.db.js';
 
 /**
- * Records an order event inside the caller's transaction: the order's sequence counted on, the order as it now
- * stands, and a pending delivery for every active webhook of its client.
+ * Records an order event inside the caller's transaction: the order's sequence counted on, the order's fields as
+ * they now stand, the states of its items that changed since its previous event (event-snapshot.ts), and a
+ * pending delivery for every active webhook of its client.
  */
 export function eventRecorder(db: Db): (orderId: number, event: OrderEventWrite, now: number) => void {
-  const read = orderReader(db);
+  const read = db.prepare<[number], OrderView & { clientId: number }>(
+    `SELECT order_id AS orderId, client_id AS clientId, created_at AS createdAt, currency, tax_cents AS taxCents,
+            tax_model AS taxModel, reference_id AS referenceId
+       FROM orders WHERE order_id = ?`,
+  );
+  const recordStates = db.prepare<[number, number]>(recordItemStatesSql('IS', '?', '?'));
   const bump = db
     .prepare<[number], number>(
       'UPDATE orders SET event_seq = event_seq + 1 WHERE order_id = ? RETURNING event_seq',
@@ -44,9 +53,10 @@ export function eventRecorder(db: Db): (orderId: number, event: OrderEventWrite,
   );
   return (orderId, event, now) => {
     const sequence = bump.get(orderId)!;
-    const stored = read(orderId)!;
-    const snapshot = JSON.stringify(snapshotOf(stored));
-    const clientId = stored.order.clientId;
+    const stored = read.get(orderId)!;
+    const snapshot = JSON.stringify(orderSnapshotOf(stored));
+    const clientId = stored.clientId;
+    recordStates.run(sequence, orderId);
     const eventNo = insertEvent.get(
       event.eventId,
       event.type,
@@ -105,6 +115,16 @@ export function sqliteWebhooks(db: Db, secrets: SecretDeriver): WebhookStore {
       'SELECT count(*) FROM webhook_deliveries WHERE webhook_id = ? AND claimed_until > ?',
     )
     .pluck();
+  // Raw rows mapped by hand: a third of the time better-sqlite3 takes to build 250 named rows.
+  const eventItems = db.prepare<[number, number], ItemTuple>(forSqlite(EVENT_ITEMS_SQL)).raw();
+  const deliveryTarget = (r: TargetRow) => {
+    const { row, needsItems } = parsedTarget(r);
+    return toTarget(
+      row,
+      secrets,
+      needsItems ? eventItems.all(row.order_id, row.sequence).map(toItemView) : null,
+    );
+  };
   const record = attemptRecorder(db);
   const claim = attemptClaimer(db, target);
 
@@ -149,11 +169,11 @@ export function sqliteWebhooks(db: Db, secrets: SecretDeriver): WebhookStore {
     },
     async target(deliveryId) {
       const row = target.get(deliveryId);
-      return row ? toTarget(row, secrets) : null;
+      return row ? deliveryTarget(row) : null;
     },
     async claim(deliveryId, attempt, now, until): Promise<ClaimOutcome> {
       const row = claim.immediate(deliveryId, attempt, now, until);
-      return typeof row === 'string' ? { kind: row } : { kind: 'claimed', target: toTarget(row, secrets) };
+      return typeof row === 'string' ? { kind: row } : { kind: 'claimed', target: deliveryTarget(row) };
     },
     async recordAttempt(deliveryId, attempt, outcome, now) {
       return record.immediate(deliveryId, attempt, outcome, now);
