@@ -8,7 +8,12 @@ import { createSealer } from '../../src/domain/secrets.js';
 import { openStore } from '../../src/store/open-store.js';
 import { planSearch, updateRangeProbe } from '../../src/store/postgres/search.sql.js';
 import { openPostgresStore } from '../../src/store/postgres/postgres.store.js';
-import { NARROW_UPDATE_SCAN, type Driver } from '../../src/store/shared/search-plan.js';
+import {
+  SCAN_CAPS,
+  type Driver,
+  type RangeCounts,
+  type ScanCaps,
+} from '../../src/store/shared/search-plan.js';
 import { sqliteSearch } from '../../src/store/sqlite/search.sqlite.js';
 import { openDb, type Db } from '../../src/store/sqlite/sqlite.db.js';
 import type { SearchCriteria, SearchStore } from '../../src/store/port/store.port.js';
@@ -72,6 +77,7 @@ async function fill(): Promise<void> {
            INSERT INTO cards (card_id, client_id, token, created_at) VALUES (1, 1, 't1', 0), (2, 2, 't2', 0), (3, 3, 't3', 0);`);
   const orderRows: unknown[][] = [];
   const itemRows: unknown[][] = [];
+  const updates: [number, number][] = [];
   for (let n = 0; n < 900; n++) {
     const orderId = n + 1;
     const client = 1 + (n % 3);
@@ -89,17 +95,11 @@ async function fill(): Promise<void> {
             ? createdAt - int(30) * 60_000
             : createdAt + int(30 * 24) * HOUR;
       const vendorId = pick([1, 2, 3, 4, 5]);
-      itemRows.push([
-        itemRows.length + 1,
-        orderId,
-        client,
-        createdAt,
-        line,
-        100 + line,
-        vendorId,
-        updatedAt,
-        updatedAt,
-      ]);
+      const itemId = itemRows.length + 1;
+      // An item is accepted with its order's time (or a skewed one before it), later updates move it on.
+      const acceptedAt = Math.min(updatedAt, createdAt);
+      if (updatedAt > acceptedAt) updates.push([itemId, updatedAt]);
+      itemRows.push([itemId, orderId, client, createdAt, line, 100 + line, vendorId, acceptedAt, acceptedAt]);
     }
   }
   await insertRows(
@@ -116,6 +116,16 @@ async function fill(): Promise<void> {
     itemRows,
     'order_item_id',
   );
+  // Updated as the service does, so that the store keeps each order's latest item update (its trigger).
+  for (let start = 0; start < updates.length; start += 100) {
+    const chunk = updates.slice(start, start + 100);
+    await probe.all(
+      `UPDATE order_items SET updated_at = CASE order_item_id ${chunk.map(() => 'WHEN ? THEN CAST(? AS BIGINT)').join(' ')} END
+        WHERE order_item_id IN (${chunk.map(() => '?').join(', ')}) RETURNING order_item_id`,
+      ...chunk.flat(),
+      ...chunk.map(([id]) => id),
+    );
+  }
   orders = await probe.all<OrderRow>('SELECT order_id, client_id, reference_id, created_at FROM orders');
   items = await probe.all<ItemRow>(
     'SELECT order_item_id, order_id, vendor_id, updated_at FROM order_items ORDER BY order_item_id',
@@ -167,25 +177,23 @@ function randomCriteria(): SearchCriteria {
 }
 
 /** The PostgreSQL adapter's statement for a search, after the probe of the update range it runs first. */
-async function postgresPlan(clientId: number, c: SearchCriteria, narrowUpdateScan: number) {
-  const count = updateRangeProbe(clientId, c, narrowUpdateScan);
-  const counted = count ? (await probe.all<{ n: number }>(count.sql, ...count.params))[0]?.n : undefined;
-  return planSearch(clientId, c, {
-    updateRangeIsNarrow: counted !== undefined && counted < narrowUpdateScan,
-  });
+async function postgresPlan(clientId: number, c: SearchCriteria, caps: ScanCaps) {
+  const count = updateRangeProbe(clientId, c, caps);
+  const counted = count ? (await probe.all<RangeCounts>(count.sql, ...count.params))[0] : undefined;
+  return planSearch(clientId, c, { counted, caps });
 }
 
-/** The store's search with a given threshold for a narrow update range, and the driver each search takes. */
+/** The store's search with given thresholds for an update range, and the driver each search takes. */
 interface SearchSubject {
   search: SearchStore;
   driver(clientId: number, c: SearchCriteria): Promise<Driver>;
   close(): Promise<void>;
 }
 
-async function searchSubject(narrowUpdateScan: number): Promise<SearchSubject> {
+async function searchSubject(caps: ScanCaps): Promise<SearchSubject> {
   if (TEST_STORE === 'sqlite') {
     const db = openDb(storeEnv.env.DB_PATH!);
-    const search = sqliteSearch(db, Buffer.alloc(32), { narrowUpdateScan });
+    const search = sqliteSearch(db, Buffer.alloc(32), caps);
     return {
       search,
       driver: async (clientId, c) => search.plan(clientId, c).driver,
@@ -193,17 +201,18 @@ async function searchSubject(narrowUpdateScan: number): Promise<SearchSubject> {
     };
   }
   const sealer = createSealer(parseSecretsKey(storeEnv.env.SECRETS_KEY!));
-  const store = await openPostgresStore(storeEnv.env.DATABASE_URL!, {
-    narrowUpdateScan,
-    poolSize: 2,
-    sealer,
-  });
+  const store = await openPostgresStore(storeEnv.env.DATABASE_URL!, { ...caps, poolSize: 2, sealer });
   return {
     search: store.search,
-    driver: async (clientId, c) => (await postgresPlan(clientId, c, narrowUpdateScan)).driver,
+    driver: async (clientId, c) => (await postgresPlan(clientId, c, caps)).driver,
     close: () => store.close(),
   };
 }
+
+/** Caps that force each path of an update range: the orders updated, the items updated, or a scan. */
+const ORDER_PATH: ScanCaps = { narrowOrderScan: 1e9, narrowUpdateScan: 0 };
+const ITEM_PATH: ScanCaps = { narrowOrderScan: 0, narrowUpdateScan: 1e9 };
+const SCAN_PATH: ScanCaps = { narrowOrderScan: 0, narrowUpdateScan: 0 };
 
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'order-search-'));
@@ -221,10 +230,11 @@ afterAll(async () => {
 
 describe('order search of the store port, paged to the end, against the model of the rules', () => {
   it.each([
-    ['an update range read directly', 1e9],
-    ['an update range scanned in result order', 0],
-  ])('with %s', async (_label, narrowUpdateScan) => {
-    const subject = await searchSubject(narrowUpdateScan);
+    ['an update range led by the orders updated since its start', ORDER_PATH, 'updated-orders'],
+    ['an update range read directly', ITEM_PATH, 'updated-items'],
+    ['an update range scanned in result order', SCAN_PATH, 'dated-items'],
+  ] as const)('with %s', async (_label, caps, rangeDriver) => {
+    const subject = await searchSubject(caps);
     const drivers = new Set<Driver>();
     try {
       for (let round = 0; round < 250; round++) {
@@ -252,10 +262,14 @@ describe('order search of the store port, paged to the end, against the model of
     } finally {
       await subject.close();
     }
-    const expectedDrivers: Driver[] = ['order-ids', 'item-ids', 'reference', 'vendor-items', 'orders'];
-    expectedDrivers.push(
-      ...(narrowUpdateScan > 0 ? (['updated-items'] as const) : (['dated-items'] as const)),
-    );
+    const expectedDrivers: Driver[] = [
+      'order-ids',
+      'item-ids',
+      'reference',
+      'vendor-items',
+      'orders',
+      rangeDriver,
+    ];
     expect([...drivers].sort()).toEqual(expectedDrivers.sort());
   });
 });
@@ -273,8 +287,8 @@ if (TEST_STORE === 'sqlite') {
     });
     afterAll(() => db.close());
 
-    const planOf = (narrowUpdateScan: number, extra: Partial<SearchCriteria>) => {
-      const plan = sqliteSearch(db, Buffer.alloc(32), { narrowUpdateScan }).plan(1, { ...base, ...extra });
+    const planOf = (caps: ScanCaps, extra: Partial<SearchCriteria>) => {
+      const plan = sqliteSearch(db, Buffer.alloc(32), caps).plan(1, { ...base, ...extra });
       const explain = (sql: string, params: object) =>
         (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(params) as { detail: string }[])
           .map((r) => r.detail)
@@ -296,7 +310,7 @@ if (TEST_STORE === 'sqlite') {
       ['vendor-items', { vendorId: 2, sortOrder: 'descending' }, 'COVERING INDEX order_items_client_vendor'],
       ['dated-items', { itemUpdateStart: T0, after }, 'COVERING INDEX order_items_search_created'],
     ] as const)('%s %j reads %s and no table in full', (driver, extra, index) => {
-      const plan = planOf(0, extra);
+      const plan = planOf(SCAN_PATH, extra);
       expect(plan.driver).toBe(driver);
       expect(plan.page).toContain(index);
       expect(plan.page).not.toMatch(/^SCAN (o|d|order_items|orders)\b/m);
@@ -307,24 +321,43 @@ if (TEST_STORE === 'sqlite') {
     });
 
     it('reads a narrow update range from its index, in the order-date window, and sorts only that', () => {
-      const plan = planOf(1e9, { itemUpdateStart: T0, vendorId: 2 });
+      const plan = planOf(ITEM_PATH, {
+        itemUpdateStart: T0 + 60 * DAY,
+        itemUpdateEnd: T0 + 61 * DAY,
+        vendorId: 2,
+      });
       expect(plan.driver).toBe('updated-items');
       expect(plan.page).toContain(
         'COVERING INDEX order_items_search_updated (client_id=? AND updated_at>? AND updated_at<?)',
       );
     });
 
+    it("reads the orders updated since the start from their index, and seeks each one's items (issue 41)", () => {
+      for (const extra of [
+        { itemUpdateStart: T0 + 100 * DAY },
+        { itemUpdateStart: T0 + 100 * DAY, vendorId: 2, sortOrder: 'descending', after },
+      ] as const) {
+        const plan = planOf(ORDER_PATH, extra);
+        expect(plan.driver).toBe('updated-orders');
+        expect(plan.page).toContain('COVERING INDEX orders_client_items_updated (client_id=? AND <expr>>?)');
+        expect(plan.page).toMatch(
+          /SEARCH i USING COVERING INDEX order_items_search_created \(client_id=\? AND order_created_at=\? AND order_id=\? AND updated_at>\?\)/,
+        );
+        expect(plan.page).not.toMatch(/^SCAN (o|u|d|order_items|orders)\b/m);
+      }
+    });
+
     it('seeks the cursor, not the window start, when paging on', () => {
-      expect(planOf(0, { vendorId: 2, after }).page).toContain('(order_created_at,order_id)>(?,?)');
+      expect(planOf(SCAN_PATH, { vendorId: 2, after }).page).toContain('(order_created_at,order_id)>(?,?)');
     });
 
     it("tests an order's other conditions by one index seek each, whatever its items (issue 41)", () => {
-      const vendor = planOf(0, { vendorId: 2, itemUpdateStart: T0 });
+      const vendor = planOf(SCAN_PATH, { vendorId: 2, itemUpdateStart: T0 });
       expect(vendor.driver).toBe('vendor-items');
       expect(vendor.page).toMatch(
         /SEARCH i (EXISTS )?USING COVERING INDEX order_items_search_created \(client_id=\? AND order_created_at=\? AND order_id=\? AND updated_at>\?\)/,
       );
-      const reference = planOf(0, { referenceId: 'r1', vendorId: 2 });
+      const reference = planOf(SCAN_PATH, { referenceId: 'r1', vendorId: 2 });
       expect(reference.driver).toBe('reference');
       expect(reference.page).toMatch(
         /SEARCH v (EXISTS )?USING COVERING INDEX order_items_client_vendor \(client_id=\? AND vendor_id=\? AND order_created_at=\? AND order_id=\?\)/,
@@ -371,8 +404,8 @@ if (TEST_STORE === 'postgres') {
     });
 
     /** `inOrder` prices sorting out too: a sort left below the LIMIT then means the index cannot give the order. */
-    const planOf = async (narrowUpdateScan: number, extra: Partial<SearchCriteria>, inOrder = false) => {
-      const plan = await postgresPlan(1, { ...base, ...extra }, narrowUpdateScan);
+    const planOf = async (caps: ScanCaps, extra: Partial<SearchCriteria>, inOrder = false) => {
+      const plan = await postgresPlan(1, { ...base, ...extra }, caps);
       const planner = inOrder ? planners.sorted : planners.any;
       const [explained] = await planner.all<{ 'QUERY PLAN': { Plan: PlanNode }[] }>(
         `EXPLAIN (FORMAT JSON) ${plan.sql}`,
@@ -407,7 +440,7 @@ if (TEST_STORE === 'postgres') {
       ['dated-items', { itemUpdateStart: T0, after }, 'order_items_search_created', COVERING],
     ] as const)('%s %j reads %s and no table in full', async (driver, extra, index, scan) => {
       const ordered = ['orders', 'reference', 'vendor-items', 'dated-items'].includes(driver);
-      const plan = await planOf(0, extra, ordered);
+      const plan = await planOf(SCAN_PATH, extra, ordered);
       expect(plan.driver).toBe(driver);
       const page = plan.scans(index);
       expect(page.map(({ node }) => node['Node Type'])).toEqual([expect.stringMatching(scan)]);
@@ -425,12 +458,12 @@ if (TEST_STORE === 'postgres') {
     it("tests an order's other conditions by one index seek each, whatever its items (issue 41)", async () => {
       const condsOf = (plan: Awaited<ReturnType<typeof planOf>>, index: string) =>
         plan.nodes.filter(({ node }) => node['Index Name'] === index).map(({ node }) => node['Index Cond']);
-      const vendor = await planOf(0, { vendorId: 2, itemUpdateStart: T0 });
+      const vendor = await planOf(SCAN_PATH, { vendorId: 2, itemUpdateStart: T0 });
       expect(vendor.driver).toBe('vendor-items');
       expect(condsOf(vendor, 'order_items_search_created')).toEqual([
         expect.stringMatching(/order_created_at = .*order_id = .*updated_at >= /),
       ]);
-      const reference = await planOf(0, { referenceId: 'r1', vendorId: 2 });
+      const reference = await planOf(SCAN_PATH, { referenceId: 'r1', vendorId: 2 });
       expect(reference.driver).toBe('reference');
       expect(condsOf(reference, 'order_items_client_vendor')).toEqual([
         expect.stringMatching(/vendor_id = .*order_created_at = .*order_id = /),
@@ -439,11 +472,14 @@ if (TEST_STORE === 'postgres') {
 
     it('reads a narrow update range from its index, in the order-date window, and sorts only that', async () => {
       // The planner goes by the rows it expects: the range is narrow in fact, as the adapter's probe finds it.
-      const plan = await planOf(NARROW_UPDATE_SCAN, {
-        itemUpdateStart: T0 + 60 * DAY,
-        itemUpdateEnd: T0 + 61 * DAY,
-        vendorId: 2,
-      });
+      const plan = await planOf(
+        { ...SCAN_CAPS, narrowOrderScan: 0 },
+        {
+          itemUpdateStart: T0 + 60 * DAY,
+          itemUpdateEnd: T0 + 61 * DAY,
+          vendorId: 2,
+        },
+      );
       expect(plan.driver).toBe('updated-items');
       const scans = plan.scans('order_items_search_updated');
       expect(scans).toHaveLength(1);
@@ -453,8 +489,30 @@ if (TEST_STORE === 'postgres') {
       expect(plan.nodes.map(({ node }) => node).filter(fullRead)).toEqual([]);
     });
 
+    it("reads the orders updated since the start from their index, and seeks each one's items (issue 41)", async () => {
+      for (const extra of [
+        { itemUpdateStart: T0 + 100 * DAY },
+        { itemUpdateStart: T0 + 100 * DAY, vendorId: 2, sortOrder: 'descending', after },
+      ] as const) {
+        const plan = await planOf(ORDER_PATH, extra);
+        expect(plan.driver).toBe('updated-orders');
+        const scans = plan.scans('orders_client_items_updated');
+        expect(scans.map(({ node }) => node['Index Cond'])).toEqual([
+          expect.stringMatching(
+            /^\(\(client_id = .+\) AND \(COALESCE\(items_updated_at, created_at\) >= .+\)\)$/,
+          ),
+        ]);
+        expect(plan.scans('orders_client_created')).toEqual([]);
+        expect(plan.nodes.map(({ node }) => node).filter(fullRead)).toEqual([]);
+        const items = plan.nodes.filter(({ node }) => node['Index Name'] === 'order_items_search_created');
+        expect(items.map(({ node }) => node['Index Cond'])).toEqual([
+          expect.stringMatching(/order_created_at = .*order_id = .*updated_at >= /),
+        ]);
+      }
+    });
+
     it('seeks the cursor, not the window start, when paging on', async () => {
-      const [scan] = (await planOf(0, { vendorId: 2, after })).scans('order_items_client_vendor');
+      const [scan] = (await planOf(SCAN_PATH, { vendorId: 2, after })).scans('order_items_client_vendor');
       expect(scan?.node['Index Cond']).toContain('ROW(order_created_at, order_id) > ROW(');
     });
   });

@@ -6,21 +6,83 @@ import type { SearchCriteria } from '../port/store.port.js';
 
 /** The access path that leads a search; see chooseDriver. */
 export type Driver =
-  'order-ids' | 'item-ids' | 'reference' | 'updated-items' | 'vendor-items' | 'dated-items' | 'orders';
+  | 'order-ids'
+  | 'item-ids'
+  | 'reference'
+  | 'updated-orders'
+  | 'updated-items'
+  | 'vendor-items'
+  | 'dated-items'
+  | 'orders';
 
 /** Up to this many items updated in the range, reading them all and sorting beats scanning by order date. */
 export const NARROW_UPDATE_SCAN = 2000;
 
+/** Up to this many orders with an item updated since the range's start, reading them all and sorting wins too. */
+export const NARROW_ORDER_SCAN = 2000;
+
+/** The thresholds of the probe of an update range; tests move them to force each path. */
+export interface ScanCaps {
+  narrowOrderScan: number;
+  narrowUpdateScan: number;
+}
+
+export const SCAN_CAPS: ScanCaps = {
+  narrowOrderScan: NARROW_ORDER_SCAN,
+  narrowUpdateScan: NARROW_UPDATE_SCAN,
+};
+
+/** The caps a store's options give, each defaulting to its constant. */
+export const scanCaps = (options: Partial<ScanCaps>): ScanCaps => ({
+  narrowOrderScan: options.narrowOrderScan ?? NARROW_ORDER_SCAN,
+  narrowUpdateScan: options.narrowUpdateScan ?? NARROW_UPDATE_SCAN,
+});
+
 /**
- * Which access path leads: a given set of ids or a reference first (few rows), then an update range when it
- * holds few items, then the indexes already in result order, which stop as soon as the page is full.
+ * What the probe of an update range counted, each count stopping at its cap: the client's orders in the window
+ * with an item updated since the range's start (ORDER_UPDATE_KEY), its items updated in the range, and, given a
+ * vendor, the vendor's items in the window (null without one).
  */
-export function chooseDriver(c: SearchCriteria, updateRangeIsNarrow: () => boolean): Driver {
+export interface RangeCounts {
+  orders: number;
+  items: number;
+  vendor: number | null;
+}
+
+/**
+ * An order's key for update ranges (orders_client_items_updated): when one of its items was last updated, or its
+ * creation while none was (items-updated.migration.ts). No item of the order has a later updated_at, so an
+ * order with an item updated in [start, end) has a key >= start: the necessary condition the order path reads,
+ * the exact one checked per order by a seek (existsTerms).
+ */
+export const orderUpdateKey = (alias: string) => `coalesce(${alias}.items_updated_at, ${alias}.created_at)`;
+
+/**
+ * Which access path leads: a given set of ids or a reference first (few rows), then an update range when few
+ * orders were updated since its start (read those orders), or few items in it (read those items), unless a vendor
+ * has fewer items in the window; then the indexes already in result order, which stop as soon as the page is full.
+ *
+ * Bounded by what the query can return: the order path reads at most NARROW_ORDER_SCAN orders, two seeks each;
+ * the item path NARROW_UPDATE_SCAN items; a vendor's path at most the vendor's items when they are fewer. What is
+ * left unbounded: both sides over their caps (over 2,000 orders updated since the start, and a vendor with over
+ * 2,000 items, or none) and few matches among them: the scan in result order reads the window (or the vendor's
+ * part of it) up to the page, e.g. every item of the vendor's orders of the 90 days when nothing matches.
+ */
+export function chooseDriver(
+  c: SearchCriteria,
+  probe: () => RangeCounts,
+  caps: ScanCaps = SCAN_CAPS,
+): Driver {
   const updateRange = c.itemUpdateStart !== undefined || c.itemUpdateEnd !== undefined;
   if (c.orderIds) return 'order-ids';
   if (c.orderItemIds) return 'item-ids';
   if (c.referenceId !== undefined) return 'reference';
-  if (updateRange && updateRangeIsNarrow()) return 'updated-items';
+  if (updateRange) {
+    const counted = probe();
+    const vendorFewer = (n: number) => counted.vendor !== null && counted.vendor < n;
+    if (counted.orders < caps.narrowOrderScan && !vendorFewer(counted.orders)) return 'updated-orders';
+    if (counted.items < caps.narrowUpdateScan && !vendorFewer(counted.items)) return 'updated-items';
+  }
   if (c.vendorId !== undefined) return 'vendor-items';
   if (updateRange) return 'dated-items';
   return 'orders';
@@ -109,6 +171,7 @@ export function existsTerms(
   idIn: (column: string) => string,
 ): string[] {
   const items = itemTerms('i', s, idIn);
+  // The order path reads orders by a necessary condition only: its items are checked like any other driver's.
   const itemsGuaranteed = s.driver === 'updated-items' || s.driver === 'dated-items';
   // A scalar subquery with LIMIT 1 rather than EXISTS: PostgreSQL turns an EXISTS into a semi-join or a hashed
   // subplan, which reads every item of the client, whatever the limit; this one runs per order, a seek each.
@@ -118,5 +181,18 @@ export function existsTerms(
   return [
     ...(s.vendor && s.driver !== 'vendor-items' ? [anyItem('v', ['v.vendor_id = @vendorId'])] : []),
     ...(items.length > 0 && !itemsGuaranteed ? [anyItem('i', items)] : []),
+  ];
+}
+
+/**
+ * The terms of the order path (alias `u`): orders with an item updated since the range's start, in the window,
+ * each one's items and vendor checked by a seek. `at` is how the store names u.created_at in the window's range.
+ */
+export function updatedOrderTerms(at: string, s: SearchShape, idIn: (column: string) => string): string[] {
+  return [
+    'u.client_id = @clientId',
+    `${orderUpdateKey('u')} >= @scanFrom`,
+    keyRange(at, 'u.order_id', s),
+    ...existsTerms('u.created_at', 'u.order_id', s, idIn),
   ];
 }
