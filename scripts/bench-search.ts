@@ -87,7 +87,7 @@ async function sqliteBench(dbPath: string): Promise<Bench> {
   const bare: BareSearch = async (clientId, criteria) => {
     const p = plan(clientId, criteria);
     const started = performance.now();
-    if (p.probeSql) raw(p.probeSql).pluck(false).all(p.params);
+    for (const probe of p.probes) raw(probe.sql).pluck(false).all(probe.params);
     const rows = raw(p.pageSql).all(p.params) as unknown[][];
     const pageIds = JSON.stringify(rows.slice(0, criteria.limit).map((row) => row[0]));
     if (rows.length > 0) raw(p.itemsSql).all({ ...p.params, pageIds });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { criteriaHash, resolveWindow, type OrderSearchRequest } from '../../src/services/search-orders.js';
-import { chooseDriver } from '../../src/store/shared/search-plan.js';
+import { chooseDriver, countedProbe } from '../../src/store/shared/search-plan.js';
 import type { SearchCriteria } from '../../src/store/port/store.port.js';
 
 const DAY = 86_400_000;
@@ -75,11 +75,8 @@ describe('chooseDriver, shared by both adapters', () => {
   });
   const counts =
     (orders: number, items: number, vendor: number | null = null) =>
-    () => ({
-      orders,
-      items,
-      vendor,
-    });
+    () =>
+      countedProbe({ orders, items, vendor });
   const narrow = counts(10, 10);
   const wide = counts(2000, 2000);
 
@@ -109,6 +106,7 @@ describe('chooseDriver, shared by both adapters', () => {
     const vendorNoneMatch = criteria({ itemUpdateStart: 0, vendorId: 1 });
     expect(chooseDriver(vendorNoneMatch, counts(9, 2000, 2000))).toBe('updated-orders');
     expect(chooseDriver(vendorNoneMatch, counts(9, 2000, 3))).toBe('vendor-items');
+    expect(chooseDriver(vendorNoneMatch, counts(9, 2000, 9))).toBe('updated-orders');
     expect(chooseDriver(vendorNoneMatch, counts(2000, 40, 2000))).toBe('updated-items');
     expect(chooseDriver(vendorNoneMatch, counts(2000, 2000, 2000))).toBe('vendor-items');
   });

@@ -8,7 +8,7 @@ import type { Migration } from './postgres.migrations.js';
  * instant. A row trigger catches every path that moves an item's updated_at, present and future; its WHEN is
  * tested without calling the function, so a statement that leaves updated_at alone (a reservation's prices) costs
  * nothing, and the order is written only when the time grows: 250 items settled at once write it once. The
- * backfill and the index read the tables once under the migration's lock (docs/operating.md, Upgrading).
+ * backfill and the index read the tables once under the migration's lock (docs/operating.md, Upgrade notes).
  */
 export const ITEMS_UPDATED_MIGRATION: Migration = {
   version: 17,

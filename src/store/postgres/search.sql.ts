@@ -10,6 +10,7 @@ import {
   searchBounds,
   shapeOf,
   existsTerms,
+  countedProbe,
   type Driver,
   type RangeCounts,
   type ScanCaps,
@@ -40,15 +41,16 @@ export function planSearch(
   criteria: SearchCriteria,
   { counted, caps = SCAN_CAPS }: { counted?: RangeCounts; caps?: ScanCaps } = {},
 ): SearchPlan {
-  const wide: RangeCounts = { orders: Infinity, items: Infinity, vendor: null };
-  const driver = chooseDriver(criteria, () => counted ?? wide, caps);
+  const wide: RangeCounts = { orders: Infinity, items: null, vendor: null };
+  const driver = chooseDriver(criteria, () => countedProbe(counted ?? wide), caps);
   return { driver, ...positional(searchSql(shapeOf(driver, criteria)), bind(clientId, criteria)) };
 }
 
 /**
- * The counts that decide the path of an update range (see RangeCounts), each stopping at its cap, or null when
- * the criteria lead by something else. `created_at + 0` keeps the planner off orders_client_created, which it
- * would scan for the whole window: only orders_client_items_updated bounds the count by the orders updated.
+ * The counts that decide the path of an update range (RangeProbe), in one statement that asks each only when
+ * chooseDriver would (a condition on an InitPlan skips a scan), or null when the criteria lead by something else.
+ * `created_at + 0` keeps the planner off orders_client_created, which it would scan for the whole window: only
+ * orders_client_items_updated bounds the count by the orders updated.
  */
 export function updateRangeProbe(
   clientId: number,
@@ -56,34 +58,29 @@ export function updateRangeProbe(
   caps: ScanCaps = SCAN_CAPS,
 ): SearchStatement | null {
   let asked = false;
-  chooseDriver(c, () => ((asked = true), { orders: 0, items: 0, vendor: null }), caps);
+  chooseDriver(c, () => ((asked = true), countedProbe({ orders: 0, items: 0, vendor: 0 })), caps);
   if (!asked) return null;
+  const vendor = `(SELECT count(1)::int AS n FROM (
+      SELECT 1 FROM order_items
+       WHERE client_id = @clientId AND vendor_id = @vendorId
+         AND order_created_at >= @createdFrom AND order_created_at < @createdTo
+       LIMIT (SELECT CASE WHEN o.n < @orderCap THEN o.n WHEN i.n < @itemCap THEN i.n ELSE 0 END
+                FROM o, i)) s)`;
   return positional(
-    `SELECT
-       (SELECT count(1) FROM (
-          SELECT 1 FROM orders u
-           WHERE u.client_id = @clientId AND ${orderUpdateKey('u')} >= @scanFrom
-             AND u.created_at + 0 >= @createdFrom AND u.created_at + 0 < @createdTo
-           LIMIT @orderCap) s)::int AS orders,
-       (SELECT count(1) FROM (
-          SELECT 1 FROM order_items
-           WHERE client_id = @clientId AND updated_at >= @scanFrom AND updated_at < @scanTo
-           LIMIT @itemCap) s)::int AS items,
-       ${
-         c.vendorId === undefined
-           ? 'NULL::int'
-           : `(SELECT count(1) FROM (
-          SELECT 1 FROM order_items
-           WHERE client_id = @clientId AND vendor_id = @vendorId
-             AND order_created_at >= @createdFrom AND order_created_at < @createdTo
-           LIMIT @vendorCap) s)::int`
-       } AS vendor`,
-    {
-      ...bind(clientId, c),
-      orderCap: caps.narrowOrderScan,
-      itemCap: caps.narrowUpdateScan,
-      vendorCap: Math.max(caps.narrowOrderScan, caps.narrowUpdateScan),
-    },
+    `WITH o AS (SELECT count(1)::int AS n FROM (
+        SELECT 1 FROM orders u
+         WHERE u.client_id = @clientId AND ${orderUpdateKey('u')} >= @scanFrom
+           AND u.created_at + 0 >= @createdFrom AND u.created_at + 0 < @createdTo
+         LIMIT @orderCap) s),
+     i AS (SELECT count(1)::int AS n FROM (
+        SELECT 1 FROM order_items
+         WHERE (SELECT n FROM o) >= @orderCap
+           AND client_id = @clientId AND updated_at >= @scanFrom AND updated_at < @scanTo
+         LIMIT @itemCap) s)
+     SELECT o.n AS orders, CASE WHEN o.n >= @orderCap THEN i.n END AS items,
+            ${c.vendorId === undefined ? 'NULL::int' : vendor} AS vendor
+       FROM o, i`,
+    { ...bind(clientId, c), orderCap: caps.narrowOrderScan, itemCap: caps.narrowUpdateScan },
   );
 }
 

@@ -39,15 +39,29 @@ export const scanCaps = (options: Partial<ScanCaps>): ScanCaps => ({
 });
 
 /**
- * What the probe of an update range counted, each count stopping at its cap: the client's orders in the window
- * with an item updated since the range's start (ORDER_UPDATE_KEY), its items updated in the range, and, given a
- * vendor, the vendor's items in the window (null without one).
+ * The counts that decide the path of an update range, each stopping at its cap so that it costs at most that many
+ * index entries, and asked only when needed: the client's orders in the window with an item updated since the
+ * range's start (orderUpdateKey), its items updated in the range, the vendor's items in the window (up to `cap`).
  */
+export interface RangeProbe {
+  orders(): number;
+  items(): number;
+  vendor(cap: number): number;
+}
+
+/** What a probe counted, as PostgreSQL's one statement returns it (the same rules as chooseDriver's asks). */
 export interface RangeCounts {
   orders: number;
-  items: number;
+  items: number | null;
   vendor: number | null;
 }
+
+/** A probe over counts already taken: each was counted up to the cap chooseDriver then asks for. */
+export const countedProbe = (counted: RangeCounts): RangeProbe => ({
+  orders: () => counted.orders,
+  items: () => counted.items ?? Infinity,
+  vendor: (cap) => Math.min(counted.vendor ?? Infinity, cap),
+});
 
 /**
  * An order's key for update ranges (orders_client_items_updated): when one of its items was last updated, or its
@@ -59,29 +73,32 @@ export const orderUpdateKey = (alias: string) => `coalesce(${alias}.items_update
 
 /**
  * Which access path leads: a given set of ids or a reference first (few rows), then an update range when few
- * orders were updated since its start (read those orders), or few items in it (read those items), unless a vendor
- * has fewer items in the window; then the indexes already in result order, which stop as soon as the page is full.
+ * orders were updated since its start (read those orders), else when few items were updated in it (read those
+ * items), unless a vendor has fewer items in the window; then the indexes already in result order, which stop as
+ * soon as the page is full.
  *
- * Bounded by what the query can return: the order path reads at most NARROW_ORDER_SCAN orders, two seeks each;
- * the item path NARROW_UPDATE_SCAN items; a vendor's path at most the vendor's items when they are fewer. What is
- * left unbounded: both sides over their caps (over 2,000 orders updated since the start, and a vendor with over
- * 2,000 items, or none) and few matches among them: the scan in result order reads the window (or the vendor's
- * part of it) up to the page, e.g. every item of the vendor's orders of the 90 days when nothing matches.
+ * Bounded by what the query can return: the probe reads at most NARROW_ORDER_SCAN + NARROW_UPDATE_SCAN + 2,000
+ * index entries; the order path reads fewer than NARROW_ORDER_SCAN orders, two seeks each, and sorts them; the item
+ * path fewer than NARROW_UPDATE_SCAN items; the vendor's path, chosen when the vendor has fewer items than the side
+ * it is compared with, at most those. What is left unbounded: 2,000 orders or more updated since the start and
+ * 2,000 items or more in the range (a wide range, or one long past), with a vendor of as many items in the window
+ * or none, and sparse matches: the scan in result order then reads the window (or the vendor's part of it) up to
+ * the page; when nothing matches, every item of the vendor's orders in the window, or every order of the window
+ * (at 1,000,000 generated orders, the largest client's 90 days: about 20,000 orders of 64,000 items).
  */
-export function chooseDriver(
-  c: SearchCriteria,
-  probe: () => RangeCounts,
-  caps: ScanCaps = SCAN_CAPS,
-): Driver {
+export function chooseDriver(c: SearchCriteria, probe: () => RangeProbe, caps: ScanCaps = SCAN_CAPS): Driver {
   const updateRange = c.itemUpdateStart !== undefined || c.itemUpdateEnd !== undefined;
   if (c.orderIds) return 'order-ids';
   if (c.orderItemIds) return 'item-ids';
   if (c.referenceId !== undefined) return 'reference';
   if (updateRange) {
-    const counted = probe();
-    const vendorFewer = (n: number) => counted.vendor !== null && counted.vendor < n;
-    if (counted.orders < caps.narrowOrderScan && !vendorFewer(counted.orders)) return 'updated-orders';
-    if (counted.items < caps.narrowUpdateScan && !vendorFewer(counted.items)) return 'updated-items';
+    const counts = probe();
+    // The vendor's items, counted up to n: fewer means its path reads less than the range's.
+    const vendorFewer = (n: number) => c.vendorId !== undefined && counts.vendor(n) < n;
+    const orders = counts.orders();
+    if (orders < caps.narrowOrderScan) return vendorFewer(orders) ? 'vendor-items' : 'updated-orders';
+    const items = counts.items();
+    if (items < caps.narrowUpdateScan && !vendorFewer(items)) return 'updated-items';
   }
   if (c.vendorId !== undefined) return 'vendor-items';
   if (updateRange) return 'dated-items';

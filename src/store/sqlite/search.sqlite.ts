@@ -18,7 +18,6 @@ import {
   shapeOf,
   existsTerms,
   type Driver,
-  type RangeCounts,
   type ScanCaps,
   type SearchShape,
 } from '../shared/search-plan.js';
@@ -29,7 +28,8 @@ const SQLITE_ITEM_IDS = (column: string) => `${column} IN (SELECT value FROM jso
 
 export interface SearchPlan {
   driver: Driver;
-  probeSql?: string;
+  /** The counts the probe of an update range ran (RangeProbe), each with its bindings. */
+  probes: { sql: string; params: Bindings }[];
   pageSql: string;
   itemsSql: string;
   /** Bindings of every statement; itemsSql also needs `pageIds`, a JSON array of the page's order ids. */
@@ -60,20 +60,25 @@ export function sqliteSearch(
   const caps = scanCaps(options);
 
   function plan(clientId: number, c: SearchCriteria): SearchPlan {
-    const params = { ...bind(clientId, c), ...probeCaps(caps) };
-    let probed = false;
+    const params = bind(clientId, c);
+    const probes: SearchPlan['probes'] = [];
+    const count = (sql: string, cap: number) => {
+      probes.push({ sql, params: { ...params, cap } });
+      return prepared(sql).pluck().get(probes.at(-1)!.params) as number;
+    };
     const driver = chooseDriver(
       c,
-      () => {
-        probed = true;
-        return prepared(PROBE_SQL).get(params) as RangeCounts;
-      },
+      () => ({
+        orders: () => count(PROBE_ORDERS_SQL, caps.narrowOrderScan),
+        items: () => count(PROBE_ITEMS_SQL, caps.narrowUpdateScan),
+        vendor: (cap) => count(PROBE_VENDOR_SQL, cap),
+      }),
       caps,
     );
     const s = shapeOf(driver, c);
     return {
       driver,
-      ...(probed ? { probeSql: PROBE_SQL } : {}),
+      probes,
       pageSql: pageSql(s),
       itemsSql: itemsSql(s),
       params,
@@ -137,28 +142,21 @@ const toOrderView = ([
 
 const ITEM_COLUMNS = ITEM_VIEW_COLUMNS.map((c) => `i.${c}`).join(', ');
 
-/** Each count of the probe stops at its cap; the vendor's at the larger, enough to compare with either. */
-const probeCaps = (caps: ScanCaps) => ({
-  orderCap: caps.narrowOrderScan,
-  itemCap: caps.narrowUpdateScan,
-  vendorCap: Math.max(caps.narrowOrderScan, caps.narrowUpdateScan),
-});
-
-const PROBE_SQL = `SELECT
-  (SELECT count(*) FROM (
-     SELECT 1 FROM orders u INDEXED BY orders_client_items_updated
-      WHERE u.client_id = @clientId AND ${orderUpdateKey('u')} >= @scanFrom
-        AND u.created_at >= @createdFrom AND u.created_at < @createdTo
-      LIMIT @orderCap)) AS orders,
-  (SELECT count(*) FROM (
-     SELECT 1 FROM order_items INDEXED BY order_items_search_updated
-      WHERE client_id = @clientId AND updated_at >= @scanFrom AND updated_at < @scanTo
-      LIMIT @itemCap)) AS items,
-  CASE WHEN @vendorId IS NOT NULL THEN (SELECT count(*) FROM (
-     SELECT 1 FROM order_items INDEXED BY order_items_client_vendor
-      WHERE client_id = @clientId AND vendor_id = @vendorId
-        AND order_created_at >= @createdFrom AND order_created_at < @createdTo
-      LIMIT @vendorCap)) END AS vendor`;
+// The probe's counts (RangeProbe), each up to @cap entries of its index.
+const PROBE_ORDERS_SQL = `SELECT count(*) FROM (
+  SELECT 1 FROM orders u INDEXED BY orders_client_items_updated
+   WHERE u.client_id = @clientId AND ${orderUpdateKey('u')} >= @scanFrom
+     AND u.created_at >= @createdFrom AND u.created_at < @createdTo
+   LIMIT @cap)`;
+const PROBE_ITEMS_SQL = `SELECT count(*) FROM (
+  SELECT 1 FROM order_items INDEXED BY order_items_search_updated
+   WHERE client_id = @clientId AND updated_at >= @scanFrom AND updated_at < @scanTo
+   LIMIT @cap)`;
+const PROBE_VENDOR_SQL = `SELECT count(*) FROM (
+  SELECT 1 FROM order_items INDEXED BY order_items_client_vendor
+   WHERE client_id = @clientId AND vendor_id = @vendorId
+     AND order_created_at >= @createdFrom AND order_created_at < @createdTo
+   LIMIT @cap)`;
 
 function bind(clientId: number, c: SearchCriteria): Bindings {
   return {
