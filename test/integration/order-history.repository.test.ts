@@ -70,6 +70,24 @@ async function insertRows(head: string, row: string, rows: unknown[][], returnin
   }
 }
 
+/** Orders (id, client, request, reference, card, created) and their items (see fill), as accepted: status 5. */
+async function insertOrders(orderRows: unknown[][], itemRows: unknown[][]): Promise<void> {
+  await insertRows(
+    `INSERT INTO orders (order_id, client_id, request_id, request_hash, reference_id, domain, currency,
+       shipping_mode, ship_addr, bill_addr, card_id, created_at)`,
+    `(?, ?, ?, 'h', ?, 'bookmarket.com', 'USD', 'S', '{}', '{}', ?, ?)`,
+    orderRows,
+    'order_id',
+  );
+  await insertRows(
+    `INSERT INTO order_items (order_item_id, order_id, client_id, order_created_at, line_no, listing_id, vendor_id,
+       title, isbn, line_quantity, status, updated_at, status_changed_at)`,
+    `(?, ?, ?, ?, ?, ?, ?, 't', 'i', 1, 5, ?, ?)`,
+    itemRows,
+    'order_item_id',
+  );
+}
+
 // Ids are given, as the rows are numbered in insertion order on a fresh SQLite file: the same on both stores.
 async function fill(): Promise<void> {
   await probe.exec(`INSERT INTO clients (client_id, name, access_key, secret_key, created_at)
@@ -102,20 +120,7 @@ async function fill(): Promise<void> {
       itemRows.push([itemId, orderId, client, createdAt, line, 100 + line, vendorId, acceptedAt, acceptedAt]);
     }
   }
-  await insertRows(
-    `INSERT INTO orders (order_id, client_id, request_id, request_hash, reference_id, domain, currency,
-       shipping_mode, ship_addr, bill_addr, card_id, created_at)`,
-    `(?, ?, ?, 'h', ?, 'bookmarket.com', 'USD', 'S', '{}', '{}', ?, ?)`,
-    orderRows,
-    'order_id',
-  );
-  await insertRows(
-    `INSERT INTO order_items (order_item_id, order_id, client_id, order_created_at, line_no, listing_id, vendor_id,
-       title, isbn, line_quantity, status, updated_at, status_changed_at)`,
-    `(?, ?, ?, ?, ?, ?, ?, 't', 'i', 1, 5, ?, ?)`,
-    itemRows,
-    'order_item_id',
-  );
+  await insertOrders(orderRows, itemRows);
   // Updated as the service does, so that the store keeps each order's latest item update (its trigger).
   for (let start = 0; start < updates.length; start += 100) {
     const chunk = updates.slice(start, start + 100);
@@ -517,3 +522,104 @@ if (TEST_STORE === 'postgres') {
     });
   });
 }
+
+// The two shapes of issue 41 that read the client's whole window while the probe counted items: a client's 30
+// orders of 250 items of vendor 7 priced out a minute after each was placed, then 9 later orders of vendor 8, their
+// 2,250 items (over NARROW_UPDATE_SCAN) updated after all the others. Both now lead by those 9 orders.
+describe('update ranges over orders of many items, at the default thresholds (issue 41)', () => {
+  const CLIENT = 4;
+  const ITEMS = 250;
+  const EARLY = 30;
+  const LATE = 9;
+  const late = T0 + 40 * DAY;
+  let subject: SearchSubject;
+  let lateIds: number[];
+  beforeAll(async () => {
+    await probe.exec(`INSERT INTO clients (client_id, name, access_key, secret_key, created_at)
+             VALUES (${CLIENT}, 'd', 'kd', 's', 0);
+           INSERT INTO cards (card_id, client_id, token, created_at) VALUES (${CLIENT}, ${CLIENT}, 't4', 0);`);
+    const orderRows: unknown[][] = [];
+    const itemRows: unknown[][] = [];
+    let itemId = items.length;
+    for (let n = 0; n < EARLY + LATE; n++) {
+      const orderId = 1000 + n;
+      const createdAt = T0 + n * HOUR;
+      orderRows.push([orderId, CLIENT, `heavy-${n}`, null, CLIENT, createdAt]);
+      for (let line = 0; line < ITEMS; line++)
+        itemRows.push([
+          ++itemId,
+          orderId,
+          CLIENT,
+          createdAt,
+          line,
+          100,
+          n < EARLY ? 7 : 8,
+          createdAt,
+          createdAt,
+        ]);
+    }
+    await insertOrders(orderRows, itemRows);
+    // Priced out a minute after placing; the later orders' items updated a day apart, from `late` on.
+    await probe.all(
+      `UPDATE order_items SET status = 53, updated_at = CASE WHEN vendor_id = 7 THEN order_created_at + 60000
+                ELSE CAST(? AS BIGINT) + (order_id - ?) * ${DAY} END
+        WHERE client_id = ? RETURNING order_item_id`,
+      late,
+      1000 + EARLY,
+      CLIENT,
+    );
+    lateIds = Array.from({ length: LATE }, (_, k) => 1000 + EARLY + k);
+    subject = await searchSubject(SCAN_CAPS);
+  });
+  afterAll(() => subject?.close());
+
+  /** Every page of a search of `limit` orders, following the cursor; each order's id and its items' count. */
+  async function pages(c: SearchCriteria): Promise<{ drivers: Set<Driver>; seen: [number, number][] }> {
+    const drivers = new Set<Driver>();
+    const seen: [number, number][] = [];
+    let after: SearchCriteria['after'];
+    for (let n = 0; n <= LATE + 1; n++) {
+      drivers.add(await subject.driver(CLIENT, { ...c, after }));
+      const page = await subject.search.search(CLIENT, { ...c, after });
+      seen.push(...page.orders.map(({ order, items }): [number, number] => [order.orderId, items.length]));
+      const last = page.orders.at(-1)?.order;
+      if (!page.more || !last) break;
+      after = { createdAt: last.createdAt, orderId: last.orderId };
+    }
+    return { drivers, seen };
+  }
+
+  const window = { dateStart: T0, dateEnd: T0 + 90 * DAY };
+  it.each(['ascending', 'descending'] as const)(
+    'finds the later orders by their update range alone, %s, a page of 2 at a time',
+    async (sortOrder) => {
+      const { drivers, seen } = await pages({ ...window, sortOrder, limit: 2, itemUpdateStart: late });
+      expect([...drivers]).toEqual(['updated-orders']);
+      const ids = sortOrder === 'ascending' ? lateIds : [...lateIds].reverse();
+      expect(seen).toEqual(ids.map((id) => [id, ITEMS]));
+      // A closed range: only the orders whose items were updated in its three days.
+      const closed = await pages({
+        ...window,
+        sortOrder,
+        limit: 1,
+        itemUpdateStart: late + 2 * DAY,
+        itemUpdateEnd: late + 5 * DAY,
+      });
+      expect(closed.seen).toEqual(
+        ids.filter((id) => id >= lateIds[2]! && id < lateIds[5]!).map((id) => [id, ITEMS]),
+      );
+    },
+  );
+
+  it.each(['ascending', 'descending'] as const)(
+    "finds none of a vendor's orders after their last update, %s, reading only the later orders",
+    async (sortOrder) => {
+      const none = await pages({ ...window, sortOrder, limit: 1, vendorId: 7, itemUpdateStart: late });
+      expect(none).toEqual({ drivers: new Set(['updated-orders']), seen: [] });
+      const other = await pages({ ...window, sortOrder, limit: 4, vendorId: 8, itemUpdateStart: late + DAY });
+      expect([...other.drivers]).toEqual(['updated-orders']);
+      const ids = lateIds.slice(1);
+      expect(other.seen).toEqual((sortOrder === 'ascending' ? ids : ids.reverse()).map((id) => [id, ITEMS]));
+    },
+  );
+});
