@@ -134,4 +134,29 @@ describe(`the store's reconciliation and search keys on ${TEST_STORE}`, () => {
     ]);
     expect(await found(T0 + 4 * DAY)).toEqual([[moved, 1]]);
   });
+
+  it("upgrades a store of the version before: every order gets its items' latest update", async () => {
+    const touched = await accepted([{ listingId: WALDEN, copies: 2 }]);
+    await store.processing.settleMany([{ ...giveUp(touched), now: T0 + 5 * 86_400_000 }]);
+    const untouched = await accepted([{ listingId: WALDEN, copies: 1 }]);
+    // The schema as the version before left it: no column, index nor trigger.
+    const version = TEST_STORE === 'postgres' ? 17 : 15;
+    await probe.exec(
+      TEST_STORE === 'postgres'
+        ? `DROP TRIGGER order_items_updated ON order_items; DROP FUNCTION bo_order_items_updated();`
+        : 'DROP TRIGGER order_items_updated; DROP INDEX orders_client_items_updated;',
+    );
+    await probe.exec(`ALTER TABLE orders DROP COLUMN items_updated_at;
+      DELETE FROM schema_migrations WHERE version = ${version};`);
+    expect(await store.migrate()).toEqual([version]);
+    const keys = await probe.all<{ items_updated_at: number | null }>(
+      'SELECT items_updated_at FROM orders WHERE order_id IN (?, ?) ORDER BY order_id',
+      touched,
+      untouched,
+    );
+    expect(keys.map((k) => (k.items_updated_at === null ? null : Number(k.items_updated_at)))).toEqual([
+      T0 + 5 * 86_400_000,
+      null,
+    ]);
+  });
 });
