@@ -516,6 +516,18 @@ if (TEST_STORE === 'postgres') {
       }
     });
 
+    it('probes an update range by the index of orders updated, not by the window', async () => {
+      const probeStatement = updateRangeProbe(1, { ...base, itemUpdateStart: T0 + 100 * DAY, vendorId: 2 })!;
+      const [explained] = await planners.any.all<{ 'QUERY PLAN': { Plan: PlanNode }[] }>(
+        `EXPLAIN (FORMAT JSON) ${probeStatement.sql}`,
+        ...probeStatement.params,
+      );
+      const nodes = [...walk(explained!['QUERY PLAN'][0]!.Plan)].map(({ node }) => node);
+      const ordersIndexes = nodes.map((n) => n['Index Name']).filter((name) => name?.startsWith('orders_'));
+      expect(ordersIndexes).toEqual(['orders_client_items_updated']);
+      expect(nodes.filter(fullRead)).toEqual([]);
+    });
+
     it('seeks the cursor, not the window start, when paging on', async () => {
       const [scan] = (await planOf(SCAN_PATH, { vendorId: 2, after })).scans('order_items_client_vendor');
       expect(scan?.node['Index Cond']).toContain('ROW(order_created_at, order_id) > ROW(');
