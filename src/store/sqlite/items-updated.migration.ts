@@ -4,11 +4,11 @@ import type { SqliteMigration } from './sqlite.migrations.js';
  * Each order keeps when one of its items was last updated (issue 41), so that a search by item update time counts
  * and reads ORDERS updated since its start, whatever their items: 9 late orders of 250 items each are 9 index
  * entries, not 2,250 (search-plan.ts, orderUpdateKey). Null while no item changed since acceptance (an item is
- * inserted with its order's created_at), so accepting an order writes only its entry of the index. The trigger catches every path
- * that moves an item's updated_at, present and future, and writes the order only when the time grows: 250 items
- * settled at once write the order row once, the other 249 read it. The backfill reads every item once and the index
- * every order: 4.8 s at 300,000 generated orders (937,000 items) on a loaded machine, so some 15–20 s at 1,000,000
- * (docs/operating.md, Upgrade notes).
+ * inserted with its order's created_at), so accepting an order writes only its entry of the index. The trigger
+ * catches every path that moves an item's updated_at, present and future, and writes the order only when the time
+ * grows: 250 items settled at once write the order row once, the other 249 read it. The backfill reads every item
+ * once and the index every order: 4.8 s at 300,000 generated orders (937,000 items) on a loaded machine, so some
+ * 15–20 s at 1,000,000 (docs/operating.md, Upgrade notes).
  */
 export const ITEMS_UPDATED_MIGRATION: SqliteMigration = {
   version: 15,
