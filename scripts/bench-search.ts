@@ -13,7 +13,7 @@ import { parseArgs } from 'node:util';
 import { parseOrderSearchQuery } from '../src/http/order-search.schema.js';
 import { searchOrders, type SearchDeps } from '../src/services/search-orders.js';
 import { planSearch, updateRangeProbe } from '../src/store/postgres/search.sql.js';
-import { NARROW_UPDATE_SCAN } from '../src/store/shared/search-plan.js';
+import type { RangeCounts } from '../src/store/shared/search-plan.js';
 import { openDb } from '../src/store/sqlite/sqlite.db.js';
 import { sqliteSearch } from '../src/store/sqlite/search.sqlite.js';
 import type { SearchCriteria, Store } from '../src/store/port/store.port.js';
@@ -87,7 +87,7 @@ async function sqliteBench(dbPath: string): Promise<Bench> {
   const bare: BareSearch = async (clientId, criteria) => {
     const p = plan(clientId, criteria);
     const started = performance.now();
-    if (p.probeSql) raw(p.probeSql).pluck(false).all(p.params);
+    for (const probe of p.probes) raw(probe.sql).pluck(false).all(probe.params);
     const rows = raw(p.pageSql).all(p.params) as unknown[][];
     const pageIds = JSON.stringify(rows.slice(0, criteria.limit).map((row) => row[0]));
     if (rows.length > 0) raw(p.itemsSql).all({ ...p.params, pageIds });
@@ -143,11 +143,9 @@ async function postgresBench(): Promise<Bench> {
   // The adapter's own statements, run through a connection of their own: the probe count, then the page.
   const bare: BareSearch = async (clientId, criteria) => {
     const started = performance.now();
-    const count = updateRangeProbe(clientId, criteria, NARROW_UPDATE_SCAN);
-    const n = count ? (await probe.all<{ n: number }>(count.sql, ...count.params))[0]?.n : undefined;
-    const plan = planSearch(clientId, criteria, {
-      updateRangeIsNarrow: n !== undefined && n < NARROW_UPDATE_SCAN,
-    });
+    const count = updateRangeProbe(clientId, criteria);
+    const counted = count ? (await probe.all<RangeCounts>(count.sql, ...count.params))[0] : undefined;
+    const plan = planSearch(clientId, criteria, { counted });
     await probe.all(plan.sql, ...plan.params);
     return { ms: performance.now() - started, driver: plan.driver };
   };

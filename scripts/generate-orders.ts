@@ -111,7 +111,7 @@ function inserts(table: string, columns: string, rows: Value[][]): string {
 }
 
 const ORDER_COLUMNS = `order_id, client_id, request_id, request_hash, reference_id, domain, currency, shipping_mode,
-  ship_addr, bill_addr, card_id, tax_cents, tax_model, total_cents, phase, created_at`;
+  ship_addr, bill_addr, card_id, tax_cents, tax_model, total_cents, phase, created_at, items_updated_at`;
 const ITEM_COLUMNS = `order_item_id, order_id, client_id, order_created_at, line_no, listing_id, vendor_id, title,
   isbn, line_quantity, min_days, max_days, cost_cents, shipcost_cents, status, updated_at, status_changed_at,
   shipping_company, tracking_id`;
@@ -181,7 +181,7 @@ function createRows(o: GenerateOptions, now: number) {
       const phase = now - createdAt < 2 * 60_000 ? 'queued' : 'settled';
       const taxCents = int(300);
       const totalCents = 2000 + int(8000);
-      orders.push([
+      const order: Value[] = [
         ...[
           orderId,
           clientId,
@@ -195,12 +195,14 @@ function createRows(o: GenerateOptions, now: number) {
           address,
         ],
         ...[clientId, taxCents, 'SALES_TAX', totalCents, phase, createdAt],
-      ]);
+      ];
+      let latest = createdAt;
       for (let line = 0, lines = 1 + int(4); line < lines; line++) {
         const listingId = listingOf();
         const quantity = rnd() < 0.75 ? 1 : 2;
         for (let copy = 0; copy < quantity; copy++) {
           const { status, updatedAt } = lifecycle(createdAt);
+          latest = Math.max(latest, updatedAt);
           const shipped = status === 35 || status === 24;
           const cost = 500 + int(3000);
           const shipcost = 100 + int(400);
@@ -219,6 +221,8 @@ function createRows(o: GenerateOptions, now: number) {
           ]);
         }
       }
+      // What the store's trigger keeps when items are updated (items-updated.migration.ts): null if none was.
+      orders.push([...order, latest > createdAt ? latest : null]);
     }
     return `${inserts('orders', ORDER_COLUMNS, orders)}\n${inserts('order_items', ITEM_COLUMNS, items)}`;
   }

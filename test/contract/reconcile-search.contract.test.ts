@@ -4,7 +4,20 @@
 import { describe, expect, it } from 'vitest';
 import { ItemStatus as S } from '../../src/domain/item-status.js';
 import { LISTINGS } from '../helpers/fixtures.js';
-import { accepted, clientId, store, WALDEN, useContractStore } from '../helpers/store-contract.js';
+import type { SearchCriteria } from '../../src/store/port/store.port.js';
+import {
+  accepted,
+  approval,
+  clientId,
+  giveUp,
+  probe,
+  reservationFor,
+  reserveAll,
+  store,
+  T0,
+  WALDEN,
+  useContractStore,
+} from '../helpers/store-contract.js';
 import { TEST_STORE } from '../helpers/test-store.js';
 
 useContractStore();
@@ -38,5 +51,112 @@ describe(`the store's reconciliation and search keys on ${TEST_STORE}`, () => {
     expect(await store.search.orderKey(clientId + 1, orderId)).toBeNull();
     expect(await store.search.orderKey(clientId, 2 ** 40)).toBeNull();
     expect(store.search.cursorKey.length).toBe(32);
+  });
+
+  it('finds an order by the latest update of its items, whichever step moved them (issue 41)', async () => {
+    const DAY = 86_400_000;
+    const waldens = [{ listingId: WALDEN, copies: 2 }];
+    // A reservation that finds one item over its maximum price.
+    const rejected = await accepted(waldens);
+    const { items } = (await store.orders.get(rejected))!;
+    const reservation = reservationFor(rejected, items, [{ listingId: WALDEN, copies: 1 }]);
+    reservation.items[1]!.status = S.MAX_PRICE_EXCEEDED;
+    await store.processing.reserve({ ...reservation, now: T0 + DAY });
+    // A settlement, one of a group, and an item moved after its order settled (the admin CLI, the lifecycle).
+    const settled = await accepted(waldens);
+    await reserveAll(settled, waldens);
+    await store.processing.settle({ ...approval(settled, `authorize:${settled}`), now: T0 + 2 * DAY });
+    const grouped = await accepted(waldens);
+    await store.processing.settleMany([{ ...giveUp(grouped), now: T0 + 3 * DAY }]);
+    const moved = await accepted(waldens);
+    await reserveAll(moved, waldens);
+    await store.processing.settle({ ...approval(moved, `authorize:${moved}`), now: T0 + 2 * DAY });
+    const item = (await store.orders.get(moved))!.items[0]!;
+    const move = {
+      orderItemId: item.orderItemId,
+      from: S.ORDERED,
+      fromChangedAt: item.statusChangedAt,
+      to: S.SHIPPED,
+      now: T0 + 4 * DAY,
+      addShipcostCents: 0,
+      extraShippingCents: null,
+      shippingCompany: 'UPS',
+      trackingId: '1Z',
+      returnStockOf: null,
+      ledger: null,
+    };
+    expect(await store.items.applyMove(move)).toMatchObject({ kind: 'moved' });
+    // Another item moved, at a time before the order's latest: the order keeps its time.
+    const [, other] = (await store.orders.get(moved))!.items;
+    await store.items.applyMove({ ...move, orderItemId: other!.orderItemId, now: T0 + 3 * DAY });
+    const untouched = await accepted(waldens);
+
+    const keys = await probe.all<{ order_id: number; items_updated_at: number | null }>(
+      `SELECT order_id, items_updated_at FROM orders WHERE order_id IN (?, ?, ?, ?, ?) ORDER BY order_id`,
+      rejected,
+      settled,
+      grouped,
+      moved,
+      untouched,
+    );
+    expect(
+      keys.map((k) => [k.order_id, k.items_updated_at === null ? null : Number(k.items_updated_at)]),
+    ).toEqual([
+      [rejected, T0 + DAY],
+      [settled, T0 + 2 * DAY],
+      [grouped, T0 + 3 * DAY],
+      [moved, T0 + 4 * DAY],
+      [untouched, null],
+    ]);
+
+    const found = async (itemUpdateStart: number, itemUpdateEnd?: number, sortOrder = 'ascending') => {
+      const criteria: SearchCriteria = {
+        dateStart: T0 - DAY,
+        dateEnd: T0 + 30 * DAY,
+        sortOrder: sortOrder as SearchCriteria['sortOrder'],
+        limit: 50,
+        itemUpdateStart,
+        ...(itemUpdateEnd === undefined ? {} : { itemUpdateEnd }),
+      };
+      const page = await store.search.search(clientId, criteria);
+      return page.orders.map(({ order, items }) => [order.orderId, items.length]);
+    };
+    expect(await found(T0 + DAY)).toEqual([
+      [rejected, 1],
+      [settled, 2],
+      [grouped, 2],
+      [moved, 2],
+    ]);
+    expect(await found(T0 + DAY, T0 + 2 * DAY, 'descending')).toEqual([[rejected, 1]]);
+    expect(await found(T0 + 3 * DAY, T0 + 4 * DAY)).toEqual([
+      [grouped, 2],
+      [moved, 1],
+    ]);
+    expect(await found(T0 + 4 * DAY)).toEqual([[moved, 1]]);
+  });
+
+  it("upgrades a store of the version before: every order gets its items' latest update", async () => {
+    const touched = await accepted([{ listingId: WALDEN, copies: 2 }]);
+    await store.processing.settleMany([{ ...giveUp(touched), now: T0 + 5 * 86_400_000 }]);
+    const untouched = await accepted([{ listingId: WALDEN, copies: 1 }]);
+    // The schema as the version before left it: no column, index nor trigger.
+    const version = TEST_STORE === 'postgres' ? 17 : 15;
+    await probe.exec(
+      TEST_STORE === 'postgres'
+        ? `DROP TRIGGER order_items_updated ON order_items; DROP FUNCTION bo_order_items_updated();`
+        : 'DROP TRIGGER order_items_updated; DROP INDEX orders_client_items_updated;',
+    );
+    await probe.exec(`ALTER TABLE orders DROP COLUMN items_updated_at;
+      DELETE FROM schema_migrations WHERE version = ${version};`);
+    expect(await store.migrate()).toEqual([version]);
+    const keys = await probe.all<{ items_updated_at: number | null }>(
+      'SELECT items_updated_at FROM orders WHERE order_id IN (?, ?) ORDER BY order_id',
+      touched,
+      untouched,
+    );
+    expect(keys.map((k) => (k.items_updated_at === null ? null : Number(k.items_updated_at)))).toEqual([
+      T0 + 5 * 86_400_000,
+      null,
+    ]);
   });
 });

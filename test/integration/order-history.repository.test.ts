@@ -8,7 +8,12 @@ import { createSealer } from '../../src/domain/secrets.js';
 import { openStore } from '../../src/store/open-store.js';
 import { planSearch, updateRangeProbe } from '../../src/store/postgres/search.sql.js';
 import { openPostgresStore } from '../../src/store/postgres/postgres.store.js';
-import { NARROW_UPDATE_SCAN, type Driver } from '../../src/store/shared/search-plan.js';
+import {
+  SCAN_CAPS,
+  type Driver,
+  type RangeCounts,
+  type ScanCaps,
+} from '../../src/store/shared/search-plan.js';
 import { sqliteSearch } from '../../src/store/sqlite/search.sqlite.js';
 import { openDb, type Db } from '../../src/store/sqlite/sqlite.db.js';
 import type { SearchCriteria, SearchStore } from '../../src/store/port/store.port.js';
@@ -65,6 +70,24 @@ async function insertRows(head: string, row: string, rows: unknown[][], returnin
   }
 }
 
+/** Orders (id, client, request, reference, card, created) and their items (see fill), as accepted: status 5. */
+async function insertOrders(orderRows: unknown[][], itemRows: unknown[][]): Promise<void> {
+  await insertRows(
+    `INSERT INTO orders (order_id, client_id, request_id, request_hash, reference_id, domain, currency,
+       shipping_mode, ship_addr, bill_addr, card_id, created_at)`,
+    `(?, ?, ?, 'h', ?, 'bookmarket.com', 'USD', 'S', '{}', '{}', ?, ?)`,
+    orderRows,
+    'order_id',
+  );
+  await insertRows(
+    `INSERT INTO order_items (order_item_id, order_id, client_id, order_created_at, line_no, listing_id, vendor_id,
+       title, isbn, line_quantity, status, updated_at, status_changed_at)`,
+    `(?, ?, ?, ?, ?, ?, ?, 't', 'i', 1, 5, ?, ?)`,
+    itemRows,
+    'order_item_id',
+  );
+}
+
 // Ids are given, as the rows are numbered in insertion order on a fresh SQLite file: the same on both stores.
 async function fill(): Promise<void> {
   await probe.exec(`INSERT INTO clients (client_id, name, access_key, secret_key, created_at)
@@ -72,6 +95,7 @@ async function fill(): Promise<void> {
            INSERT INTO cards (card_id, client_id, token, created_at) VALUES (1, 1, 't1', 0), (2, 2, 't2', 0), (3, 3, 't3', 0);`);
   const orderRows: unknown[][] = [];
   const itemRows: unknown[][] = [];
+  const updates: [number, number][] = [];
   for (let n = 0; n < 900; n++) {
     const orderId = n + 1;
     const client = 1 + (n % 3);
@@ -89,33 +113,24 @@ async function fill(): Promise<void> {
             ? createdAt - int(30) * 60_000
             : createdAt + int(30 * 24) * HOUR;
       const vendorId = pick([1, 2, 3, 4, 5]);
-      itemRows.push([
-        itemRows.length + 1,
-        orderId,
-        client,
-        createdAt,
-        line,
-        100 + line,
-        vendorId,
-        updatedAt,
-        updatedAt,
-      ]);
+      const itemId = itemRows.length + 1;
+      // An item is accepted with its order's time (or a skewed one before it), later updates move it on.
+      const acceptedAt = Math.min(updatedAt, createdAt);
+      if (updatedAt > acceptedAt) updates.push([itemId, updatedAt]);
+      itemRows.push([itemId, orderId, client, createdAt, line, 100 + line, vendorId, acceptedAt, acceptedAt]);
     }
   }
-  await insertRows(
-    `INSERT INTO orders (order_id, client_id, request_id, request_hash, reference_id, domain, currency,
-       shipping_mode, ship_addr, bill_addr, card_id, created_at)`,
-    `(?, ?, ?, 'h', ?, 'bookmarket.com', 'USD', 'S', '{}', '{}', ?, ?)`,
-    orderRows,
-    'order_id',
-  );
-  await insertRows(
-    `INSERT INTO order_items (order_item_id, order_id, client_id, order_created_at, line_no, listing_id, vendor_id,
-       title, isbn, line_quantity, status, updated_at, status_changed_at)`,
-    `(?, ?, ?, ?, ?, ?, ?, 't', 'i', 1, 5, ?, ?)`,
-    itemRows,
-    'order_item_id',
-  );
+  await insertOrders(orderRows, itemRows);
+  // Updated as the service does, so that the store keeps each order's latest item update (its trigger).
+  for (let start = 0; start < updates.length; start += 100) {
+    const chunk = updates.slice(start, start + 100);
+    await probe.all(
+      `UPDATE order_items SET updated_at = CASE order_item_id ${chunk.map(() => 'WHEN ? THEN CAST(? AS BIGINT)').join(' ')} END
+        WHERE order_item_id IN (${chunk.map(() => '?').join(', ')}) RETURNING order_item_id`,
+      ...chunk.flat(),
+      ...chunk.map(([id]) => id),
+    );
+  }
   orders = await probe.all<OrderRow>('SELECT order_id, client_id, reference_id, created_at FROM orders');
   items = await probe.all<ItemRow>(
     'SELECT order_item_id, order_id, vendor_id, updated_at FROM order_items ORDER BY order_item_id',
@@ -167,25 +182,23 @@ function randomCriteria(): SearchCriteria {
 }
 
 /** The PostgreSQL adapter's statement for a search, after the probe of the update range it runs first. */
-async function postgresPlan(clientId: number, c: SearchCriteria, narrowUpdateScan: number) {
-  const count = updateRangeProbe(clientId, c, narrowUpdateScan);
-  const counted = count ? (await probe.all<{ n: number }>(count.sql, ...count.params))[0]?.n : undefined;
-  return planSearch(clientId, c, {
-    updateRangeIsNarrow: counted !== undefined && counted < narrowUpdateScan,
-  });
+async function postgresPlan(clientId: number, c: SearchCriteria, caps: ScanCaps) {
+  const count = updateRangeProbe(clientId, c, caps);
+  const counted = count ? (await probe.all<RangeCounts>(count.sql, ...count.params))[0] : undefined;
+  return planSearch(clientId, c, { counted, caps });
 }
 
-/** The store's search with a given threshold for a narrow update range, and the driver each search takes. */
+/** The store's search with given thresholds for an update range, and the driver each search takes. */
 interface SearchSubject {
   search: SearchStore;
   driver(clientId: number, c: SearchCriteria): Promise<Driver>;
   close(): Promise<void>;
 }
 
-async function searchSubject(narrowUpdateScan: number): Promise<SearchSubject> {
+async function searchSubject(caps: ScanCaps): Promise<SearchSubject> {
   if (TEST_STORE === 'sqlite') {
     const db = openDb(storeEnv.env.DB_PATH!);
-    const search = sqliteSearch(db, Buffer.alloc(32), { narrowUpdateScan });
+    const search = sqliteSearch(db, Buffer.alloc(32), caps);
     return {
       search,
       driver: async (clientId, c) => search.plan(clientId, c).driver,
@@ -193,17 +206,18 @@ async function searchSubject(narrowUpdateScan: number): Promise<SearchSubject> {
     };
   }
   const sealer = createSealer(parseSecretsKey(storeEnv.env.SECRETS_KEY!));
-  const store = await openPostgresStore(storeEnv.env.DATABASE_URL!, {
-    narrowUpdateScan,
-    poolSize: 2,
-    sealer,
-  });
+  const store = await openPostgresStore(storeEnv.env.DATABASE_URL!, { ...caps, poolSize: 2, sealer });
   return {
     search: store.search,
-    driver: async (clientId, c) => (await postgresPlan(clientId, c, narrowUpdateScan)).driver,
+    driver: async (clientId, c) => (await postgresPlan(clientId, c, caps)).driver,
     close: () => store.close(),
   };
 }
+
+/** Caps that force each path of an update range: the orders updated, the items updated, or a scan. */
+const ORDER_PATH: ScanCaps = { narrowOrderScan: 1e9, narrowUpdateScan: 0 };
+const ITEM_PATH: ScanCaps = { narrowOrderScan: 0, narrowUpdateScan: 1e9 };
+const SCAN_PATH: ScanCaps = { narrowOrderScan: 0, narrowUpdateScan: 0 };
 
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'order-search-'));
@@ -221,10 +235,11 @@ afterAll(async () => {
 
 describe('order search of the store port, paged to the end, against the model of the rules', () => {
   it.each([
-    ['an update range read directly', 1e9],
-    ['an update range scanned in result order', 0],
-  ])('with %s', async (_label, narrowUpdateScan) => {
-    const subject = await searchSubject(narrowUpdateScan);
+    ['an update range led by the orders updated since its start', ORDER_PATH, 'updated-orders'],
+    ['an update range read directly', ITEM_PATH, 'updated-items'],
+    ['an update range scanned in result order', SCAN_PATH, 'dated-items'],
+  ] as const)('with %s', async (_label, caps, rangeDriver) => {
+    const subject = await searchSubject(caps);
     const drivers = new Set<Driver>();
     try {
       for (let round = 0; round < 250; round++) {
@@ -252,10 +267,14 @@ describe('order search of the store port, paged to the end, against the model of
     } finally {
       await subject.close();
     }
-    const expectedDrivers: Driver[] = ['order-ids', 'item-ids', 'reference', 'vendor-items', 'orders'];
-    expectedDrivers.push(
-      ...(narrowUpdateScan > 0 ? (['updated-items'] as const) : (['dated-items'] as const)),
-    );
+    const expectedDrivers: Driver[] = [
+      'order-ids',
+      'item-ids',
+      'reference',
+      'vendor-items',
+      'orders',
+      rangeDriver,
+    ];
     expect([...drivers].sort()).toEqual(expectedDrivers.sort());
   });
 });
@@ -273,8 +292,8 @@ if (TEST_STORE === 'sqlite') {
     });
     afterAll(() => db.close());
 
-    const planOf = (narrowUpdateScan: number, extra: Partial<SearchCriteria>) => {
-      const plan = sqliteSearch(db, Buffer.alloc(32), { narrowUpdateScan }).plan(1, { ...base, ...extra });
+    const planOf = (caps: ScanCaps, extra: Partial<SearchCriteria>) => {
+      const plan = sqliteSearch(db, Buffer.alloc(32), caps).plan(1, { ...base, ...extra });
       const explain = (sql: string, params: object) =>
         (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(params) as { detail: string }[])
           .map((r) => r.detail)
@@ -296,7 +315,7 @@ if (TEST_STORE === 'sqlite') {
       ['vendor-items', { vendorId: 2, sortOrder: 'descending' }, 'COVERING INDEX order_items_client_vendor'],
       ['dated-items', { itemUpdateStart: T0, after }, 'COVERING INDEX order_items_search_created'],
     ] as const)('%s %j reads %s and no table in full', (driver, extra, index) => {
-      const plan = planOf(0, extra);
+      const plan = planOf(SCAN_PATH, extra);
       expect(plan.driver).toBe(driver);
       expect(plan.page).toContain(index);
       expect(plan.page).not.toMatch(/^SCAN (o|d|order_items|orders)\b/m);
@@ -307,24 +326,43 @@ if (TEST_STORE === 'sqlite') {
     });
 
     it('reads a narrow update range from its index, in the order-date window, and sorts only that', () => {
-      const plan = planOf(1e9, { itemUpdateStart: T0, vendorId: 2 });
+      const plan = planOf(ITEM_PATH, {
+        itemUpdateStart: T0 + 60 * DAY,
+        itemUpdateEnd: T0 + 61 * DAY,
+        vendorId: 2,
+      });
       expect(plan.driver).toBe('updated-items');
       expect(plan.page).toContain(
         'COVERING INDEX order_items_search_updated (client_id=? AND updated_at>? AND updated_at<?)',
       );
     });
 
+    it("reads the orders updated since the start from their index, and seeks each one's items (issue 41)", () => {
+      for (const extra of [
+        { itemUpdateStart: T0 + 100 * DAY },
+        { itemUpdateStart: T0 + 100 * DAY, vendorId: 2, sortOrder: 'descending', after },
+      ] as const) {
+        const plan = planOf(ORDER_PATH, extra);
+        expect(plan.driver).toBe('updated-orders');
+        expect(plan.page).toContain('COVERING INDEX orders_client_items_updated (client_id=? AND <expr>>?)');
+        expect(plan.page).toMatch(
+          /SEARCH i USING COVERING INDEX order_items_search_created \(client_id=\? AND order_created_at=\? AND order_id=\? AND updated_at>\?\)/,
+        );
+        expect(plan.page).not.toMatch(/^SCAN (o|u|d|order_items|orders)\b/m);
+      }
+    });
+
     it('seeks the cursor, not the window start, when paging on', () => {
-      expect(planOf(0, { vendorId: 2, after }).page).toContain('(order_created_at,order_id)>(?,?)');
+      expect(planOf(SCAN_PATH, { vendorId: 2, after }).page).toContain('(order_created_at,order_id)>(?,?)');
     });
 
     it("tests an order's other conditions by one index seek each, whatever its items (issue 41)", () => {
-      const vendor = planOf(0, { vendorId: 2, itemUpdateStart: T0 });
+      const vendor = planOf(SCAN_PATH, { vendorId: 2, itemUpdateStart: T0 });
       expect(vendor.driver).toBe('vendor-items');
       expect(vendor.page).toMatch(
         /SEARCH i (EXISTS )?USING COVERING INDEX order_items_search_created \(client_id=\? AND order_created_at=\? AND order_id=\? AND updated_at>\?\)/,
       );
-      const reference = planOf(0, { referenceId: 'r1', vendorId: 2 });
+      const reference = planOf(SCAN_PATH, { referenceId: 'r1', vendorId: 2 });
       expect(reference.driver).toBe('reference');
       expect(reference.page).toMatch(
         /SEARCH v (EXISTS )?USING COVERING INDEX order_items_client_vendor \(client_id=\? AND vendor_id=\? AND order_created_at=\? AND order_id=\?\)/,
@@ -371,8 +409,8 @@ if (TEST_STORE === 'postgres') {
     });
 
     /** `inOrder` prices sorting out too: a sort left below the LIMIT then means the index cannot give the order. */
-    const planOf = async (narrowUpdateScan: number, extra: Partial<SearchCriteria>, inOrder = false) => {
-      const plan = await postgresPlan(1, { ...base, ...extra }, narrowUpdateScan);
+    const planOf = async (caps: ScanCaps, extra: Partial<SearchCriteria>, inOrder = false) => {
+      const plan = await postgresPlan(1, { ...base, ...extra }, caps);
       const planner = inOrder ? planners.sorted : planners.any;
       const [explained] = await planner.all<{ 'QUERY PLAN': { Plan: PlanNode }[] }>(
         `EXPLAIN (FORMAT JSON) ${plan.sql}`,
@@ -407,7 +445,7 @@ if (TEST_STORE === 'postgres') {
       ['dated-items', { itemUpdateStart: T0, after }, 'order_items_search_created', COVERING],
     ] as const)('%s %j reads %s and no table in full', async (driver, extra, index, scan) => {
       const ordered = ['orders', 'reference', 'vendor-items', 'dated-items'].includes(driver);
-      const plan = await planOf(0, extra, ordered);
+      const plan = await planOf(SCAN_PATH, extra, ordered);
       expect(plan.driver).toBe(driver);
       const page = plan.scans(index);
       expect(page.map(({ node }) => node['Node Type'])).toEqual([expect.stringMatching(scan)]);
@@ -425,12 +463,12 @@ if (TEST_STORE === 'postgres') {
     it("tests an order's other conditions by one index seek each, whatever its items (issue 41)", async () => {
       const condsOf = (plan: Awaited<ReturnType<typeof planOf>>, index: string) =>
         plan.nodes.filter(({ node }) => node['Index Name'] === index).map(({ node }) => node['Index Cond']);
-      const vendor = await planOf(0, { vendorId: 2, itemUpdateStart: T0 });
+      const vendor = await planOf(SCAN_PATH, { vendorId: 2, itemUpdateStart: T0 });
       expect(vendor.driver).toBe('vendor-items');
       expect(condsOf(vendor, 'order_items_search_created')).toEqual([
         expect.stringMatching(/order_created_at = .*order_id = .*updated_at >= /),
       ]);
-      const reference = await planOf(0, { referenceId: 'r1', vendorId: 2 });
+      const reference = await planOf(SCAN_PATH, { referenceId: 'r1', vendorId: 2 });
       expect(reference.driver).toBe('reference');
       expect(condsOf(reference, 'order_items_client_vendor')).toEqual([
         expect.stringMatching(/vendor_id = .*order_created_at = .*order_id = /),
@@ -439,11 +477,14 @@ if (TEST_STORE === 'postgres') {
 
     it('reads a narrow update range from its index, in the order-date window, and sorts only that', async () => {
       // The planner goes by the rows it expects: the range is narrow in fact, as the adapter's probe finds it.
-      const plan = await planOf(NARROW_UPDATE_SCAN, {
-        itemUpdateStart: T0 + 60 * DAY,
-        itemUpdateEnd: T0 + 61 * DAY,
-        vendorId: 2,
-      });
+      const plan = await planOf(
+        { ...SCAN_CAPS, narrowOrderScan: 0 },
+        {
+          itemUpdateStart: T0 + 60 * DAY,
+          itemUpdateEnd: T0 + 61 * DAY,
+          vendorId: 2,
+        },
+      );
       expect(plan.driver).toBe('updated-items');
       const scans = plan.scans('order_items_search_updated');
       expect(scans).toHaveLength(1);
@@ -453,9 +494,144 @@ if (TEST_STORE === 'postgres') {
       expect(plan.nodes.map(({ node }) => node).filter(fullRead)).toEqual([]);
     });
 
+    it("reads the orders updated since the start from their index, and seeks each one's items (issue 41)", async () => {
+      for (const extra of [
+        { itemUpdateStart: T0 + 100 * DAY },
+        { itemUpdateStart: T0 + 100 * DAY, vendorId: 2, sortOrder: 'descending', after },
+      ] as const) {
+        const plan = await planOf(ORDER_PATH, extra);
+        expect(plan.driver).toBe('updated-orders');
+        const scans = plan.scans('orders_client_items_updated');
+        expect(scans.map(({ node }) => node['Index Cond'])).toEqual([
+          expect.stringMatching(
+            /^\(\(client_id = .+\) AND \(COALESCE\(items_updated_at, created_at\) >= .+\)\)$/,
+          ),
+        ]);
+        expect(plan.scans('orders_client_created')).toEqual([]);
+        expect(plan.nodes.map(({ node }) => node).filter(fullRead)).toEqual([]);
+        const items = plan.nodes.filter(({ node }) => node['Index Name'] === 'order_items_search_created');
+        expect(items.map(({ node }) => node['Index Cond'])).toEqual([
+          expect.stringMatching(/order_created_at = .*order_id = .*updated_at >= /),
+        ]);
+      }
+    });
+
+    it('probes an update range by the index of orders updated, not by the window', async () => {
+      const probeStatement = updateRangeProbe(1, { ...base, itemUpdateStart: T0 + 100 * DAY, vendorId: 2 })!;
+      const [explained] = await planners.any.all<{ 'QUERY PLAN': { Plan: PlanNode }[] }>(
+        `EXPLAIN (FORMAT JSON) ${probeStatement.sql}`,
+        ...probeStatement.params,
+      );
+      const nodes = [...walk(explained!['QUERY PLAN'][0]!.Plan)].map(({ node }) => node);
+      const ordersIndexes = nodes.map((n) => n['Index Name']).filter((name) => name?.startsWith('orders_'));
+      expect(ordersIndexes).toEqual(['orders_client_items_updated']);
+      expect(nodes.filter(fullRead)).toEqual([]);
+    });
+
     it('seeks the cursor, not the window start, when paging on', async () => {
-      const [scan] = (await planOf(0, { vendorId: 2, after })).scans('order_items_client_vendor');
+      const [scan] = (await planOf(SCAN_PATH, { vendorId: 2, after })).scans('order_items_client_vendor');
       expect(scan?.node['Index Cond']).toContain('ROW(order_created_at, order_id) > ROW(');
     });
   });
 }
+
+// The two shapes of issue 41 that read the client's whole window while the probe counted items: a client's 30
+// orders of 250 items of vendor 7 priced out a minute after each was placed, then 9 later orders of vendor 8, their
+// 2,250 items (over NARROW_UPDATE_SCAN) updated after all the others. Both now lead by those 9 orders.
+describe('update ranges over orders of many items, at the default thresholds (issue 41)', () => {
+  const CLIENT = 4;
+  const ITEMS = 250;
+  const EARLY = 30;
+  const LATE = 9;
+  const late = T0 + 40 * DAY;
+  let subject: SearchSubject;
+  let lateIds: number[];
+  beforeAll(async () => {
+    await probe.exec(`INSERT INTO clients (client_id, name, access_key, secret_key, created_at)
+             VALUES (${CLIENT}, 'd', 'kd', 's', 0);
+           INSERT INTO cards (card_id, client_id, token, created_at) VALUES (${CLIENT}, ${CLIENT}, 't4', 0);`);
+    const orderRows: unknown[][] = [];
+    const itemRows: unknown[][] = [];
+    let itemId = items.length;
+    for (let n = 0; n < EARLY + LATE; n++) {
+      const orderId = 1000 + n;
+      const createdAt = T0 + n * HOUR;
+      orderRows.push([orderId, CLIENT, `heavy-${n}`, null, CLIENT, createdAt]);
+      for (let line = 0; line < ITEMS; line++)
+        itemRows.push([
+          ++itemId,
+          orderId,
+          CLIENT,
+          createdAt,
+          line,
+          100,
+          n < EARLY ? 7 : 8,
+          createdAt,
+          createdAt,
+        ]);
+    }
+    await insertOrders(orderRows, itemRows);
+    // Priced out a minute after placing; the later orders' items updated a day apart, from `late` on.
+    await probe.all(
+      `UPDATE order_items SET status = 53, updated_at = CASE WHEN vendor_id = 7 THEN order_created_at + 60000
+                ELSE CAST(? AS BIGINT) + (order_id - ?) * ${DAY} END
+        WHERE client_id = ? RETURNING order_item_id`,
+      late,
+      1000 + EARLY,
+      CLIENT,
+    );
+    lateIds = Array.from({ length: LATE }, (_, k) => 1000 + EARLY + k);
+    subject = await searchSubject(SCAN_CAPS);
+  });
+  afterAll(() => subject?.close());
+
+  /** Every page of a search of `limit` orders, following the cursor; each order's id and its items' count. */
+  async function pages(c: SearchCriteria): Promise<{ drivers: Set<Driver>; seen: [number, number][] }> {
+    const drivers = new Set<Driver>();
+    const seen: [number, number][] = [];
+    let after: SearchCriteria['after'];
+    for (let n = 0; n <= LATE + 1; n++) {
+      drivers.add(await subject.driver(CLIENT, { ...c, after }));
+      const page = await subject.search.search(CLIENT, { ...c, after });
+      seen.push(...page.orders.map(({ order, items }): [number, number] => [order.orderId, items.length]));
+      const last = page.orders.at(-1)?.order;
+      if (!page.more || !last) break;
+      after = { createdAt: last.createdAt, orderId: last.orderId };
+    }
+    return { drivers, seen };
+  }
+
+  const window = { dateStart: T0, dateEnd: T0 + 90 * DAY };
+  it.each(['ascending', 'descending'] as const)(
+    'finds the later orders by their update range alone, %s, a page of 2 at a time',
+    async (sortOrder) => {
+      const { drivers, seen } = await pages({ ...window, sortOrder, limit: 2, itemUpdateStart: late });
+      expect([...drivers]).toEqual(['updated-orders']);
+      const ids = sortOrder === 'ascending' ? lateIds : [...lateIds].reverse();
+      expect(seen).toEqual(ids.map((id) => [id, ITEMS]));
+      // A closed range: only the orders whose items were updated in its three days.
+      const closed = await pages({
+        ...window,
+        sortOrder,
+        limit: 1,
+        itemUpdateStart: late + 2 * DAY,
+        itemUpdateEnd: late + 5 * DAY,
+      });
+      expect(closed.seen).toEqual(
+        ids.filter((id) => id >= lateIds[2]! && id < lateIds[5]!).map((id) => [id, ITEMS]),
+      );
+    },
+  );
+
+  it.each(['ascending', 'descending'] as const)(
+    "finds none of a vendor's orders after their last update, %s, reading only the later orders",
+    async (sortOrder) => {
+      const none = await pages({ ...window, sortOrder, limit: 1, vendorId: 7, itemUpdateStart: late });
+      expect(none).toEqual({ drivers: new Set(['updated-orders']), seen: [] });
+      const other = await pages({ ...window, sortOrder, limit: 4, vendorId: 8, itemUpdateStart: late + DAY });
+      expect([...other.drivers]).toEqual(['updated-orders']);
+      const ids = lateIds.slice(1);
+      expect(other.seen).toEqual((sortOrder === 'ascending' ? ids : ids.reverse()).map((id) => [id, ITEMS]));
+    },
+  );
+});

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { criteriaHash, resolveWindow, type OrderSearchRequest } from '../../src/services/search-orders.js';
-import { chooseDriver } from '../../src/store/shared/search-plan.js';
+import { chooseDriver, countedProbe } from '../../src/store/shared/search-plan.js';
 import type { SearchCriteria } from '../../src/store/port/store.port.js';
 
 const DAY = 86_400_000;
@@ -73,8 +73,12 @@ describe('chooseDriver, shared by both adapters', () => {
     limit: 20,
     ...extra,
   });
-  const narrow = () => true;
-  const wide = () => false;
+  const counts =
+    (orders: number, items: number, vendor: number | null = null) =>
+    () =>
+      countedProbe({ orders, items, vendor });
+  const narrow = counts(10, 10);
+  const wide = counts(2000, 2000);
 
   it('leads with given ids, then a reference, over everything else', () => {
     const all = { vendorId: 1, referenceId: 'r', itemUpdateStart: 0, orderItemIds: [1], orderIds: [1] };
@@ -85,11 +89,26 @@ describe('chooseDriver, shared by both adapters', () => {
     );
   });
 
-  it('reads a narrow update range directly and scans a wide one in result order, behind a vendor', () => {
-    expect(chooseDriver(criteria({ itemUpdateStart: 0, vendorId: 1 }), narrow)).toBe('updated-items');
-    expect(chooseDriver(criteria({ itemUpdateEnd: 5, vendorId: 1 }), wide)).toBe('vendor-items');
+  it('reads the orders updated since the start when few, else the items updated in the range when few', () => {
+    expect(chooseDriver(criteria({ itemUpdateStart: 0 }), narrow)).toBe('updated-orders');
+    // 9 late orders of 250 items each: over the items' cap, under the orders' (issue 41).
+    expect(chooseDriver(criteria({ itemUpdateStart: 0 }), counts(9, 2000))).toBe('updated-orders');
+    // A range long past: most orders were updated since its start, few items in it.
+    expect(chooseDriver(criteria({ itemUpdateStart: 0, itemUpdateEnd: 5 }), counts(2000, 30))).toBe(
+      'updated-items',
+    );
     expect(chooseDriver(criteria({ itemUpdateStart: 0 }), wide)).toBe('dated-items');
+    expect(chooseDriver(criteria({ itemUpdateEnd: 5, vendorId: 1 }), wide)).toBe('vendor-items');
     expect(chooseDriver(criteria({ vendorId: 1 }), narrow)).toBe('vendor-items');
+  });
+
+  it('given a vendor too, leads by whichever side is smaller', () => {
+    const vendorNoneMatch = criteria({ itemUpdateStart: 0, vendorId: 1 });
+    expect(chooseDriver(vendorNoneMatch, counts(9, 2000, 2000))).toBe('updated-orders');
+    expect(chooseDriver(vendorNoneMatch, counts(9, 2000, 3))).toBe('vendor-items');
+    expect(chooseDriver(vendorNoneMatch, counts(9, 2000, 9))).toBe('updated-orders');
+    expect(chooseDriver(vendorNoneMatch, counts(2000, 40, 2000))).toBe('updated-items');
+    expect(chooseDriver(vendorNoneMatch, counts(2000, 2000, 2000))).toBe('vendor-items');
   });
 
   it('asks about the update range only when one is given', () => {

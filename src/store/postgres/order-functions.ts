@@ -188,8 +188,11 @@ export const SETTLE_ORDER = orderFunction(
   `DECLARE
   v_entry bigint;
 BEGIN
+  -- Its pending items are updated now: the trigger of items-updated.migration.ts then finds the order's time
+  -- already there and writes no second version of the row.
   UPDATE orders SET phase = 'settled', payment_version = payment_version + p_release,
-         tax_cents = CASE WHEN p_zero_tax AND tax_cents IS NOT NULL THEN 0 ELSE tax_cents END, ${EVENT_SEQ}
+         tax_cents = CASE WHEN p_zero_tax AND tax_cents IS NOT NULL THEN 0 ELSE tax_cents END, ${EVENT_SEQ},
+         items_updated_at = greatest(coalesce(items_updated_at, created_at), p_now)
    WHERE order_id = p_order_id AND phase = p_from_phase
      AND (p_lease_free_at IS NULL OR lease_until IS NULL OR lease_until <= p_lease_free_at);
   IF NOT FOUND THEN RETURN false; END IF;

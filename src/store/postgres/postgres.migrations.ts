@@ -10,6 +10,7 @@ import type { MigrationContext } from '../secrets/store-secrets.js';
 import { SECRETS_MIGRATION } from './secrets.migration.js';
 import { IDLE_TRANSACTION_MIGRATION, SETTINGS_MIGRATION } from './settings.migration.js';
 import { WEBHOOKS_MIGRATION } from './webhooks.migration.js';
+import { ITEMS_UPDATED_MIGRATION } from './items-updated.migration.js';
 import { installOrderFunctions } from './order-functions.js';
 import { eventItemStatesMigration } from '../shared/event-snapshot.js';
 import { OUTBOX_SIGNAL_MIGRATION } from './outbox-signal.migration.js';
@@ -215,6 +216,7 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   UNSETTLED_APART_MIGRATION,
   IDLE_TRANSACTION_MIGRATION,
   UNSETTLED_ITEMS_MIGRATION,
+  ITEMS_UPDATED_MIGRATION,
   { version: 18, ...eventItemStatesMigration('BIGINT', '') },
 ];
 

@@ -3,13 +3,11 @@ import type { Currency } from '../../domain/money.js';
 import type { OrderKey, OrderView, SearchStore } from '../port/store.port.js';
 import { toItemView, type ItemTuple } from '../shared/order.rows.js';
 import { canBeId } from './postgres.rows.js';
-import { NARROW_UPDATE_SCAN } from '../shared/search-plan.js';
+import { scanCaps, type RangeCounts, type ScanCaps } from '../shared/search-plan.js';
 import { planSearch, updateRangeProbe } from './search.sql.js';
 
-export interface PostgresSearchOptions {
-  /** Tests lower or raise it to force either path for an update range. */
-  narrowUpdateScan?: number;
-}
+/** Tests lower or raise the caps to force each path for an update range. */
+export type PostgresSearchOptions = Partial<ScanCaps>;
 
 interface PageRow {
   order_id: number;
@@ -34,16 +32,14 @@ const toOrderView = (r: PageRow): OrderView => ({
 export function postgresSearch(
   pool: pg.Pool,
   cursorKey: Buffer,
-  { narrowUpdateScan = NARROW_UPDATE_SCAN }: PostgresSearchOptions = {},
+  options: PostgresSearchOptions = {},
 ): SearchStore {
+  const caps = scanCaps(options);
   return {
     async search(clientId, criteria) {
-      const probe = updateRangeProbe(clientId, criteria, narrowUpdateScan);
-      const counted = probe
-        ? (await pool.query<{ n: number }>(probe.sql, probe.params)).rows[0]?.n
-        : undefined;
-      const updateRangeIsNarrow = counted !== undefined && counted < narrowUpdateScan;
-      const plan = planSearch(clientId, criteria, { updateRangeIsNarrow });
+      const probe = updateRangeProbe(clientId, criteria, caps);
+      const counted = probe ? (await pool.query<RangeCounts>(probe.sql, probe.params)).rows[0] : undefined;
+      const plan = planSearch(clientId, criteria, { counted, caps });
       const { rows } = await pool.query<PageRow>(plan.sql, plan.params);
       return {
         orders: rows.slice(0, criteria.limit).map((r) => ({

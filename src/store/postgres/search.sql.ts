@@ -4,10 +4,16 @@ import {
   chooseDriver,
   itemTerms,
   keyRange,
+  orderUpdateKey,
+  updatedOrderTerms,
+  SCAN_CAPS,
   searchBounds,
   shapeOf,
   existsTerms,
+  countedProbe,
   type Driver,
+  type RangeCounts,
+  type ScanCaps,
   type SearchShape,
 } from '../shared/search-plan.js';
 import { canBeId } from './postgres.rows.js';
@@ -28,31 +34,53 @@ export interface SearchPlan extends SearchStatement {
 /**
  * The statement that reads one page of the client's orders, each with its matching items as a JSON array of
  * tuples (see ITEM_VIEW_COLUMNS), in one snapshot. It reads `limit + 1` orders: the extra one says more follow.
- * `updateRangeIsNarrow` is what the probe of `updateRangeProbe` found; it only matters for an update range.
+ * `counted` is what the probe of `updateRangeProbe` found; it only matters for an update range.
  */
 export function planSearch(
   clientId: number,
   criteria: SearchCriteria,
-  { updateRangeIsNarrow = false }: { updateRangeIsNarrow?: boolean } = {},
+  { counted, caps = SCAN_CAPS }: { counted?: RangeCounts; caps?: ScanCaps } = {},
 ): SearchPlan {
-  const driver = chooseDriver(criteria, () => updateRangeIsNarrow);
+  const wide: RangeCounts = { orders: Infinity, items: null, vendor: null };
+  const driver = chooseDriver(criteria, () => countedProbe(counted ?? wide), caps);
   return { driver, ...positional(searchSql(shapeOf(driver, criteria)), bind(clientId, criteria)) };
 }
 
 /**
- * The count that decides whether an update range is narrow (fewer than `cap` items of the client updated in
- * it), or null when the criteria lead by something else.
+ * The counts that decide the path of an update range (RangeProbe), in one statement that asks each only when
+ * chooseDriver would (a condition on an InitPlan skips a scan), or null when the criteria lead by something else.
+ * `created_at + 0` keeps the planner off orders_client_created, which it would scan for the whole window: only
+ * orders_client_items_updated bounds the count by the orders updated.
  */
-export function updateRangeProbe(clientId: number, c: SearchCriteria, cap: number): SearchStatement | null {
+export function updateRangeProbe(
+  clientId: number,
+  c: SearchCriteria,
+  caps: ScanCaps = SCAN_CAPS,
+): SearchStatement | null {
   let asked = false;
-  chooseDriver(c, () => (asked = true));
+  chooseDriver(c, () => ((asked = true), countedProbe({ orders: 0, items: 0, vendor: 0 })), caps);
   if (!asked) return null;
+  const vendor = `(SELECT count(1)::int AS n FROM (
+      SELECT 1 FROM order_items
+       WHERE client_id = @clientId AND vendor_id = @vendorId
+         AND order_created_at >= @createdFrom AND order_created_at < @createdTo
+       LIMIT (SELECT CASE WHEN o.n < @orderCap THEN o.n WHEN i.n < @itemCap THEN i.n ELSE 0 END
+                FROM o, i)) s)`;
   return positional(
-    `SELECT count(1) AS n FROM (
-       SELECT 1 FROM order_items
-        WHERE client_id = @clientId AND updated_at >= @scanFrom AND updated_at < @scanTo
-        LIMIT @scanCap) s`,
-    { ...bind(clientId, c), scanCap: cap },
+    `WITH o AS (SELECT count(1)::int AS n FROM (
+        SELECT 1 FROM orders u
+         WHERE u.client_id = @clientId AND ${orderUpdateKey('u')} >= @scanFrom
+           AND u.created_at + 0 >= @createdFrom AND u.created_at + 0 < @createdTo
+         LIMIT @orderCap) s),
+     i AS (SELECT count(1)::int AS n FROM (
+        SELECT 1 FROM order_items
+         WHERE (SELECT n FROM o) >= @orderCap
+           AND client_id = @clientId AND updated_at >= @scanFrom AND updated_at < @scanTo
+         LIMIT @itemCap) s)
+     SELECT o.n AS orders, CASE WHEN o.n >= @orderCap THEN i.n END AS items,
+            ${c.vendorId === undefined ? 'NULL::int' : vendor} AS vendor
+       FROM o, i`,
+    { ...bind(clientId, c), orderCap: caps.narrowOrderScan, itemCap: caps.narrowUpdateScan },
   );
 }
 
@@ -123,18 +151,32 @@ function pageSql(s: SearchShape): string {
     return `SELECT ${PAGE_COLUMNS} FROM orders o WHERE ${where.join(' AND ')}
              ORDER BY o.created_at ${dir}, o.order_id ${dir} LIMIT @limit`;
   }
+  if (s.driver === 'updated-orders') return keysFirst(updatedOrderKeys(s));
   const terms = ITEM_TERMS[s.driver]!(s);
   const where = ['d.client_id = @clientId', ...terms, keyRange('d.order_created_at', 'd.order_id', s)];
   // The order's other conditions once per order, after its item rows are grouped.
   const having = existsTerms('d.order_created_at', 'd.order_id', s, PG_ITEM_IDS);
   const group = `GROUP BY d.order_created_at, d.order_id${having.length > 0 ? ` HAVING ${having.join(' AND ')}` : ''}`;
-  // Keys first, from the index alone; the orders table is read for the page only.
-  return `SELECT ${PAGE_COLUMNS} FROM (
-            SELECT d.order_created_at AS at, d.order_id AS id FROM order_items d
-             WHERE ${where.join(' AND ')}
-             ${group} ORDER BY at ${dir}, id ${dir} LIMIT @limit) k
-          JOIN orders o ON o.order_id = k.id`;
+  return keysFirst(`SELECT d.order_created_at AS at, d.order_id AS id FROM order_items d
+                     WHERE ${where.join(' AND ')}
+                     ${group} ORDER BY at ${dir}, id ${dir} LIMIT @limit`);
 }
+
+/**
+ * Orders with an item updated since the range's start, by orders_client_items_updated (client_id, key, created_at,
+ * order_id); each one's items by a seek. `created_at + 0` keeps the planner from reading orders_client_created in
+ * result order and filtering the whole window, the cost this path is for avoiding: it sorts the few orders read.
+ */
+function updatedOrderKeys(s: SearchShape): string {
+  const dir = s.desc ? 'DESC' : 'ASC';
+  const where = updatedOrderTerms('u.created_at + 0', s, PG_ITEM_IDS);
+  return `SELECT u.created_at AS at, u.order_id AS id FROM orders u
+           WHERE ${where.join(' AND ')} ORDER BY u.created_at + 0 ${dir}, id ${dir} LIMIT @limit`;
+}
+
+/** Keys first, from an index alone; the orders table is read for the page only. */
+const keysFirst = (keys: string) =>
+  `SELECT ${PAGE_COLUMNS} FROM (${keys}) k JOIN orders o ON o.order_id = k.id`;
 
 function searchSql(s: SearchShape): string {
   const dir = s.desc ? 'DESC' : 'ASC';

@@ -6,21 +6,100 @@ import type { SearchCriteria } from '../port/store.port.js';
 
 /** The access path that leads a search; see chooseDriver. */
 export type Driver =
-  'order-ids' | 'item-ids' | 'reference' | 'updated-items' | 'vendor-items' | 'dated-items' | 'orders';
+  | 'order-ids'
+  | 'item-ids'
+  | 'reference'
+  | 'updated-orders'
+  | 'updated-items'
+  | 'vendor-items'
+  | 'dated-items'
+  | 'orders';
 
 /** Up to this many items updated in the range, reading them all and sorting beats scanning by order date. */
 export const NARROW_UPDATE_SCAN = 2000;
 
+/** Up to this many orders with an item updated since the range's start, reading them all and sorting wins too. */
+export const NARROW_ORDER_SCAN = 2000;
+
+/** The thresholds of the probe of an update range; tests move them to force each path. */
+export interface ScanCaps {
+  narrowOrderScan: number;
+  narrowUpdateScan: number;
+}
+
+export const SCAN_CAPS: ScanCaps = {
+  narrowOrderScan: NARROW_ORDER_SCAN,
+  narrowUpdateScan: NARROW_UPDATE_SCAN,
+};
+
+/** The caps a store's options give, each defaulting to its constant. */
+export const scanCaps = (options: Partial<ScanCaps>): ScanCaps => ({
+  narrowOrderScan: options.narrowOrderScan ?? NARROW_ORDER_SCAN,
+  narrowUpdateScan: options.narrowUpdateScan ?? NARROW_UPDATE_SCAN,
+});
+
 /**
- * Which access path leads: a given set of ids or a reference first (few rows), then an update range when it
- * holds few items, then the indexes already in result order, which stop as soon as the page is full.
+ * The counts that decide the path of an update range, each stopping at its cap so that it costs at most that many
+ * index entries, and asked only when needed: the client's orders in the window with an item updated since the
+ * range's start (orderUpdateKey), its items updated in the range, the vendor's items in the window (up to `cap`).
  */
-export function chooseDriver(c: SearchCriteria, updateRangeIsNarrow: () => boolean): Driver {
+export interface RangeProbe {
+  orders(): number;
+  items(): number;
+  vendor(cap: number): number;
+}
+
+/** What a probe counted, as PostgreSQL's one statement returns it (the same rules as chooseDriver's asks). */
+export interface RangeCounts {
+  orders: number;
+  items: number | null;
+  vendor: number | null;
+}
+
+/** A probe over counts already taken: each was counted up to the cap chooseDriver then asks for. */
+export const countedProbe = (counted: RangeCounts): RangeProbe => ({
+  orders: () => counted.orders,
+  items: () => counted.items ?? Infinity,
+  vendor: (cap) => Math.min(counted.vendor ?? Infinity, cap),
+});
+
+/**
+ * An order's key for update ranges (orders_client_items_updated): when one of its items was last updated, or its
+ * creation while none was (items-updated.migration.ts). No item of the order has a later updated_at, so an
+ * order with an item updated in [start, end) has a key >= start: the necessary condition the order path reads,
+ * the exact one checked per order by a seek (existsTerms).
+ */
+export const orderUpdateKey = (alias: string) => `coalesce(${alias}.items_updated_at, ${alias}.created_at)`;
+
+/**
+ * Which access path leads: a given set of ids or a reference first (few rows), then an update range when few
+ * orders were updated since its start (read those orders), else when few items were updated in it (read those
+ * items), unless a vendor has fewer items in the window; then the indexes already in result order, which stop as
+ * soon as the page is full.
+ *
+ * Bounded by what the query can return: the probe reads at most NARROW_ORDER_SCAN + NARROW_UPDATE_SCAN + 2,000
+ * index entries; the order path reads fewer than NARROW_ORDER_SCAN orders, two seeks each, and sorts them; the item
+ * path fewer than NARROW_UPDATE_SCAN items; the vendor's path, chosen when the vendor has fewer items than the side
+ * it is compared with, at most those. What is left unbounded: 2,000 orders or more updated since the start and
+ * 2,000 items or more in the range (a wide range, or one long past), with a vendor of as many items in the window
+ * or none, and sparse matches: the scan in result order then reads the window (or the vendor's part of it) up to
+ * the page; when nothing matches, every item of the vendor's orders in the window, or every order of the window
+ * (at 1,000,000 generated orders, the largest client's 90 days: about 20,000 orders of 64,000 items).
+ */
+export function chooseDriver(c: SearchCriteria, probe: () => RangeProbe, caps: ScanCaps = SCAN_CAPS): Driver {
   const updateRange = c.itemUpdateStart !== undefined || c.itemUpdateEnd !== undefined;
   if (c.orderIds) return 'order-ids';
   if (c.orderItemIds) return 'item-ids';
   if (c.referenceId !== undefined) return 'reference';
-  if (updateRange && updateRangeIsNarrow()) return 'updated-items';
+  if (updateRange) {
+    const counts = probe();
+    // The vendor's items, counted up to n: fewer means its path reads less than the range's.
+    const vendorFewer = (n: number) => c.vendorId !== undefined && counts.vendor(n) < n;
+    const orders = counts.orders();
+    if (orders < caps.narrowOrderScan) return vendorFewer(orders) ? 'vendor-items' : 'updated-orders';
+    const items = counts.items();
+    if (items < caps.narrowUpdateScan && !vendorFewer(items)) return 'updated-items';
+  }
   if (c.vendorId !== undefined) return 'vendor-items';
   if (updateRange) return 'dated-items';
   return 'orders';
@@ -109,6 +188,7 @@ export function existsTerms(
   idIn: (column: string) => string,
 ): string[] {
   const items = itemTerms('i', s, idIn);
+  // The order path reads orders by a necessary condition only: its items are checked like any other driver's.
   const itemsGuaranteed = s.driver === 'updated-items' || s.driver === 'dated-items';
   // A scalar subquery with LIMIT 1 rather than EXISTS: PostgreSQL turns an EXISTS into a semi-join or a hashed
   // subplan, which reads every item of the client, whatever the limit; this one runs per order, a seek each.
@@ -118,5 +198,18 @@ export function existsTerms(
   return [
     ...(s.vendor && s.driver !== 'vendor-items' ? [anyItem('v', ['v.vendor_id = @vendorId'])] : []),
     ...(items.length > 0 && !itemsGuaranteed ? [anyItem('i', items)] : []),
+  ];
+}
+
+/**
+ * The terms of the order path (alias `u`): orders with an item updated since the range's start, in the window,
+ * each one's items and vendor checked by a seek. `at` is how the store names u.created_at in the window's range.
+ */
+export function updatedOrderTerms(at: string, s: SearchShape, idIn: (column: string) => string): string[] {
+  return [
+    'u.client_id = @clientId',
+    `${orderUpdateKey('u')} >= @scanFrom`,
+    keyRange(at, 'u.order_id', s),
+    ...existsTerms('u.created_at', 'u.order_id', s, idIn),
   ];
 }

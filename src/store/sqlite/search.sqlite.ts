@@ -11,11 +11,14 @@ import {
   chooseDriver,
   itemTerms,
   keyRange,
-  NARROW_UPDATE_SCAN,
+  orderUpdateKey,
+  updatedOrderTerms,
+  scanCaps,
   searchBounds,
   shapeOf,
   existsTerms,
   type Driver,
+  type ScanCaps,
   type SearchShape,
 } from '../shared/search-plan.js';
 import { ITEM_VIEW_COLUMNS, toItemView, type ItemTuple } from '../shared/order.rows.js';
@@ -25,7 +28,8 @@ const SQLITE_ITEM_IDS = (column: string) => `${column} IN (SELECT value FROM jso
 
 export interface SearchPlan {
   driver: Driver;
-  probeSql?: string;
+  /** The counts the probe of an update range ran (RangeProbe), each with its bindings. */
+  probes: { sql: string; params: Bindings }[];
   pageSql: string;
   itemsSql: string;
   /** Bindings of every statement; itemsSql also needs `pageIds`, a JSON array of the page's order ids. */
@@ -34,16 +38,14 @@ export interface SearchPlan {
 
 type Bindings = Record<string, number | string | null>;
 
-export interface SqliteSearchOptions {
-  /** Tests lower or raise it to force either path for an update range. */
-  narrowUpdateScan?: number;
-}
+/** Tests lower or raise the caps to force each path for an update range. */
+export type SqliteSearchOptions = Partial<ScanCaps>;
 
 /** Order history search (one query for the page, one for its items) and the order key a cursor names. */
 export function sqliteSearch(
   db: Db,
   cursorKey: Buffer,
-  { narrowUpdateScan = NARROW_UPDATE_SCAN }: SqliteSearchOptions = {},
+  options: SqliteSearchOptions = {},
 ): SearchStore & { plan(clientId: number, criteria: SearchCriteria): SearchPlan } {
   const statements = new Map<string, Statement>();
   const prepared = (sql: string): Statement => {
@@ -55,17 +57,28 @@ export function sqliteSearch(
     'SELECT created_at AS createdAt, order_id AS orderId FROM orders WHERE order_id = ? AND client_id = ?',
   );
 
+  const caps = scanCaps(options);
+
   function plan(clientId: number, c: SearchCriteria): SearchPlan {
-    const params = { ...bind(clientId, c), scanCap: narrowUpdateScan };
-    let probed = false;
-    const driver = chooseDriver(c, () => {
-      probed = true;
-      return (prepared(PROBE_SQL).pluck().get(params) as number) < narrowUpdateScan;
-    });
+    const params = bind(clientId, c);
+    const probes: SearchPlan['probes'] = [];
+    const count = (sql: string, cap: number) => {
+      probes.push({ sql, params: { ...params, cap } });
+      return prepared(sql).pluck().get(probes.at(-1)!.params) as number;
+    };
+    const driver = chooseDriver(
+      c,
+      () => ({
+        orders: () => count(PROBE_ORDERS_SQL, caps.narrowOrderScan),
+        items: () => count(PROBE_ITEMS_SQL, caps.narrowUpdateScan),
+        vendor: (cap) => count(PROBE_VENDOR_SQL, cap),
+      }),
+      caps,
+    );
     const s = shapeOf(driver, c);
     return {
       driver,
-      ...(probed ? { probeSql: PROBE_SQL } : {}),
+      probes,
       pageSql: pageSql(s),
       itemsSql: itemsSql(s),
       params,
@@ -129,10 +142,21 @@ const toOrderView = ([
 
 const ITEM_COLUMNS = ITEM_VIEW_COLUMNS.map((c) => `i.${c}`).join(', ');
 
-const PROBE_SQL = `SELECT count(*) FROM (
+// The probe's counts (RangeProbe), each up to @cap entries of its index.
+const PROBE_ORDERS_SQL = `SELECT count(*) FROM (
+  SELECT 1 FROM orders u INDEXED BY orders_client_items_updated
+   WHERE u.client_id = @clientId AND ${orderUpdateKey('u')} >= @scanFrom
+     AND u.created_at >= @createdFrom AND u.created_at < @createdTo
+   LIMIT @cap)`;
+const PROBE_ITEMS_SQL = `SELECT count(*) FROM (
   SELECT 1 FROM order_items INDEXED BY order_items_search_updated
    WHERE client_id = @clientId AND updated_at >= @scanFrom AND updated_at < @scanTo
-   LIMIT @scanCap)`;
+   LIMIT @cap)`;
+const PROBE_VENDOR_SQL = `SELECT count(*) FROM (
+  SELECT 1 FROM order_items INDEXED BY order_items_client_vendor
+   WHERE client_id = @clientId AND vendor_id = @vendorId
+     AND order_created_at >= @createdFrom AND order_created_at < @createdTo
+   LIMIT @cap)`;
 
 function bind(clientId: number, c: SearchCriteria): Bindings {
   return {
@@ -176,19 +200,33 @@ function pageSql(s: SearchShape): string {
     return `SELECT ${ORDER_COLUMNS} FROM ${source} WHERE ${where.join(' AND ')}
             ORDER BY o.created_at ${dir}, o.order_id ${dir} LIMIT @limit`;
   }
+  if (s.driver === 'updated-orders') return keysFirst(updatedOrderKeys(s), dir);
   const { index, terms } = ITEM_DRIVERS[s.driver]!;
   const where = ['d.client_id = @clientId', ...terms(s), keyRange('d.order_created_at', 'd.order_id', s)];
   // The order's other conditions once per order, after its item rows are grouped.
   const having = existsTerms('d.order_created_at', 'd.order_id', s, SQLITE_ITEM_IDS);
   const group = `GROUP BY d.order_created_at, d.order_id${having.length > 0 ? ` HAVING ${having.join(' AND ')}` : ''}`;
-  // Keys first, from the index alone; the orders table is read for the page only.
-  return `SELECT ${ORDER_COLUMNS} FROM (
-            SELECT d.order_created_at AS at, d.order_id AS id FROM order_items d INDEXED BY ${index}
-             WHERE ${where.join(' AND ')}
-             ${group} ORDER BY at ${dir}, id ${dir} LIMIT @limit) k
-          CROSS JOIN orders o ON o.order_id = k.id
-          ORDER BY k.at ${dir}, k.id ${dir}`;
+  return keysFirst(
+    `SELECT d.order_created_at AS at, d.order_id AS id FROM order_items d INDEXED BY ${index}
+      WHERE ${where.join(' AND ')}
+      ${group} ORDER BY at ${dir}, id ${dir} LIMIT @limit`,
+    dir,
+  );
 }
+
+/** Orders with an item updated since the range's start, from their index alone; each one's items by a seek. */
+function updatedOrderKeys(s: SearchShape): string {
+  const dir = s.desc ? 'DESC' : 'ASC';
+  const where = updatedOrderTerms('u.created_at', s, SQLITE_ITEM_IDS);
+  return `SELECT u.created_at AS at, u.order_id AS id FROM orders u INDEXED BY orders_client_items_updated
+           WHERE ${where.join(' AND ')} ORDER BY at ${dir}, id ${dir} LIMIT @limit`;
+}
+
+/** Keys first, from an index alone; the orders table is read for the page only. */
+const keysFirst = (keys: string, dir: string) =>
+  `SELECT ${ORDER_COLUMNS} FROM (${keys}) k
+     CROSS JOIN orders o ON o.order_id = k.id
+    ORDER BY k.at ${dir}, k.id ${dir}`;
 
 function itemsSql(s: SearchShape): string {
   const where = [

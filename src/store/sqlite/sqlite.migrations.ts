@@ -4,6 +4,7 @@ import { DELIVERY_CLAIMS_MIGRATION } from './delivery-claims.migration.js';
 import { EVENT_TYPE_MIGRATION } from './event-type.migration.js';
 import { PAYMENT_TARGET_MIGRATION } from './payment-target.migration.js';
 import type { MigrationContext } from '../secrets/store-secrets.js';
+import { ITEMS_UPDATED_MIGRATION } from './items-updated.migration.js';
 import { LIFECYCLE_MIGRATION } from './lifecycle.migration.js';
 import { SEARCH_MIGRATION } from './search.migration.js';
 import { TRACE_CONTEXT_MIGRATION } from './trace-context.migration.js';
@@ -186,5 +187,6 @@ export const MIGRATIONS: readonly SqliteMigration[] = [
   { version: 12, ...RETENTION_MIGRATION },
   { version: 13, ...UNSETTLED_BY_AGE_MIGRATION },
   UNSETTLED_ITEMS_MIGRATION,
+  ITEMS_UPDATED_MIGRATION,
   { version: 16, ...eventItemStatesMigration('INTEGER', ' WITHOUT ROWID') },
 ];

@@ -1,0 +1,33 @@
+import type { Migration } from './postgres.migrations.js';
+
+/**
+ * Each order keeps when one of its items was last updated (issue 41), so that a search by item update time counts
+ * and reads ORDERS updated since its start, whatever their items: 9 late orders of 250 items each are 9 index
+ * entries, not 2,250 (search-plan.ts, orderUpdateKey). Null while no item changed since acceptance (an item is
+ * inserted with its order's created_at), so accepting an order writes only its entry of the index, and adding the
+ * column is instant. A row trigger catches every path that moves an item's updated_at, present and future; its WHEN
+ * is tested without calling the function, so a statement that leaves updated_at alone (a reservation's prices)
+ * costs nothing, and the order is written only when the time grows: 250 items settled at once write it once, and
+ * not at all when the settlement's own update of the order has set it (order-functions.ts, SETTLE_ORDER). The
+ * backfill and the index read the tables once under the migration's lock (docs/operating.md, Upgrade notes).
+ */
+export const ITEMS_UPDATED_MIGRATION: Migration = {
+  version: 17,
+  name: 'orders keep the latest update time of their items: update-range searches read orders',
+  sql: `
+    ALTER TABLE orders ADD COLUMN items_updated_at BIGINT;
+    UPDATE orders o SET items_updated_at = u.at
+      FROM (SELECT order_id, max(updated_at) AS at FROM order_items GROUP BY order_id) u
+     WHERE o.order_id = u.order_id AND u.at > o.created_at;
+    CREATE INDEX orders_client_items_updated
+      ON orders (client_id, coalesce(items_updated_at, created_at), created_at, order_id);
+    CREATE FUNCTION bo_order_items_updated() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      UPDATE orders SET items_updated_at = NEW.updated_at
+       WHERE order_id = NEW.order_id AND coalesce(items_updated_at, created_at) < NEW.updated_at;
+      RETURN NULL;
+    END $$;
+    CREATE TRIGGER order_items_updated AFTER UPDATE OF updated_at ON order_items
+      FOR EACH ROW WHEN (NEW.updated_at > OLD.updated_at) EXECUTE FUNCTION bo_order_items_updated();
+  `,
+};
