@@ -4,19 +4,20 @@
 // one client posting 2-listing orders over 50 listings, first one order in flight, then 16; beside it the floor
 // on this machine in the same run: one fdatasync of 4 KiB, one transaction of a single pgbench client, one
 // Redis round trip.
-//   node --import tsx scripts/bench-latency.ts [--stores sqlite,postgres] [--orders 400] [--warmup 500]
+//   node --import tsx scripts/bench-latency.ts [--stores sqlite,postgres] [--orders 400] [--warmup 2000]
 //     [--idle 5] [--checkout DIR] [--json]
 // Each row also gives the CPU time per order of the web, the worker and the whole machine, and the Redis commands
 // per order (those run inside BullMQ's Lua scripts included), over that row; after the rows, the CPU the idle
 // processes burn per second.
 // --orders: orders timed per store and number in flight; --warmup: orders posted before each row, at its number
-// in flight, and not timed, so that every process runs the code V8 has optimised for that shape (after 100 at 16
-// in flight a lone order still paid ~2 ms of the web's and of the worker's CPU for V8 compiling and running
-// unoptimised code); --idle: seconds the idle processes are watched after the rows; --checkout DIR: before and after in one run: on each
-// store the service runs first from DIR (another checkout of the project, e.g. a `git worktree` of the commit
-// before: its Procfile and its dist/, built there when stale; one without node_modules gets a link to this
-// tree's), then from this tree, while the bench itself (client, stores, floors) runs from this tree;
-// --json: the results as JSON.
+// in flight, and not timed, so that every process runs the code V8 has optimised for that shape: a lone order
+// calls each function once, so V8 optimises them one by one over the first thousands of orders (after 100 at 16
+// in flight, TurboFan took 12-17 % of the web's and the worker's CPU in the lone row and unoptimised code ~25 %,
+// and 800 lone orders later it still optimised ~90 functions for the first time per 400 orders); --idle: seconds
+// the idle processes are watched after the rows; --checkout DIR: before and after in one run: on each store the
+// service runs first from DIR (another checkout of the project, e.g. a `git worktree` of the commit before: its
+// Procfile and its dist/, built there when stale; one without node_modules gets a link to this tree's), then
+// from this tree, while the bench itself (client, stores, floors) runs from this tree; --json: the results as JSON.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -47,7 +48,7 @@ const { values } = parseArgs({
   options: {
     stores: { type: 'string', default: 'sqlite,postgres' },
     orders: { type: 'string', default: '400' },
-    warmup: { type: 'string', default: '500' },
+    warmup: { type: 'string', default: '2000' },
     idle: { type: 'string', default: '5' },
     checkout: { type: 'string' },
     json: { type: 'boolean', default: false },
