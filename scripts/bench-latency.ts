@@ -4,15 +4,20 @@
 // one client posting 2-listing orders over 50 listings, first one order in flight, then 16; beside it the floor
 // on this machine in the same run: one fdatasync of 4 KiB, one transaction of a single pgbench client, one
 // Redis round trip.
-//   node --import tsx scripts/bench-latency.ts [--stores sqlite,postgres] [--orders 400] [--warmup 100]
-//     [--checkout DIR] [--json]
-// Each row also gives the CPU time per order of the web, the worker and the whole machine, over that row.
-// --orders: orders timed per store and number in flight; --warmup: orders posted first (16 in flight) and not
-// timed, so that every process runs code V8 has compiled; --checkout DIR: before and after in one run: on each
-// store the service runs first from DIR (another checkout of the project, e.g. a `git worktree` of the commit
-// before: its Procfile and its dist/, built there when stale; one without node_modules gets a link to this
-// tree's), then from this tree, while the bench itself (client, stores, floors) runs from this tree;
-// --json: the results as JSON.
+//   node --import tsx scripts/bench-latency.ts [--stores sqlite,postgres] [--orders 400] [--warmup 2000]
+//     [--idle 5] [--checkout DIR] [--json]
+// Each row also gives the CPU time per order of the web, the worker and the whole machine, and the Redis commands
+// per order (those run inside BullMQ's Lua scripts included), over that row; after the rows, the CPU the idle
+// processes burn per second.
+// --orders: orders timed per store and number in flight; --warmup: orders posted before each row, at its number
+// in flight, and not timed, so that every process runs the code V8 has optimised for that shape: a lone order
+// calls each function once, so V8 optimises them one by one over the first thousands of orders (after 100 at 16
+// in flight, TurboFan took 12-17 % of the web's and the worker's CPU in the lone row and unoptimised code ~25 %,
+// and 800 lone orders later it still optimised ~90 functions for the first time per 400 orders); --idle: seconds
+// the idle processes are watched after the rows; --checkout DIR: before and after in one run: on each store the
+// service runs first from DIR (another checkout of the project, e.g. a `git worktree` of the commit before: its
+// Procfile and its dist/, built there when stale; one without node_modules gets a link to this tree's), then
+// from this tree, while the bench itself (client, stores, floors) runs from this tree; --json: the results as JSON.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -43,7 +48,8 @@ const { values } = parseArgs({
   options: {
     stores: { type: 'string', default: 'sqlite,postgres' },
     orders: { type: 'string', default: '400' },
-    warmup: { type: 'string', default: '100' },
+    warmup: { type: 'string', default: '2000' },
+    idle: { type: 'string', default: '5' },
     checkout: { type: 'string' },
     json: { type: 'boolean', default: false },
   },
@@ -51,6 +57,7 @@ const { values } = parseArgs({
 const STORES = parseStoreKinds(values.stores);
 const ORDERS = Number(values.orders);
 const WARMUP = Number(values.warmup);
+const IDLE_S = Number(values.idle);
 const IN_FLIGHT = [1, 16];
 /** Where the service's processes run from: --checkout's tree ('before'), then this one. */
 const SERVICES: { name: string; root: string }[] = [
@@ -127,6 +134,23 @@ interface Waits {
   max: number;
   /** CPU ms per order (user + system, from /proc) over the row: the web, the worker, and the whole machine. */
   cpu: { web: number; worker: number; machine: number };
+  /** Commands Redis ran per order over the row (INFO commandstats: calls from Lua scripts included). */
+  redisCommands: number;
+}
+
+/** CPU ms per second of the web, the worker and the clock while no order comes. */
+interface Idle {
+  web: number;
+  worker: number;
+  clock: number;
+}
+
+/** Commands Redis has run so far, those run by scripts included (the sum of INFO commandstats' calls). */
+async function redisCommandsSoFar(redis: Redis): Promise<number> {
+  const stats = await redis.info('commandstats');
+  let calls = 0;
+  for (const match of stats.matchAll(/^cmdstat_[^:]+:calls=(\d+)/gm)) calls += Number(match[1]);
+  return calls;
 }
 
 /** CPU seconds so far of the web, the worker and the whole machine (Redis, the database and this bench included). */
@@ -138,7 +162,7 @@ function cpuNow(web: ChildProcess, worker: ChildProcess) {
   };
 }
 
-function summary(inFlight: number, ms: number[], cpu: Waits['cpu']): Waits {
+function summary(inFlight: number, ms: number[], cpu: Waits['cpu'], redisCommands: number): Waits {
   const sorted = [...ms].sort((a, b) => a - b);
   return {
     inFlight,
@@ -147,7 +171,17 @@ function summary(inFlight: number, ms: number[], cpu: Waits['cpu']): Waits {
     p99: quantile(sorted, 0.99),
     max: sorted.at(-1) ?? NaN,
     cpu,
+    redisCommands,
   };
+}
+
+/** CPU ms per second that the web, the worker and the clock burn over `seconds` with no order in flight. */
+async function idleCpu(children: readonly ChildProcess[], seconds: number): Promise<Idle> {
+  const cpu = () => children.map((child) => treeCpuSeconds(child.pid ?? 0));
+  const before = cpu();
+  await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+  const [web, worker, clock] = cpu().map((after, i) => ((after - before[i]!) * 1000) / seconds);
+  return { web: web!, worker: worker!, clock: clock! };
 }
 
 /** Builds `root`'s dist/ when stale; a checkout without node_modules first gets a link to this tree's. */
@@ -197,7 +231,11 @@ async function prepare(kind: StoreKind) {
 /** The service of the tree at `root` on a fresh store of `kind`: warmed up, then each number in flight timed. */
 let runs = 0;
 
-async function runStore(kind: StoreKind, root: string, redisUrl: string): Promise<Waits[]> {
+async function runStore(
+  kind: StoreKind,
+  root: string,
+  redisUrl: string,
+): Promise<{ waits: Waits[]; idle: Idle }> {
   const { store, buyer } = await prepare(kind);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-latency-'));
   const logFile = path.join(dir, 'service.log');
@@ -212,32 +250,37 @@ async function runStore(kind: StoreKind, root: string, redisUrl: string): Promis
     PORT: String(port),
   });
   const children = ['web', 'worker', 'clock'].map((name) => startProcess(root, name, env, logFile));
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
   try {
     await waitForWeb(baseUrl, children[0]!);
     await waitForWorkers(logFile, 1);
-    if (WARMUP > 0) await waits(baseUrl, buyer, WARMUP, 16);
     const found: Waits[] = [];
     for (const inFlight of IN_FLIGHT) {
+      if (WARMUP > 0) await waits(baseUrl, buyer, WARMUP, inFlight);
+      const commandsBefore = await redisCommandsSoFar(redis);
       const before = cpuNow(children[0]!, children[1]!);
       const ms = await waits(baseUrl, buyer, ORDERS, inFlight);
       const after = cpuNow(children[0]!, children[1]!);
+      // Less the INFO that read the count before.
+      const commands = (await redisCommandsSoFar(redis)) - commandsBefore - 1;
       const perOrder = (key: keyof Waits['cpu']) => ((after[key] - before[key]) * 1000) / ms.length;
-      const result = summary(inFlight, ms, {
-        web: perOrder('web'),
-        worker: perOrder('worker'),
-        machine: perOrder('machine'),
-      });
+      const cpu = { web: perOrder('web'), worker: perOrder('worker'), machine: perOrder('machine') };
+      const result = summary(inFlight, ms, cpu, commands / ms.length);
       say(
         `${kind}, ${root}, ${inFlight} in flight: p50 ${result.p50.toFixed(1)} ms, p99 ${result.p99.toFixed(1)} ms, max ${result.max.toFixed(1)} ms`,
       );
       found.push(result);
     }
+    // A second for what the last row left (its flushes, its timers) to end first.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const idle = await idleCpu(children, IDLE_S);
     const codes = await Promise.all(children.map(stopProcess));
     if (codes.some((code) => code !== 0))
       say(`${kind}: a process exited with ${codes.join(', ')}; log ${logFile}`);
     else fs.rmSync(dir, { recursive: true, force: true });
-    return found;
+    return { waits: found, idle };
   } finally {
+    redis.disconnect();
     await Promise.all(children.map(stopProcess));
     await store.remove();
   }
@@ -332,16 +375,17 @@ interface Result {
   service: string;
   root: string;
   waits: Waits[];
+  idle: Idle;
 }
 
 function table(results: readonly Result[], floor: Floor): string {
   const ms = (n: number) => n.toFixed(1);
   const lines = [
     `Real orders without respond-async, 2 listings over ${LISTINGS.length}, one client, ${ORDERS} timed per row` +
-      ` (after ${WARMUP} not timed); ${SERVICES.map((s) => `${s.name}: ${s.root}`).join(', ')}.`,
+      ` (each after ${WARMUP} not timed, as many in flight); ${SERVICES.map((s) => `${s.name}: ${s.root}`).join(', ')}.`,
     '',
-    '| store | service | in flight | p50 ms | p99 ms | max ms | p99 / p50 | 3 commits ms | aim | CPU ms per order: web / worker / machine |',
-    '|---|---|--:|--:|--:|--:|--:|--:|---|--:|',
+    '| store | service | in flight | p50 ms | p99 ms | max ms | p99 / p50 | 3 commits ms | aim | CPU ms per order: web / worker / machine | Redis commands per order |',
+    '|---|---|--:|--:|--:|--:|--:|--:|---|--:|--:|',
   ];
   for (const { store, service, waits: rows } of results) {
     const commits = commitsMs(store, floor);
@@ -351,11 +395,20 @@ function table(results: readonly Result[], floor: Floor): string {
           ? `p50 ≤ ${ms(commits + 3)}, p99 ≤ 3× p50`
           : `p99 ≤ ${store === 'sqlite' ? 50 : 80}`;
       lines.push(
-        `| ${store} | ${service} | ${row.inFlight} | ${ms(row.p50)} | ${ms(row.p99)} | ${ms(row.max)} | ${(row.p99 / row.p50).toFixed(1)} | ${ms(commits)} | ${aim} | ${row.cpu.web.toFixed(2)} / ${row.cpu.worker.toFixed(2)} / ${row.cpu.machine.toFixed(2)} |`,
+        `| ${store} | ${service} | ${row.inFlight} | ${ms(row.p50)} | ${ms(row.p99)} | ${ms(row.max)} | ${(row.p99 / row.p50).toFixed(1)} | ${ms(commits)} | ${aim} | ${row.cpu.web.toFixed(2)} / ${row.cpu.worker.toFixed(2)} / ${row.cpu.machine.toFixed(2)} | ${row.redisCommands.toFixed(1)} |`,
       );
     }
   }
   lines.push(
+    '',
+    `Idle, after the rows (${IDLE_S} s, no order in flight), CPU ms per second of web / worker / clock: ` +
+      results
+        .map(
+          ({ store, service, idle }) =>
+            `${store} ${service} ${[idle.web, idle.worker, idle.clock].map((n) => n.toFixed(1)).join(' / ')}`,
+        )
+        .join('; ') +
+      '.',
     '',
     `Floor: fdatasync of 4 KiB p50 ${floor.fdatasyncMs.toFixed(2)} ms` +
       (floor.pgbenchMs !== undefined
@@ -380,7 +433,7 @@ async function main() {
     const results: Result[] = [];
     for (const store of STORES)
       for (const { name, root } of SERVICES)
-        results.push({ store, service: name, root, waits: await runStore(store, root, redis.url) });
+        results.push({ store, service: name, root, ...(await runStore(store, root, redis.url)) });
     const floor: Floor = {
       fdatasyncMs: fdatasyncP50(),
       ...(STORES.includes('postgres') ? { pgbenchMs: await pgbenchOneClientMs() } : {}),

@@ -1,3 +1,4 @@
+import { Cluster } from 'ioredis';
 import type { RedisClient } from '../redis/redis.js';
 import { ItemStatus } from '../domain/item-status.js';
 import type { Logger } from '../logger.js';
@@ -69,6 +70,11 @@ export interface JobRecord {
 
 /** What any process adds to the deployment's metrics; it never throws: a lost sample is only logged. */
 export interface MetricsRecorder {
+  /**
+   * On one Redis server, resolves once the sample is written to the recorder's connection: Redis runs it before
+   * anything sent on that connection later (a worker sharing it then marks the job finished). On a cluster, whose
+   * nodes each run their own keys, it resolves once Redis has answered, like the other calls.
+   */
   recordJob(job: JobRecord): Promise<void>;
   /** Counts one settled order by outcome and its items by status. */
   recordOrderSettled(itemStatuses: readonly number[]): Promise<void>;
@@ -87,9 +93,10 @@ export interface MetricsRecorder {
 export function createMetricsRecorder(redis: RedisClient, prefix: string, logger: Logger): MetricsRecorder {
   const metrics = sharedMetrics(redis, prefix);
   const { add, flush } = groupedSends(redis, logger);
+  const inOrder = !(redis instanceof Cluster);
   return {
     recordJob: ({ queue, name, seconds, result }) =>
-      add((m) => metrics.jobDuration.observe(m, { queue, job: name, result }, seconds)),
+      add((m) => metrics.jobDuration.observe(m, { queue, job: name, result }, seconds), inOrder),
     recordOrderSettled: (itemStatuses) =>
       add((m) => {
         metrics.ordersSettled.inc(m, { outcome: outcomeOf(itemStatuses) });
@@ -111,8 +118,10 @@ export function createMetricsRecorder(redis: RedisClient, prefix: string, logger
 
 interface Batch {
   increments: MetricIncrements;
-  sent: Promise<void>;
-  resolve: () => void;
+  /** Its pipeline has been handed to the connection (or failed to be). */
+  written: Deferred;
+  /** Redis has answered it (or it was logged as lost). */
+  sent: Deferred;
 }
 
 /**
@@ -123,15 +132,19 @@ function groupedSends(redis: RedisClient, logger: Logger) {
   let queued: Batch | undefined;
   let inFlight: Batch | undefined;
 
-  const send = async ({ increments }: Batch) => {
+  const send = async ({ increments, written }: Batch) => {
     try {
       const pipeline = redis.pipeline();
       increments.appendTo(pipeline);
+      const replies = pipeline.exec();
+      written.resolve();
       // A pipeline sent while Redis is away resolves with an error per command: thrown, so it is logged once.
-      const failed = (await pipeline.exec())?.find(([err]) => err)?.[0];
+      const failed = (await replies)?.find(([err]) => err)?.[0];
       if (failed) throw failed;
     } catch (err) {
       logger.warn({ err: (err as Error).message }, 'metrics not recorded: redis unavailable');
+    } finally {
+      written.resolve();
     }
   };
   const run = async () => {
@@ -142,25 +155,35 @@ function groupedSends(redis: RedisClient, logger: Logger) {
       inFlight = batch;
       await send(batch);
       inFlight = undefined;
-      batch.resolve();
+      batch.sent.resolve();
     }
   };
   return {
-    add(fill: (increments: MetricIncrements) => void): Promise<void> {
+    /** Resolves once the batch carrying the call is answered, or only written with `untilWritten`. */
+    add(fill: (increments: MetricIncrements) => void, untilWritten = false): Promise<void> {
       const running = queued ?? inFlight;
       queued ??= newBatch();
       fill(queued.increments);
       if (!running) void run();
-      return queued.sent;
+      return (untilWritten ? queued.written : queued.sent).promise;
     },
     async flush(): Promise<void> {
-      for (let last = queued ?? inFlight; last; last = queued ?? inFlight) await last.sent;
+      for (let last = queued ?? inFlight; last; last = queued ?? inFlight) await last.sent.promise;
     },
   };
 }
 
+interface Deferred {
+  promise: Promise<void>;
+  resolve: () => void;
+}
+
 function newBatch(): Batch {
+  return { increments: new MetricIncrements(), written: deferred(), sent: deferred() };
+}
+
+function deferred(): Deferred {
   let resolve = () => {};
-  const sent = new Promise<void>((r) => (resolve = r));
-  return { increments: new MetricIncrements(), sent, resolve };
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
 }

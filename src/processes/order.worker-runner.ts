@@ -3,6 +3,7 @@ import type { Deps } from '../deps.js';
 import { attemptOrder, failOrder } from '../services/process-order.js';
 import { isStoreUnavailable } from '../store/store-errors.js';
 import { ORDER_QUEUE, OrderJobs, type OrderJobData } from '../queue/order.queue.js';
+import { createMetricsRecorder } from '../metrics/metrics.recorder.js';
 import { createBlockingRedis } from '../redis/redis.js';
 import { queueTelemetry, withOrder } from '../tracing/tracing.js';
 import { jobProcessor } from './job-processor.js';
@@ -13,22 +14,25 @@ const STORE_RETRY_MS = 1000;
 /** Starts a BullMQ worker for the orders queue; resolves with a function that stops it cleanly. */
 export async function startOrderWorker(deps: Deps) {
   const { config, logger } = deps;
-  const processDeps = { ...deps, maxAttempts: config.MAX_PROCESS_ATTEMPTS };
   const connection = createBlockingRedis(config, `${config.QUEUE_PREFIX}-worker`);
+  // On the connection that then marks each job finished: a job's metrics are in Redis before it is, with no
+  // wait for their reply in between (see recordJob).
+  const metrics = createMetricsRecorder(connection, config.REDIS_PREFIX, logger);
+  const processDeps = { ...deps, metrics, maxAttempts: config.MAX_PROCESS_ATTEMPTS };
   const worker = new Worker<OrderJobData>(
     ORDER_QUEUE,
     jobProcessor({
       queue: ORDER_QUEUE,
       schema: OrderJobs['process-order'],
-      metrics: deps.metrics,
+      metrics,
       async work({ orderId }, job) {
         const { outcome, itemStatuses } = await withOrder(orderId, () =>
           attemptOrder({ ...processDeps, logger: logger.child({ jobId: job.id, orderId }) }, orderId),
         );
         if (outcome === 'missing') throw new UnrecoverableError(`order ${orderId} does not exist`);
         // Not awaited: it joins the flush of the job's own recordJob (job-processor.ts), whose wait covers both.
-        if (itemStatuses) void deps.metrics.recordOrderSettled(itemStatuses);
-        else if (outcome === 'failed') await countOutcome(deps, orderId);
+        if (itemStatuses) void metrics.recordOrderSettled(itemStatuses);
+        else if (outcome === 'failed') await countOutcome(processDeps, orderId);
         return 'completed';
       },
       // The store is away (restarting, unreachable): the job waits for it without using up one of its
@@ -61,7 +65,7 @@ export async function startOrderWorker(deps: Deps) {
       // No lease is asked for: this job's own last attempt holds it. A stalled twin still paying cannot
       // charge: giving up releases the payment with a versioned target that also declines a later authorisation.
       const done = failOrder(processDeps, orderId)
-        .then(() => countOutcome(deps, orderId))
+        .then(() => countOutcome(processDeps, orderId))
         .catch((e: unknown) => logger.error({ err: e, orderId }, 'could not fail order'))
         .finally(() => givingUp.delete(done));
       givingUp.add(done);
@@ -74,6 +78,7 @@ export async function startOrderWorker(deps: Deps) {
       // close() waits for the jobs in flight to finish; nothing is handed back half-done.
       await worker.close();
       await Promise.all(givingUp);
+      await metrics.flush();
       connection.disconnect();
     },
   };

@@ -4,6 +4,7 @@ import { CLAIM_START_WINDOW_MS, deliverFairly } from '../services/deliver-webhoo
 import { startRelay } from './webhook.relay-runner.js';
 import { createWebhookSender } from '../webhooks/webhook-sender.js';
 import { createEndpointGate } from '../redis/endpoint-gate.js';
+import { createMetricsRecorder } from '../metrics/metrics.recorder.js';
 import { createBlockingRedis, createRedis } from '../redis/redis.js';
 import { queueTelemetry } from '../tracing/tracing.js';
 import { jobProcessor } from './job-processor.js';
@@ -50,12 +51,14 @@ export async function startWebhookWorker(deps: Deps) {
   });
   const deliverDeps = { ...deps, sender, gate };
   const connection = createBlockingRedis(config, `${config.QUEUE_PREFIX}-webhooks`);
+  // On the connection that then marks each job finished, like the order worker's (see recordJob).
+  const metrics = createMetricsRecorder(connection, config.REDIS_PREFIX, logger);
   const worker = new Worker<WebhookJobData>(
     WEBHOOK_QUEUE,
     jobProcessor({
       queue: WEBHOOK_QUEUE,
       schema: WebhookJobs['deliver-webhook'],
-      metrics: deps.metrics,
+      metrics,
       async work(data, job) {
         const outcome = await deliverFairly(
           { ...deliverDeps, logger: logger.child({ jobId: job.id }) },
@@ -64,7 +67,7 @@ export async function startWebhookWorker(deps: Deps) {
         // Its endpoint is busy or paused: the job waits in the queue, not in a slot, and is not an attempt.
         if (typeof outcome === 'object') return { waitMs: outcome.waitMs };
         // Not awaited: it joins the flush of the job's own recordJob (job-processor.ts), whose wait covers both.
-        void deps.metrics.recordWebhookAttempt(outcome);
+        void metrics.recordWebhookAttempt(outcome);
         return 'completed';
       },
     }),
@@ -93,6 +96,7 @@ export async function startWebhookWorker(deps: Deps) {
       await worker.close();
       await queue.close();
       sender.close();
+      await metrics.flush();
       connection.disconnect();
       gateConnection.disconnect();
     },

@@ -4,7 +4,10 @@ import type { Logger } from '../logger.js';
 import { ORDER_QUEUE, orderJobId } from './order.queue.js';
 
 export interface OrderOutcomes {
-  /** Resolves when the order's job has finished, `isDone` says so, or the time is up; never rejects. */
+  /**
+   * Resolves when the order's job has finished, `isDone` says so (asked every POLL_MS, not at once), or the
+   * time is up; never rejects. Called right after the order's job was enqueued.
+   */
   wait(orderId: number, timeoutMs: number, isDone: () => Promise<boolean>): Promise<void>;
   close(): Promise<void>;
 }
@@ -30,8 +33,17 @@ export function createOrderOutcomes(
   logger: Logger,
 ): OrderOutcomes {
   const waiters = new Map<string, Set<() => void>>();
+  // Jobs heard of with no one waiting, by when: a busy event loop can read a job's end before the reply to
+  // its enqueue, so its waiter comes after the event. Kept REPLAY_MS, in the order they came.
+  const unclaimed = new Map<string, number>();
   const wake = ({ jobId }: { jobId: string }) => {
-    for (const resolve of waiters.get(jobId) ?? []) resolve();
+    const set = waiters.get(jobId);
+    if (set) for (const resolve of set) resolve();
+    else unclaimed.set(jobId, Date.now());
+    for (const [id, at] of unclaimed) {
+      if (at > Date.now() - REPLAY_MS) break;
+      unclaimed.delete(id);
+    }
   };
   let reader: { events: QueueEvents; connection: RedisClient } | undefined;
   let idle: NodeJS.Timeout | undefined;
@@ -71,6 +83,10 @@ export function createOrderOutcomes(
     wait(orderId, timeoutMs, isDone) {
       const jobId = orderJobId(orderId);
       startReading();
+      if (unclaimed.delete(jobId)) {
+        stopWhenIdle();
+        return Promise.resolve();
+      }
       return new Promise<void>((resolve) => {
         const finish = () => {
           clearTimeout(timer);
@@ -91,7 +107,8 @@ export function createOrderOutcomes(
         const set = waiters.get(jobId) ?? new Set();
         set.add(finish);
         waiters.set(jobId, set);
-        check();
+        // No read of the store now: a job that ended before this waiter came was unclaimed above, or is still to
+        // be read by a new reader (it replays REPLAY_MS); the poll covers events lost to a Redis outage.
       });
     },
     close: stopReading,

@@ -79,6 +79,39 @@ describe('the metrics recorder', () => {
     expect(attempts.values).toEqual([{ labels: { outcome: 'delivered' }, value: 3 }]);
   });
 
+  it('when a job is recorded, then it resolves once written, and what its connection sends next sees it', async () => {
+    const recorder = createMetricsRecorder(redis, prefix, logger);
+    // The pipeline's reply is held back until released: recordJob must not wait for it.
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const pipeline = redis.pipeline.bind(redis);
+    vi.spyOn(redis, 'pipeline').mockImplementationOnce(() => {
+      const p = pipeline();
+      const exec = p.exec.bind(p);
+      p.exec = () => {
+        const replies = exec();
+        return held.then(() => replies);
+      };
+      return p;
+    });
+    let settled = false;
+    const recordedJob = recorder.recordJob({
+      queue: 'orders',
+      name: 'process-order',
+      seconds: 0.01,
+      result: 'completed',
+    });
+    const answered = recorder.flush().then(() => (settled = true));
+    await recordedJob;
+
+    expect(settled).toBe(false);
+    const series = '[["job","process-order"],["queue","orders"],["result","completed"]]';
+    expect(await redis.hget(`${prefix}:metrics:bookorders_job_duration_seconds`, `c|${series}`)).toBe('1');
+    release();
+    await answered;
+    expect(warnings).toEqual([]);
+  });
+
   it('when calls are not awaited, then flush() waits until they are in Redis', async () => {
     const recorder = createMetricsRecorder(redis, prefix, logger);
     await recorder.flush();

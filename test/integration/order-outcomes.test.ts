@@ -1,0 +1,50 @@
+import crypto from 'node:crypto';
+import { Worker } from 'bullmq';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createOrderOutcomes, type OrderOutcomes } from '../../src/queue/order-outcomes.js';
+import { ORDER_QUEUE, createOrderQueue, type OrderJobData } from '../../src/queue/order.queue.js';
+import { createBlockingRedis, createRedis } from '../../src/redis/redis.js';
+import { warningsLogger } from '../helpers/test-redis.js';
+
+// The web's wait for an order's job on the run's real Redis, alone: what a waiter hears and when it asks the store.
+
+const config = { REDIS_URL: inject('redisUrl'), REDIS_CLUSTER: false };
+const prefix = `t${crypto.randomBytes(5).toString('hex')}`;
+const { logger } = warningsLogger();
+const queue = createOrderQueue(createRedis(config, 'test-queue'), prefix, 1, logger);
+let outcomes: OrderOutcomes;
+let worker: Worker<OrderJobData>;
+let workerConnection: ReturnType<typeof createBlockingRedis>;
+
+beforeAll(async () => {
+  outcomes = createOrderOutcomes(() => createBlockingRedis(config, 'test-events'), prefix, logger);
+  workerConnection = createBlockingRedis(config, 'test-worker');
+  worker = new Worker<OrderJobData>(ORDER_QUEUE, async () => undefined, {
+    connection: workerConnection,
+    prefix,
+    concurrency: 1,
+  });
+  await worker.waitUntilReady();
+});
+
+afterAll(async () => {
+  await Promise.allSettled([worker?.close(), outcomes?.close(), queue.close()]);
+  workerConnection?.disconnect();
+});
+
+describe('waiting for an order', () => {
+  it('when its job ended before the waiter came, then the waiter is answered at once, without asking the store', async () => {
+    // The reader runs for an earlier order; the late order's job ends first, so once the earlier order's wait
+    // is over, the reader has read the late one's end with no one waiting for it.
+    const earlier = outcomes.wait(1, 15_000, async () => false);
+    await queue.enqueueMany([2, 1]);
+    await earlier;
+    let asked = 0;
+    await outcomes.wait(2, 15_000, async () => {
+      asked += 1;
+      return true;
+    });
+
+    expect(asked).toBe(0);
+  });
+});
