@@ -20,7 +20,7 @@ import { traced } from './tracing/tracing.js';
 
 export interface ContainerOptions {
   clock?: () => number;
-  /** Web processes wait for outcomes; workers and the clock do not need the events connection. */
+  /** Web processes wait for outcomes; workers and the clock do not need the outcomes' subscription. */
   withOutcomes?: boolean;
   /** Names the process to the database server (PostgreSQL's application_name). */
   role?: string;

@@ -2,6 +2,7 @@ import { UnrecoverableError, Worker, type Telemetry } from 'bullmq';
 import type { Deps } from '../deps.js';
 import { attemptOrder, failOrder } from '../services/process-order.js';
 import { isStoreUnavailable } from '../store/store-errors.js';
+import { announceOrderEnd } from '../queue/order-outcomes.js';
 import { ORDER_QUEUE, OrderJobs, type OrderJobData } from '../queue/order.queue.js';
 import { createMetricsRecorder } from '../metrics/metrics.recorder.js';
 import { createBlockingRedis } from '../redis/redis.js';
@@ -30,6 +31,8 @@ export async function startOrderWorker(deps: Deps) {
           attemptOrder({ ...processDeps, logger: logger.child({ jobId: job.id, orderId }) }, orderId),
         );
         if (outcome === 'missing') throw new UnrecoverableError(`order ${orderId} does not exist`);
+        // What the attempt wrote is committed: a web waiting for the order reads it now, while the job ends.
+        announceOrderEnd(connection, config.REDIS_PREFIX, orderId);
         // Not awaited: it joins the flush of the job's own recordJob (job-processor.ts), whose wait covers both.
         if (itemStatuses) void metrics.recordOrderSettled(itemStatuses);
         else if (outcome === 'failed') await countOutcome(processDeps, orderId);
@@ -67,9 +70,12 @@ export async function startOrderWorker(deps: Deps) {
       const done = failOrder(processDeps, orderId)
         .then(() => countOutcome(processDeps, orderId))
         .catch((e: unknown) => logger.error({ err: e, orderId }, 'could not fail order'))
-        .finally(() => givingUp.delete(done));
+        .finally(() => {
+          givingUp.delete(done);
+          announceOrderEnd(connection, config.REDIS_PREFIX, orderId);
+        });
       givingUp.add(done);
-    }
+    } else if (orderId) announceOrderEnd(connection, config.REDIS_PREFIX, orderId);
   });
   await worker.waitUntilReady();
   return {

@@ -1,88 +1,105 @@
-import { QueueEvents } from 'bullmq';
 import type { RedisClient } from '../redis/redis.js';
 import type { Logger } from '../logger.js';
 import { ORDER_QUEUE, orderJobId } from './order.queue.js';
 
 export interface OrderOutcomes {
   /**
-   * Resolves when the order's job has finished, `isDone` says so (asked every POLL_MS, not at once), or the
-   * time is up; never rejects. Called right after the order's job was enqueued.
+   * Resolves when the order's job has finished, `isDone` says so (asked every POLL_MS, and once when the signal
+   * starts being heard), or the time is up; never rejects. Called right after the order's job was enqueued.
    */
   wait(orderId: number, timeoutMs: number, isDone: () => Promise<boolean>): Promise<void>;
   close(): Promise<void>;
 }
 
 const POLL_MS = 250;
-/** How long the queue's events are still read after the last waiter left. */
+/** How long the signal is still heard after the last waiter left. */
 const IDLE_MS = 60_000;
-/**
- * How far back a reader that starts for a waiter reads the queue's events (stream ids are Redis's clock, in
- * ms): a job that finished between its enqueue and the reader's start is heard of too.
- */
-const REPLAY_MS = 1_000;
+/** How long a job's end heard with no one waiting is kept for a waiter that comes after it. */
+const UNCLAIMED_MS = 1_000;
+
+/** The channel on which workers say that an order's job has ended, and waiting web processes hear it. */
+export const orderEndsChannel = (prefix: string): string => `${prefix}:${ORDER_QUEUE}:ended`;
 
 /**
- * Waits for workers' outcomes through BullMQ's queue events, with a slow poll of the store as a safety net
- * for events missed while Redis was away. The events are read only while someone waits (and for IDLE_MS
- * after): a web whose clients all answer `respond-async` reads none of the several events each job writes.
- * Each reader gets a connection of its own from `connect`, closed with it.
+ * Says that the order's job has ended (its attempt settled the order, found it settled, or failed), once what
+ * the attempt wrote is committed: a waiting web process then reads the order from the store. A wake-up only,
+ * never awaited and never failing: one lost (no web listening, Redis away) leaves the waiter to its poll.
+ */
+export function announceOrderEnd(redis: RedisClient, prefix: string, orderId: number): void {
+  redis.publish(orderEndsChannel(prefix), orderJobId(orderId)).catch(() => undefined);
+}
+
+/**
+ * Waits for workers' word that an order's job ended (announceOrderEnd: one short message per order on a
+ * channel, not BullMQ's queue events, of which each job writes several), with a slow poll of the store as a
+ * safety net for a message lost while Redis or the subscription was away. The channel is heard only while
+ * someone waits (and for IDLE_MS after): a web whose clients all answer `respond-async` hears nothing. Each
+ * subscription gets a connection of its own from `connect`, closed with it.
  */
 export function createOrderOutcomes(
   connect: () => RedisClient,
   prefix: string,
   logger: Logger,
 ): OrderOutcomes {
-  const waiters = new Map<string, Set<() => void>>();
+  const channel = orderEndsChannel(prefix);
+  /** Per job id, its waiters: how to answer each, and how to ask the store whether it is done. */
+  const waiters = new Map<string, Map<() => void, () => void>>();
   // Jobs heard of with no one waiting, by when: a busy event loop can read a job's end before the reply to
-  // its enqueue, so its waiter comes after the event. Kept REPLAY_MS, in the order they came.
+  // its enqueue, so its waiter comes after the message. Kept UNCLAIMED_MS, in the order they came.
   const unclaimed = new Map<string, number>();
-  const wake = ({ jobId }: { jobId: string }) => {
+  const wake = (jobId: string) => {
     const set = waiters.get(jobId);
-    if (set) for (const resolve of set) resolve();
+    if (set) for (const finish of set.keys()) finish();
     else unclaimed.set(jobId, Date.now());
     for (const [id, at] of unclaimed) {
-      if (at > Date.now() - REPLAY_MS) break;
+      if (at > Date.now() - UNCLAIMED_MS) break;
       unclaimed.delete(id);
     }
   };
-  let reader: { events: QueueEvents; connection: RedisClient } | undefined;
+  // A message published before the subscription was live (a new one, or one made again after Redis came back)
+  // was not heard: the waiters of that moment ask the store once.
+  const askAll = () => {
+    for (const set of waiters.values()) for (const check of set.values()) check();
+  };
+  let subscriber: RedisClient | undefined;
   let idle: NodeJS.Timeout | undefined;
 
-  const startReading = () => {
+  const startHearing = () => {
     clearTimeout(idle);
     idle = undefined;
-    if (reader) return;
+    if (subscriber) return;
     const connection = connect();
-    connection.on('error', () => undefined);
-    const events = new QueueEvents(ORDER_QUEUE, {
-      connection,
-      prefix,
-      lastEventId: `${Date.now() - REPLAY_MS}-0`,
-    });
-    events.on('completed', wake);
-    events.on('failed', wake);
-    events.on('error', (err) => logger.warn({ err: err.message }, 'queue events connection error'));
-    reader = { events, connection };
+    connection.on('error', (err: Error) =>
+      logger.warn({ err: err.message }, 'order outcomes connection error'),
+    );
+    connection.on('message', (from: string, jobId: string) => from === channel && wake(jobId));
+    connection.subscribe(channel).then(
+      () => {
+        askAll();
+        // ioredis subscribes again on each reconnection; what was said while the link was down is asked for.
+        connection.on('ready', askAll);
+      },
+      () => undefined,
+    );
+    subscriber = connection;
   };
-  const stopReading = async () => {
+  const stopHearing = async () => {
     clearTimeout(idle);
     idle = undefined;
-    const stopping = reader;
-    reader = undefined;
-    if (!stopping) return;
-    await stopping.events.close();
-    stopping.connection.disconnect();
+    const stopping = subscriber;
+    subscriber = undefined;
+    stopping?.disconnect();
   };
   const stopWhenIdle = () => {
     if (waiters.size > 0 || idle) return;
-    idle = setTimeout(() => void stopReading().catch(() => undefined), IDLE_MS);
+    idle = setTimeout(() => void stopHearing(), IDLE_MS);
     idle.unref();
   };
 
   return {
     wait(orderId, timeoutMs, isDone) {
       const jobId = orderJobId(orderId);
-      startReading();
+      startHearing();
       if (unclaimed.delete(jobId)) {
         stopWhenIdle();
         return Promise.resolve();
@@ -104,13 +121,13 @@ export function createOrderOutcomes(
             () => undefined,
           );
         const poll = setInterval(check, POLL_MS);
-        const set = waiters.get(jobId) ?? new Set();
-        set.add(finish);
+        const set = waiters.get(jobId) ?? new Map<() => void, () => void>();
+        set.set(finish, check);
         waiters.set(jobId, set);
-        // No read of the store now: a job that ended before this waiter came was unclaimed above, or is still to
-        // be read by a new reader (it replays REPLAY_MS); the poll covers events lost to a Redis outage.
+        // No read of the store now: a job that ended before this waiter came was unclaimed above, or (heard of
+        // before the subscription was live) is asked about when it is; the poll covers messages lost to an outage.
       });
     },
-    close: stopReading,
+    close: stopHearing,
   };
 }

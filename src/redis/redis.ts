@@ -35,9 +35,10 @@ export function createRedis(config: RedisConfig, name: string): RedisClient {
 const COMMAND_TIMEOUT_MS = 1000;
 
 /**
- * A connection for BullMQ workers and queue events, which block and must retry for ever. No command time-out:
- * it would break their blocking commands (BZPOPMIN, XREAD BLOCK), which BullMQ bounds itself (at most 10 s, and
- * a watchdog 1 s past that resets the connection). A link silent for 15 s, longer than any of them, is replaced.
+ * A connection for BullMQ workers and the web's subscription to orders' ends, which block or listen and must
+ * retry for ever. No command time-out: it would break BullMQ's blocking commands (BZPOPMIN), which BullMQ bounds
+ * itself (at most 10 s, and a watchdog 1 s past that resets the connection). A link silent for 15 s, longer than
+ * any of them, is replaced.
  */
 export function createBlockingRedis(config: RedisConfig, name: string): RedisClient {
   const options = { ...LINK_BOUNDS, connectionName: name, maxRetriesPerRequest: null, socketTimeout: 15_000 };

@@ -1,12 +1,13 @@
 import crypto from 'node:crypto';
 import { Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createOrderOutcomes, type OrderOutcomes } from '../../src/queue/order-outcomes.js';
+import { announceOrderEnd, createOrderOutcomes, type OrderOutcomes } from '../../src/queue/order-outcomes.js';
 import { ORDER_QUEUE, createOrderQueue, type OrderJobData } from '../../src/queue/order.queue.js';
 import { createBlockingRedis, createRedis } from '../../src/redis/redis.js';
 import { warningsLogger } from '../helpers/test-redis.js';
 
 // The web's wait for an order's job on the run's real Redis, alone: what a waiter hears and when it asks the store.
+// The worker here says each job's end as the order worker does (announceOrderEnd), and nothing else.
 
 const config = { REDIS_URL: inject('redisUrl'), REDIS_CLUSTER: false };
 const prefix = `t${crypto.randomBytes(5).toString('hex')}`;
@@ -19,11 +20,15 @@ let workerConnection: ReturnType<typeof createBlockingRedis>;
 beforeAll(async () => {
   outcomes = createOrderOutcomes(() => createBlockingRedis(config, 'test-events'), prefix, logger);
   workerConnection = createBlockingRedis(config, 'test-worker');
-  worker = new Worker<OrderJobData>(ORDER_QUEUE, async () => undefined, {
-    connection: workerConnection,
-    prefix,
-    concurrency: 1,
-  });
+  worker = new Worker<OrderJobData>(
+    ORDER_QUEUE,
+    async (job) => announceOrderEnd(workerConnection, prefix, job.data.orderId),
+    {
+      connection: workerConnection,
+      prefix,
+      concurrency: 1,
+    },
+  );
   await worker.waitUntilReady();
 });
 
@@ -44,6 +49,32 @@ describe('waiting for an order', () => {
       asked += 1;
       return true;
     });
+
+    expect(asked).toBe(0);
+  });
+
+  it('when a job ends while no one waits, then a later waiter is answered by the store, not held to its time', async () => {
+    // Hearing stops after a minute without waiters, and a message said then is heard by no one: a fresh
+    // subscription asks the store for each waiter once it is live, and the poll after.
+    announceOrderEnd(workerConnection, prefix, 3);
+    const fresh = createOrderOutcomes(() => createBlockingRedis(config, 'test-events-2'), prefix, logger);
+    try {
+      const started = Date.now();
+      await fresh.wait(3, 15_000, async () => true);
+      expect(Date.now() - started).toBeLessThan(5_000);
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  it('when the worker says an order ended, then its waiter wakes without asking the store', async () => {
+    let asked = 0;
+    const waited = outcomes.wait(4, 15_000, async () => {
+      asked += 1;
+      return false;
+    });
+    await queue.enqueueMany([4]);
+    await waited;
 
     expect(asked).toBe(0);
   });

@@ -12,7 +12,7 @@ import { createRateLimiter } from '../../src/http/rate-limit.js';
 import { createLogger } from '../../src/logger.js';
 import { createMetricsRecorder, sharedMetrics } from '../../src/metrics/metrics.recorder.js';
 import { registerProcessHeartbeats, startProcessHeartbeat } from '../../src/metrics/process-heartbeat.js';
-import { createOrderOutcomes, type OrderOutcomes } from '../../src/queue/order-outcomes.js';
+import { announceOrderEnd, createOrderOutcomes, type OrderOutcomes } from '../../src/queue/order-outcomes.js';
 import {
   createOrderQueue,
   ORDER_QUEUE,
@@ -111,7 +111,10 @@ describe('the service on a Redis Cluster (REDIS_CLUSTER=true)', () => {
     const connection = createBlockingRedis(config, 'test-worker');
     const worker = new Worker<OrderJobData>(
       ORDER_QUEUE,
-      async (job) => void processed.push(job.data.orderId),
+      async (job) => {
+        processed.push(job.data.orderId);
+        announceOrderEnd(connection, config.REDIS_PREFIX, job.data.orderId);
+      },
       { connection, prefix: config.REDIS_PREFIX, concurrency: 2 },
     );
     try {
