@@ -20,6 +20,9 @@ export async function startOrderWorker(deps: Deps) {
   // wait for their reply in between (see recordJob).
   const metrics = createMetricsRecorder(connection, config.REDIS_PREFIX, logger);
   const processDeps = { ...deps, metrics, maxAttempts: config.MAX_PROCESS_ATTEMPTS };
+  // In the pipeline of the job's metrics: one write to Redis for both.
+  const announceEnd = (orderId: number) =>
+    metrics.sendAlong((pipeline) => announceOrderEnd(pipeline, config.REDIS_PREFIX, orderId));
   const worker = new Worker<OrderJobData>(
     ORDER_QUEUE,
     jobProcessor({
@@ -32,7 +35,7 @@ export async function startOrderWorker(deps: Deps) {
         );
         if (outcome === 'missing') throw new UnrecoverableError(`order ${orderId} does not exist`);
         // What the attempt wrote is committed: a web waiting for the order reads it now, while the job ends.
-        announceOrderEnd(connection, config.REDIS_PREFIX, orderId);
+        announceEnd(orderId);
         // Not awaited: it joins the flush of the job's own recordJob (job-processor.ts), whose wait covers both.
         if (itemStatuses) void metrics.recordOrderSettled(itemStatuses);
         else if (outcome === 'failed') await countOutcome(processDeps, orderId);
@@ -72,10 +75,10 @@ export async function startOrderWorker(deps: Deps) {
         .catch((e: unknown) => logger.error({ err: e, orderId }, 'could not fail order'))
         .finally(() => {
           givingUp.delete(done);
-          announceOrderEnd(connection, config.REDIS_PREFIX, orderId);
+          announceEnd(orderId);
         });
       givingUp.add(done);
-    } else if (orderId) announceOrderEnd(connection, config.REDIS_PREFIX, orderId);
+    } else if (orderId) announceEnd(orderId);
   });
   await worker.waitUntilReady();
   return {

@@ -1,3 +1,4 @@
+import type { ChainableCommander } from 'ioredis';
 import type { RedisClient } from '../redis/redis.js';
 import type { Logger } from '../logger.js';
 import { ORDER_QUEUE, orderJobId } from './order.queue.js';
@@ -21,12 +22,12 @@ const UNCLAIMED_MS = 1_000;
 export const orderEndsChannel = (prefix: string): string => `${prefix}:${ORDER_QUEUE}:ended`;
 
 /**
- * Says that the order's job has ended (its attempt settled the order, found it settled, or failed), once what
- * the attempt wrote is committed: a waiting web process then reads the order from the store. A wake-up only,
- * never awaited and never failing: one lost (no web listening, Redis away) leaves the waiter to its poll.
+ * Says, on `pipeline`, that the order's job has ended (its attempt settled the order, found it settled, or
+ * failed), once what the attempt wrote is committed: a waiting web process then reads the order from the store.
+ * A wake-up only: one lost (no web listening, Redis away) leaves the waiter to its poll.
  */
-export function announceOrderEnd(redis: RedisClient, prefix: string, orderId: number): void {
-  redis.publish(orderEndsChannel(prefix), orderJobId(orderId)).catch(() => undefined);
+export function announceOrderEnd(pipeline: ChainableCommander, prefix: string, orderId: number): void {
+  pipeline.publish(orderEndsChannel(prefix), orderJobId(orderId));
 }
 
 /**

@@ -62,6 +62,18 @@ describe('the metrics recorder', () => {
     expect(warnings).toEqual([]);
   });
 
+  it('when a job sends a write along with its metrics, then both reach Redis in one pipeline, the write first in Redis', async () => {
+    const recorder = createMetricsRecorder(redis, prefix, logger);
+    const pipelines = countPipelines();
+    recorder.sendAlong((pipeline) => pipeline.set(`${prefix}:along`, 'said'));
+    await orderJob(recorder, [5], 0.125);
+
+    expect(pipelines()).toEqual([6]);
+    // recordJob resolved once written: what this connection sends next (the job's end) comes after both.
+    expect(await redis.get(`${prefix}:along`)).toBe('said');
+    expect(warnings).toEqual([]);
+  });
+
   it('when calls come while a flush is in flight, then they wait for it and share the next one', async () => {
     const recorder = createMetricsRecorder(redis, prefix, logger);
     const pipelines = countPipelines();

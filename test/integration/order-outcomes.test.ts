@@ -1,7 +1,8 @@
 import crypto from 'node:crypto';
 import { Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { announceOrderEnd, createOrderOutcomes, type OrderOutcomes } from '../../src/queue/order-outcomes.js';
+import { createOrderOutcomes, type OrderOutcomes } from '../../src/queue/order-outcomes.js';
+import { announced, untilHeard } from '../helpers/order-ends.js';
 import { ORDER_QUEUE, createOrderQueue, type OrderJobData } from '../../src/queue/order.queue.js';
 import { createBlockingRedis, createRedis } from '../../src/redis/redis.js';
 import { warningsLogger } from '../helpers/test-redis.js';
@@ -22,7 +23,7 @@ beforeAll(async () => {
   workerConnection = createBlockingRedis(config, 'test-worker');
   worker = new Worker<OrderJobData>(
     ORDER_QUEUE,
-    async (job) => announceOrderEnd(workerConnection, prefix, job.data.orderId),
+    async (job) => void announced(workerConnection, prefix, job.data.orderId),
     {
       connection: workerConnection,
       prefix,
@@ -30,6 +31,7 @@ beforeAll(async () => {
     },
   );
   await worker.waitUntilReady();
+  await untilHeard(outcomes, workerConnection, prefix, 1_000_000);
 });
 
 afterAll(async () => {
@@ -56,7 +58,7 @@ describe('waiting for an order', () => {
   it('when a job ends while no one waits, then a later waiter is answered by the store, not held to its time', async () => {
     // Hearing stops after a minute without waiters, and a message said then is heard by no one: a fresh
     // subscription asks the store for each waiter once it is live, and the poll after.
-    announceOrderEnd(workerConnection, prefix, 3);
+    await announced(workerConnection, prefix, 3);
     const fresh = createOrderOutcomes(() => createBlockingRedis(config, 'test-events-2'), prefix, logger);
     try {
       const started = Date.now();

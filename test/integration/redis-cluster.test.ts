@@ -12,7 +12,8 @@ import { createRateLimiter } from '../../src/http/rate-limit.js';
 import { createLogger } from '../../src/logger.js';
 import { createMetricsRecorder, sharedMetrics } from '../../src/metrics/metrics.recorder.js';
 import { registerProcessHeartbeats, startProcessHeartbeat } from '../../src/metrics/process-heartbeat.js';
-import { announceOrderEnd, createOrderOutcomes, type OrderOutcomes } from '../../src/queue/order-outcomes.js';
+import { createOrderOutcomes, type OrderOutcomes } from '../../src/queue/order-outcomes.js';
+import { announced, untilHeard } from '../helpers/order-ends.js';
 import {
   createOrderQueue,
   ORDER_QUEUE,
@@ -103,6 +104,7 @@ describe('the service on a Redis Cluster (REDIS_CLUSTER=true)', () => {
 
   it('when orders are enqueued, then a worker processes each once and the waiting web process hears of it', async () => {
     const orderIds = [101, 102, 103];
+    await untilHeard(outcomes, redis, config.REDIS_PREFIX, 1_000_000);
     for (const id of orderIds) await queue.enqueue(id);
     await queue.enqueue(101); // a second enqueue of a waiting order is a no-op
     const started = Date.now();
@@ -113,7 +115,7 @@ describe('the service on a Redis Cluster (REDIS_CLUSTER=true)', () => {
       ORDER_QUEUE,
       async (job) => {
         processed.push(job.data.orderId);
-        announceOrderEnd(connection, config.REDIS_PREFIX, job.data.orderId);
+        await announced(connection, config.REDIS_PREFIX, job.data.orderId);
       },
       { connection, prefix: config.REDIS_PREFIX, concurrency: 2 },
     );
