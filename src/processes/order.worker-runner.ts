@@ -31,7 +31,8 @@ export async function startOrderWorker(deps: Deps) {
       metrics,
       async work({ orderId }, job) {
         const { outcome, itemStatuses } = await withOrder(orderId, () =>
-          attemptOrder({ ...processDeps, logger: logger.child({ jobId: job.id, orderId }) }, orderId),
+          // Every line the attempt logs names its order itself; the child adds the job.
+          attemptOrder({ ...processDeps, logger: logger.child({ jobId: job.id }) }, orderId),
         );
         if (outcome === 'missing') throw new UnrecoverableError(`order ${orderId} does not exist`);
         // What the attempt wrote is committed: a web waiting for the order reads it now, while the job ends.
