@@ -1,16 +1,8 @@
 import type pg from 'pg';
-import type {
-  ClaimOutcome,
-  DeliveryAttempt,
-  DeliveryTarget,
-  ItemView,
-  OrderEventWrite,
-  WebhookStore,
-} from '../port/store.port.js';
+import type { ClaimOutcome, DeliveryAttempt, OrderEventWrite, WebhookStore } from '../port/store.port.js';
 import {
   newSecretSalt,
-  parsedTarget,
-  TARGET_SELECT,
+  targetSelect,
   toTarget,
   toWebhook,
   toWebhookWithSecret,
@@ -19,7 +11,7 @@ import {
   type TargetRow,
   type WebhookRow,
 } from '../shared/webhook.rows.js';
-import { EVENT_ITEMS_SQL, recordItemStatesSql } from '../shared/event-snapshot.js';
+import { eventItemsJsonSql, recordItemStatesSql } from '../shared/event-snapshot.js';
 import { withTransaction, type Queryable } from './postgres.pool.js';
 import { canBeId } from './postgres.rows.js';
 
@@ -57,6 +49,11 @@ export async function recordEvent(
   await tx.query('UPDATE orders SET event_seq = event_seq + 1 WHERE order_id = $1', [orderId]);
   await tx.query(EVENT_SQL, [orderId, event.eventId, now, event.type, event.traceContext ?? null]);
 }
+
+// A delivery's target with its event's items in the same statement: rebuilt from the item states unless the
+// event's row, written before item states (schema version 18), holds them itself.
+const TARGET_SELECT = targetSelect(`,
+  CASE WHEN e.snapshot ? 'items' THEN NULL ELSE ${eventItemsJsonSql('e.order_id', 'e.sequence')} END AS items`);
 
 const ATTEMPT_COLUMNS =
   'delivery_id AS "deliveryId", webhook_id AS "webhookId", attempts + 1 AS attempt, next_attempt_at AS "dueAt"';
@@ -101,14 +98,7 @@ const RELEASE_SQL = `UPDATE webhook_deliveries SET claimed_until = NULL
 
 /** Webhooks and the delivery outbox; each write one statement or one transaction. */
 export function postgresWebhooks(pool: pg.Pool, secrets: SecretDeriver): WebhookStore {
-  // The items are read after the row: an event's item states and its items' fixed fields never change.
-  const deliveryTarget = async (r: TargetRow): Promise<DeliveryTarget> => {
-    const { row, needsItems } = parsedTarget(r);
-    const items = needsItems
-      ? (await pool.query<ItemView>(EVENT_ITEMS_SQL, [row.order_id, row.sequence])).rows
-      : null;
-    return toTarget(row, secrets, items);
-  };
+  const deliveryTarget = (r: TargetRow) => toTarget(r, secrets, r.items ?? null);
   const webhook = async (sql: string, params: unknown[]) => {
     const row = (await pool.query<WebhookRow>(sql, params)).rows[0];
     return row ? toWebhook(row) : null;
@@ -201,7 +191,7 @@ export function postgresWebhooks(pool: pg.Pool, secrets: SecretDeriver): Webhook
       if (row.dropped > 0) return { kind: 'dropped' };
       // No delivery claimed: the LEFT JOIN gave nulls.
       const claimed = (row.delivery_id as number | null) !== null;
-      return claimed ? { kind: 'claimed', target: await deliveryTarget(row) } : { kind: 'stale' };
+      return claimed ? { kind: 'claimed', target: deliveryTarget(row) } : { kind: 'stale' };
     },
     async recordAttempt(deliveryId, attempt, outcome, now) {
       let recorded: boolean;

@@ -72,8 +72,9 @@ export function recordItemStatesSql(same: string, sequence: string, orderId: str
 }
 
 /**
- * The items of the event of order $1 at sequence $2, as ItemView (its columns in ITEM_VIEW_COLUMNS' order), sorted
- * by id: each at its latest state then. Driven by the order's items, each state one seek of the key.
+ * SQLite's items of the event of order $1 at sequence $2, as ItemView (its columns in ITEM_VIEW_COLUMNS' order),
+ * sorted by id: each at its latest state then. Driven by the order's items, each state one seek of the key, which
+ * holds the row in SQLite (PostgreSQL reads them with eventItemsJsonSql).
  */
 export const EVENT_ITEMS_SQL = `
   SELECT i.order_item_id AS "orderItemId", i.order_id AS "orderId", i.line_no AS "lineNo",
@@ -87,6 +88,25 @@ export const EVENT_ITEMS_SQL = `
      AND s.sequence = (SELECT max(m.sequence) FROM event_item_states m
                         WHERE m.order_id = i.order_id AND m.order_item_id = i.order_item_id AND m.sequence <= $2)
    ORDER BY i.order_item_id`;
+
+/**
+ * PostgreSQL's items of an event, as one JSON array of ItemView sorted by id (NULL when no item has a state): the
+ * event's order is `orderId`, its sequence `sequence` (SQL expressions of the enclosing query). The order's states
+ * up to the event are read in one range of the key, each item's last one kept, and joined to the order's items:
+ * a seek per item (EVENT_ITEMS_SQL) and its heap row cost ~1,000 buffers for 250 items, this range ~16.
+ */
+export const eventItemsJsonSql = (orderId: string, sequence: string): string => `
+  (SELECT json_agg(json_build_object('orderItemId', i.order_item_id, 'orderId', i.order_id, 'lineNo', i.line_no,
+            'listingId', i.listing_id, 'vendorId', i.vendor_id, 'title', i.title, 'isbn', i.isbn,
+            'lineQuantity', i.line_quantity, 'minDays', s.min_days, 'maxDays', s.max_days,
+            'costCents', s.cost_cents, 'shipcostCents', s.shipcost_cents, 'status', s.status,
+            'updatedAt', s.updated_at, 'shippingCompany', s.shipping_company, 'trackingId', s.tracking_id)
+            ORDER BY i.order_item_id)
+     FROM order_items i
+     JOIN (SELECT DISTINCT ON (m.order_item_id) m.* FROM event_item_states m
+            WHERE m.order_id = ${orderId} AND m.sequence <= ${sequence}
+            ORDER BY m.order_item_id DESC, m.sequence DESC) s ON s.order_item_id = i.order_item_id
+    WHERE i.order_id = ${orderId})`;
 
 /**
  * The migration adding item states (`bigint` is the store's 64-bit integer type). Keyed by order, item and
