@@ -11,7 +11,7 @@ import {
   type TargetRow,
   type WebhookRow,
 } from '../shared/webhook.rows.js';
-import { eventItemsJsonSql, recordItemStatesSql } from '../shared/event-snapshot.js';
+import { eventItemsJsonSql, latestStateJoin, recordItemStatesSql } from '../shared/event-snapshot.js';
 import { withTransaction, type Queryable } from './postgres.pool.js';
 import { canBeId } from './postgres.rows.js';
 
@@ -23,6 +23,7 @@ export const EVENT_SQL = `
     'IS NOT DISTINCT FROM',
     '(SELECT event_seq FROM orders WHERE order_id = $1)',
     '$1',
+    latestStateJoin.postgres('$1'),
   )}),
   event AS (
     INSERT INTO order_events (event_id, type, client_id, order_id, sequence, created_at, trace_context, snapshot)

@@ -53,28 +53,41 @@ export const holdsItems = (snapshot: StoredSnapshot): boolean => snapshot.items 
 export const ITEM_STATE_COLUMNS = ITEM_VIEW_COLUMNS.slice(8);
 
 /**
- * The item states an event adds: each item of the order whose changeable fields differ from its latest state
- * (or that has none yet), at the event's sequence. `same` is the store's null-safe equality (`IS`, or
- * `IS NOT DISTINCT FROM`); `sequence` and `orderId` are SQL expressions.
+ * How each item `i` of an order meets its latest state `s` (PostgreSQL's up to sequence `upTo` when given): the
+ * right side of a join and its condition. PostgreSQL reads the order's states in one range of the key and keeps
+ * each item's first in DISTINCT ON's order, where a seek per item (index, then heap page) cost ~4 buffers an item.
+ * SQLite seeks per item: its key holds the row, and one range, materialized and indexed per statement, was slower.
  */
-export function recordItemStatesSql(same: string, sequence: string, orderId: string): string {
+export const latestStateJoin = {
+  postgres: (orderId: string, upTo?: string): string => `
+    (SELECT DISTINCT ON (m.order_item_id) m.* FROM event_item_states m
+      WHERE m.order_id = ${orderId}${upTo ? ` AND m.sequence <= ${upTo}` : ''}
+      ORDER BY m.order_item_id DESC, m.sequence DESC) s ON s.order_item_id = i.order_item_id`,
+  sqlite: `
+    event_item_states s ON s.order_id = i.order_id AND s.order_item_id = i.order_item_id
+      AND s.sequence = (SELECT max(m.sequence) FROM event_item_states m
+                         WHERE m.order_id = i.order_id AND m.order_item_id = i.order_item_id)`,
+};
+
+/**
+ * The item states an event adds: each item of the order whose changeable fields differ from its latest state
+ * (`latest`, latestStateJoin's) or that has none yet, at the event's sequence. `same` is the store's null-safe
+ * equality (`IS`, or `IS NOT DISTINCT FROM`: never null); `sequence` and `orderId` are SQL expressions.
+ */
+export function recordItemStatesSql(same: string, sequence: string, orderId: string, latest: string): string {
   const equal = ITEM_STATE_COLUMNS.map((c) => `s.${c} ${same} i.${c}`).join(' AND ');
   return `
     INSERT INTO event_item_states (order_id, order_item_id, sequence, ${ITEM_STATE_COLUMNS.join(', ')})
     SELECT i.order_id, i.order_item_id, ${sequence}, ${ITEM_STATE_COLUMNS.map((c) => `i.${c}`).join(', ')}
       FROM order_items i
-     WHERE i.order_id = ${orderId}
-       AND NOT EXISTS (
-         SELECT 1 FROM event_item_states s
-          WHERE s.order_id = i.order_id AND s.order_item_id = i.order_item_id AND ${equal}
-            AND s.sequence = (SELECT max(m.sequence) FROM event_item_states m
-                               WHERE m.order_id = i.order_id AND m.order_item_id = i.order_item_id))`;
+      LEFT JOIN ${latest}
+     WHERE i.order_id = ${orderId} AND (s.order_item_id IS NULL OR NOT (${equal}))`;
 }
 
 /**
  * SQLite's items of the event of order $1 at sequence $2, as ItemView (its columns in ITEM_VIEW_COLUMNS' order),
- * sorted by id: each at its latest state then. Driven by the order's items, each state one seek of the key, which
- * holds the row in SQLite (PostgreSQL reads them with eventItemsJsonSql).
+ * sorted by id: each at its latest state then, a seek per item as latestStateJoin.sqlite's (PostgreSQL reads them
+ * with eventItemsJsonSql).
  */
 export const EVENT_ITEMS_SQL = `
   SELECT i.order_item_id AS "orderItemId", i.order_id AS "orderId", i.line_no AS "lineNo",
@@ -91,9 +104,8 @@ export const EVENT_ITEMS_SQL = `
 
 /**
  * PostgreSQL's items of an event, as one JSON array of ItemView sorted by id (NULL when no item has a state): the
- * event's order is `orderId`, its sequence `sequence` (SQL expressions of the enclosing query). The order's states
- * up to the event are read in one range of the key, each item's last one kept, and joined to the order's items:
- * a seek per item (EVENT_ITEMS_SQL) and its heap row cost ~1,000 buffers for 250 items, this range ~16.
+ * event's order is `orderId`, its sequence `sequence` (SQL expressions of the enclosing query): the items' states
+ * then, joined to their fixed fields. Read in the statement that reads the event, so no second round trip.
  */
 export const eventItemsJsonSql = (orderId: string, sequence: string): string => `
   (SELECT json_agg(json_build_object('orderItemId', i.order_item_id, 'orderId', i.order_id, 'lineNo', i.line_no,
@@ -103,9 +115,7 @@ export const eventItemsJsonSql = (orderId: string, sequence: string): string => 
             'updatedAt', s.updated_at, 'shippingCompany', s.shipping_company, 'trackingId', s.tracking_id)
             ORDER BY i.order_item_id)
      FROM order_items i
-     JOIN (SELECT DISTINCT ON (m.order_item_id) m.* FROM event_item_states m
-            WHERE m.order_id = ${orderId} AND m.sequence <= ${sequence}
-            ORDER BY m.order_item_id DESC, m.sequence DESC) s ON s.order_item_id = i.order_item_id
+     JOIN ${latestStateJoin.postgres(orderId, sequence)}
     WHERE i.order_id = ${orderId})`;
 
 /**
