@@ -11,7 +11,7 @@ import {
   type TargetRow,
   type WebhookRow,
 } from '../shared/webhook.rows.js';
-import { eventItemsJsonSql, latestStateJoin, recordItemStatesSql } from '../shared/event-snapshot.js';
+import { eventItemsJsonSql, itemsWithLatest, recordItemStatesSql } from '../shared/event-snapshot.js';
 import { withTransaction, type Queryable } from './postgres.pool.js';
 import { canBeId } from './postgres.rows.js';
 
@@ -23,7 +23,7 @@ export const EVENT_SQL = `
     'IS NOT DISTINCT FROM',
     '(SELECT event_seq FROM orders WHERE order_id = $1)',
     '$1',
-    latestStateJoin.postgres('$1'),
+    itemsWithLatest.postgres('$1'),
   )}),
   event AS (
     INSERT INTO order_events (event_id, type, client_id, order_id, sequence, created_at, trace_context, snapshot)
@@ -53,8 +53,8 @@ export async function recordEvent(
 
 // A delivery's target with its event's items in the same statement: rebuilt from the item states unless the
 // event's row, written before item states (schema version 18), holds them itself.
-const TARGET_SELECT = targetSelect(`,
-  CASE WHEN e.snapshot ? 'items' THEN NULL ELSE ${eventItemsJsonSql('e.order_id', 'e.sequence')} END AS items`);
+export const DELIVERY_TARGET_SQL = targetSelect(`,
+  CASE WHEN e.snapshot -> 'items' IS NULL THEN ${eventItemsJsonSql('e.order_id', 'e.sequence')} END AS items`);
 
 const ATTEMPT_COLUMNS =
   'delivery_id AS "deliveryId", webhook_id AS "webhookId", attempts + 1 AS attempt, next_attempt_at AS "dueAt"';
@@ -91,7 +91,7 @@ const CLAIM_SQL = `
     RETURNING d.delivery_id)
   SELECT (SELECT count(*) FROM dropped)::int AS dropped, t.*
     FROM (SELECT 1) AS one
-    LEFT JOIN (${TARGET_SELECT} WHERE d.delivery_id IN (SELECT delivery_id FROM claimed)) t ON true`;
+    LEFT JOIN (${DELIVERY_TARGET_SQL} WHERE d.delivery_id IN (SELECT delivery_id FROM claimed)) t ON true`;
 
 /** Ends the claim of an attempt whose outcome was not recorded (the delivery had moved on, or was dropped). */
 const RELEASE_SQL = `UPDATE webhook_deliveries SET claimed_until = NULL
@@ -177,7 +177,9 @@ export function postgresWebhooks(pool: pg.Pool, secrets: SecretDeriver): Webhook
     },
     async target(deliveryId) {
       if (!canBeId(deliveryId)) return null;
-      const { rows } = await pool.query<TargetRow>(`${TARGET_SELECT} WHERE d.delivery_id = $1`, [deliveryId]);
+      const { rows } = await pool.query<TargetRow>(`${DELIVERY_TARGET_SQL} WHERE d.delivery_id = $1`, [
+        deliveryId,
+      ]);
       return rows[0] ? deliveryTarget(rows[0]) : null;
     },
     async claim(deliveryId, attempt, now, until): Promise<ClaimOutcome> {

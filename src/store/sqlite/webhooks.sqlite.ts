@@ -23,7 +23,7 @@ import { forSqlite } from '../shared/retention.sql.js';
 import { toItemView, type ItemTuple } from '../shared/order.rows.js';
 import {
   EVENT_ITEMS_SQL,
-  latestStateJoin,
+  itemsWithLatest,
   orderSnapshotOf,
   recordItemStatesSql,
 } from '../shared/event-snapshot.js';
@@ -41,7 +41,7 @@ export function eventRecorder(db: Db): (orderId: number, event: OrderEventWrite,
        FROM orders WHERE order_id = ?`,
   );
   const recordStates = db.prepare<[number, number]>(
-    recordItemStatesSql('IS', '?', '?', latestStateJoin.sqlite),
+    recordItemStatesSql('IS', '?', '?', itemsWithLatest.sqlite),
   );
   const bump = db
     .prepare<[number], number>(
