@@ -9,6 +9,7 @@ import { addCard, createClient } from '../../src/services/client-keys.js';
 import { toOrderResponse, type OrderResponse } from '../../src/services/order-view.js';
 import { openStore } from '../../src/store/open-store.js';
 import type { DeliveryTarget, Store } from '../../src/store/port/store.port.js';
+import { DELIVERY_TARGET_SQL } from '../../src/store/postgres/webhooks.postgres.js';
 import { ITEM_STATE_COLUMNS } from '../../src/store/shared/event-snapshot.js';
 import {
   approval,
@@ -262,3 +263,31 @@ describe(`event snapshots of a large order on ${TEST_STORE}`, () => {
     }
   });
 });
+
+if (TEST_STORE === 'postgres') {
+  describe('a delivery of a large order on postgres', () => {
+    it("reads its event's items in the statement that reads it, each table once", async () => {
+      await probe.exec(`UPDATE listings SET stock = 10000 WHERE listing_id = ${WALDEN}`);
+      const hook = await store.webhooks.add({ clientId, url: 'https://cost.example/', now: T0 });
+      const orderId = await accepted([{ listingId: WALDEN, copies: ITEMS }]);
+      await reserveAndSettle(orderId, 'cost');
+      await ship(orderId, 0, T0 + 3000, 'evt_cost_shipped');
+      // As autovacuum leaves a store in service: with statistics of both tables.
+      await probe.exec('ANALYZE order_items, event_item_states');
+      const sql = `${DELIVERY_TARGET_SQL} WHERE d.delivery_id = ?`;
+      const targets = (await pendingTargets(orderId)).filter((t) => t.webhook.webhookId === hook.webhookId);
+      expect(targets).toHaveLength(3);
+      for (const { deliveryId } of targets) {
+        const [row] = await probe.all<{ items: unknown[] }>(sql, deliveryId);
+        expect(row!.items).toHaveLength(ITEMS);
+        const [explained] = await probe.all<{ 'QUERY PLAN': [{ Plan: Record<string, number> }] }>(
+          `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${sql}`,
+          deliveryId,
+        );
+        const plan = explained!['QUERY PLAN'][0].Plan;
+        // A seek per item and its heap row read ~4 buffers an item (~1,000 here); each table read once, a few pages.
+        expect(plan['Shared Hit Blocks']! + plan['Shared Read Blocks']!).toBeLessThan(ITEMS / 2);
+      }
+    });
+  });
+}

@@ -1,16 +1,8 @@
 import type pg from 'pg';
-import type {
-  ClaimOutcome,
-  DeliveryAttempt,
-  DeliveryTarget,
-  ItemView,
-  OrderEventWrite,
-  WebhookStore,
-} from '../port/store.port.js';
+import type { ClaimOutcome, DeliveryAttempt, OrderEventWrite, WebhookStore } from '../port/store.port.js';
 import {
   newSecretSalt,
-  parsedTarget,
-  TARGET_SELECT,
+  targetSelect,
   toTarget,
   toWebhook,
   toWebhookWithSecret,
@@ -19,7 +11,7 @@ import {
   type TargetRow,
   type WebhookRow,
 } from '../shared/webhook.rows.js';
-import { EVENT_ITEMS_SQL, recordItemStatesSql } from '../shared/event-snapshot.js';
+import { eventItemsJsonSql, itemsWithLatest, recordItemStatesSql } from '../shared/event-snapshot.js';
 import { withTransaction, type Queryable } from './postgres.pool.js';
 import { canBeId } from './postgres.rows.js';
 
@@ -31,6 +23,7 @@ export const EVENT_SQL = `
     'IS NOT DISTINCT FROM',
     '(SELECT event_seq FROM orders WHERE order_id = $1)',
     '$1',
+    itemsWithLatest.postgres('$1'),
   )}),
   event AS (
     INSERT INTO order_events (event_id, type, client_id, order_id, sequence, created_at, trace_context, snapshot)
@@ -57,6 +50,11 @@ export async function recordEvent(
   await tx.query('UPDATE orders SET event_seq = event_seq + 1 WHERE order_id = $1', [orderId]);
   await tx.query(EVENT_SQL, [orderId, event.eventId, now, event.type, event.traceContext ?? null]);
 }
+
+// A delivery's target with its event's items in the same statement: rebuilt from the item states unless the
+// event's row, written before item states (schema version 18), holds them itself.
+export const DELIVERY_TARGET_SQL = targetSelect(`,
+  CASE WHEN e.snapshot -> 'items' IS NULL THEN ${eventItemsJsonSql('e.order_id', 'e.sequence')} END AS items`);
 
 const ATTEMPT_COLUMNS =
   'delivery_id AS "deliveryId", webhook_id AS "webhookId", attempts + 1 AS attempt, next_attempt_at AS "dueAt"';
@@ -93,7 +91,7 @@ const CLAIM_SQL = `
     RETURNING d.delivery_id)
   SELECT (SELECT count(*) FROM dropped)::int AS dropped, t.*
     FROM (SELECT 1) AS one
-    LEFT JOIN (${TARGET_SELECT} WHERE d.delivery_id IN (SELECT delivery_id FROM claimed)) t ON true`;
+    LEFT JOIN (${DELIVERY_TARGET_SQL} WHERE d.delivery_id IN (SELECT delivery_id FROM claimed)) t ON true`;
 
 /** Ends the claim of an attempt whose outcome was not recorded (the delivery had moved on, or was dropped). */
 const RELEASE_SQL = `UPDATE webhook_deliveries SET claimed_until = NULL
@@ -101,14 +99,7 @@ const RELEASE_SQL = `UPDATE webhook_deliveries SET claimed_until = NULL
 
 /** Webhooks and the delivery outbox; each write one statement or one transaction. */
 export function postgresWebhooks(pool: pg.Pool, secrets: SecretDeriver): WebhookStore {
-  // The items are read after the row: an event's item states and its items' fixed fields never change.
-  const deliveryTarget = async (r: TargetRow): Promise<DeliveryTarget> => {
-    const { row, needsItems } = parsedTarget(r);
-    const items = needsItems
-      ? (await pool.query<ItemView>(EVENT_ITEMS_SQL, [row.order_id, row.sequence])).rows
-      : null;
-    return toTarget(row, secrets, items);
-  };
+  const deliveryTarget = (r: TargetRow) => toTarget(r, secrets, r.items ?? null);
   const webhook = async (sql: string, params: unknown[]) => {
     const row = (await pool.query<WebhookRow>(sql, params)).rows[0];
     return row ? toWebhook(row) : null;
@@ -186,7 +177,9 @@ export function postgresWebhooks(pool: pg.Pool, secrets: SecretDeriver): Webhook
     },
     async target(deliveryId) {
       if (!canBeId(deliveryId)) return null;
-      const { rows } = await pool.query<TargetRow>(`${TARGET_SELECT} WHERE d.delivery_id = $1`, [deliveryId]);
+      const { rows } = await pool.query<TargetRow>(`${DELIVERY_TARGET_SQL} WHERE d.delivery_id = $1`, [
+        deliveryId,
+      ]);
       return rows[0] ? deliveryTarget(rows[0]) : null;
     },
     async claim(deliveryId, attempt, now, until): Promise<ClaimOutcome> {
@@ -201,7 +194,7 @@ export function postgresWebhooks(pool: pg.Pool, secrets: SecretDeriver): Webhook
       if (row.dropped > 0) return { kind: 'dropped' };
       // No delivery claimed: the LEFT JOIN gave nulls.
       const claimed = (row.delivery_id as number | null) !== null;
-      return claimed ? { kind: 'claimed', target: await deliveryTarget(row) } : { kind: 'stale' };
+      return claimed ? { kind: 'claimed', target: deliveryTarget(row) } : { kind: 'stale' };
     },
     async recordAttempt(deliveryId, attempt, outcome, now) {
       let recorded: boolean;

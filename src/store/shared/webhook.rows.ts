@@ -61,15 +61,20 @@ export type TargetRow = WebhookRow & {
   event_created_at: number;
   snapshot: string | StoredSnapshot;
   trace_context: string | null;
+  /** The event's items when the adapter reads them in the same statement (PostgreSQL), else absent. */
+  items?: ItemView[] | null;
 };
 
-export const TARGET_SELECT = `
+/** A delivery with its webhook and its event; `more` adds columns (`, expression AS name`). */
+export const targetSelect = (more = ''): string => `
   SELECT d.delivery_id, d.state, d.attempts, w.webhook_id, w.client_id, w.url, w.secret_salt, w.active,
          w.failing, e.event_id, e.type AS event_type, e.order_id, e.sequence, e.created_at AS event_created_at, e.snapshot,
-         e.trace_context
+         e.trace_context${more}
     FROM webhook_deliveries d
     JOIN webhooks w ON w.webhook_id = d.webhook_id
     JOIN order_events e ON e.event_no = d.event_no`;
+
+export const TARGET_SELECT = targetSelect();
 
 /**
  * The row with its snapshot parsed once, and whether the adapter must read the event's items (EVENT_ITEMS_SQL,

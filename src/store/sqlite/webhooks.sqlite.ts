@@ -21,7 +21,12 @@ import {
 } from '../shared/webhook.rows.js';
 import { forSqlite } from '../shared/retention.sql.js';
 import { toItemView, type ItemTuple } from '../shared/order.rows.js';
-import { EVENT_ITEMS_SQL, orderSnapshotOf, recordItemStatesSql } from '../shared/event-snapshot.js';
+import {
+  EVENT_ITEMS_SQL,
+  itemsWithLatest,
+  orderSnapshotOf,
+  recordItemStatesSql,
+} from '../shared/event-snapshot.js';
 import type { Db } from './sqlite.db.js';
 
 /**
@@ -35,7 +40,9 @@ export function eventRecorder(db: Db): (orderId: number, event: OrderEventWrite,
             tax_model AS taxModel, reference_id AS referenceId
        FROM orders WHERE order_id = ?`,
   );
-  const recordStates = db.prepare<[number, number]>(recordItemStatesSql('IS', '?', '?'));
+  const recordStates = db.prepare<[number, number]>(
+    recordItemStatesSql('IS', '?', '?', itemsWithLatest.sqlite),
+  );
   const bump = db
     .prepare<[number], number>(
       'UPDATE orders SET event_seq = event_seq + 1 WHERE order_id = ? RETURNING event_seq',
