@@ -5,6 +5,7 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { ItemStatus as S } from '../../src/domain/item-status.js';
 import { LISTINGS } from '../helpers/fixtures.js';
 import type { SearchCriteria } from '../../src/store/port/store.port.js';
+import { SETS_ITEMS_UPDATED } from '../../src/store/postgres/items-updated-net.migration.js';
 import {
   accepted,
   approval,
@@ -154,10 +155,12 @@ describe(`the store's reconciliation and search keys on ${TEST_STORE}`, () => {
     async () => {
       const orderId = await accepted([{ listingId: WALDEN, copies: 2 }]);
       const [first, second] = (await store.orders.get(orderId))!.items;
-      // An item move as the version before wrote it, without the setting of this version's statements.
+      // An item move as the version before wrote it, without the setting of this version's statements, on a
+      // connection whose transaction before was one of this version's (as a transaction pooler hands them out).
       const moveAsBefore = (orderItemId: number, at: number) =>
-        probe.exec(`UPDATE order_items SET status = ${S.CANCELLED_BY_BUYER}, updated_at = ${at},
-                      status_changed_at = ${at} WHERE order_item_id = ${orderItemId}`);
+        probe.exec(`BEGIN; SET LOCAL ${SETS_ITEMS_UPDATED} = on; COMMIT;
+          UPDATE order_items SET status = ${S.CANCELLED_BY_BUYER}, updated_at = ${at}, status_changed_at = ${at}
+           WHERE order_item_id = ${orderItemId}`);
       await moveAsBefore(first!.orderItemId, T0 + 7 * 86_400_000);
       await moveAsBefore(second!.orderItemId, T0 + 6 * 86_400_000);
       const itemsUpdatedAt = await probe.scalar(
