@@ -5,11 +5,12 @@ import type { Migration } from './postgres.migrations.js';
  * and reads ORDERS updated since its start, whatever their items: 9 late orders of 250 items each are 9 index
  * entries, not 2,250 (search-plan.ts, orderUpdateKey). Null while no item changed since acceptance (an item is
  * inserted with its order's created_at), so accepting an order writes only its entry of the index, and adding the
- * column is instant. A row trigger catches every path that moves an item's updated_at, present and future; its WHEN
- * is tested without calling the function, so a statement that leaves updated_at alone (a reservation's prices)
- * costs nothing, and the order is written only when the time grows: 250 items settled at once write it once, and
- * not at all when the settlement's own update of the order has set it (order-functions.ts, SETTLE_ORDER). The
- * backfill and the index read the tables once under the migration's lock (docs/operating.md, Upgrade notes).
+ * column is instant. A row trigger catches every path that moves an item's updated_at (since migration 19 only the
+ * paths of earlier versions: items-updated-net.migration.ts); its WHEN is tested without calling the function, so a
+ * statement that leaves updated_at alone (a reservation's prices) does not call it, and the order is written only
+ * when the time grows: 250 items settled at once write it once, and not at all when the settlement's own update of
+ * the order has set it (order-functions.ts, SETTLE_ORDER). The backfill and the index read the tables once under
+ * the migration's lock (docs/operating.md, Upgrade notes).
  */
 export const ITEMS_UPDATED_MIGRATION: Migration = {
   version: 17,

@@ -1,21 +1,31 @@
 import type pg from 'pg';
-import type { ItemMoveWrite, ItemStore } from '../port/store.port.js';
+import type { ItemMoveWrite, ItemMoveWriteResult, ItemStore } from '../port/store.port.js';
 import { writeAdjustment } from './ledger.postgres.js';
 import { recordEvent } from './webhooks.postgres.js';
+import { SETS_ITEMS_UPDATED } from './items-updated-net.migration.js';
 import { withTransaction } from './postgres.pool.js';
 import { canBeId, toItemWithCurrency, type ItemWithCurrencyRow } from './postgres.rows.js';
 
 // Compare-and-set on (status, status_changed_at) as the service read them; joining orders locks no order row.
+// The order is written, and locked, only when the move is its items' latest update (items_updated_at).
 const MOVE_SQL = `
-  UPDATE order_items i
-     SET status = $2, updated_at = $4, status_changed_at = $4,
-         shipcost_cents = i.shipcost_cents + $5,
-         extra_shipping_cents = coalesce($6, i.extra_shipping_cents),
-         shipping_company = coalesce($7, i.shipping_company),
-         tracking_id = coalesce($8, i.tracking_id)
-    FROM orders o
-   WHERE i.order_item_id = $1 AND i.status = $3 AND i.status_changed_at = $9 AND o.order_id = i.order_id
-  RETURNING i.*, o.currency`;
+  WITH moved AS (
+    UPDATE order_items i
+       SET status = $2, updated_at = $4, status_changed_at = $4,
+           shipcost_cents = i.shipcost_cents + $5,
+           extra_shipping_cents = coalesce($6, i.extra_shipping_cents),
+           shipping_company = coalesce($7, i.shipping_company),
+           tracking_id = coalesce($8, i.tracking_id)
+      FROM orders o
+     WHERE i.order_item_id = $1 AND i.status = $3 AND i.status_changed_at = $9 AND o.order_id = i.order_id
+    RETURNING i.*, o.currency),
+  latest AS (
+    UPDATE orders o SET items_updated_at = m.updated_at FROM moved m
+     WHERE o.order_id = m.order_id AND coalesce(o.items_updated_at, o.created_at) < m.updated_at)
+  SELECT * FROM moved`;
+
+// The move keeps its order's items_updated_at itself: the row trigger of earlier versions is off for it.
+const BEGIN_MOVE = `BEGIN; SET LOCAL ${SETS_ITEMS_UPDATED} = on`;
 
 const moveParams = (m: ItemMoveWrite): unknown[] => [
   m.orderItemId,
@@ -28,6 +38,17 @@ const moveParams = (m: ItemMoveWrite): unknown[] => [
   m.trackingId,
   m.fromChangedAt,
 ];
+
+async function applyMoveIn(tx: pg.PoolClient, m: ItemMoveWrite): Promise<ItemMoveWriteResult> {
+  const moved = (await tx.query<ItemWithCurrencyRow>(MOVE_SQL, moveParams(m))).rows[0];
+  if (!moved) return { kind: 'changed' };
+  if (m.returnStockOf !== null) {
+    await tx.query('UPDATE listings SET stock = stock + 1 WHERE listing_id = $1', [m.returnStockOf]);
+  }
+  const entryId = m.ledger ? await writeAdjustment(tx, m.ledger, m.now) : null;
+  if (m.event) await recordEvent(tx, moved.order_id, m.event, m.now);
+  return { kind: 'moved', item: toItemWithCurrency(moved), entryId };
+}
 
 /** Item moves as compare-and-set: status, stock, shipping cost and ledger change together or not at all. */
 export function postgresItems(pool: pg.Pool): ItemStore {
@@ -42,16 +63,7 @@ export function postgresItems(pool: pg.Pool): ItemStore {
       return rows[0] ? toItemWithCurrency(rows[0]) : null;
     },
     applyMove(m) {
-      return withTransaction(pool, async (tx) => {
-        const moved = (await tx.query<ItemWithCurrencyRow>(MOVE_SQL, moveParams(m))).rows[0];
-        if (!moved) return { kind: 'changed' as const };
-        if (m.returnStockOf !== null) {
-          await tx.query('UPDATE listings SET stock = stock + 1 WHERE listing_id = $1', [m.returnStockOf]);
-        }
-        const entryId = m.ledger ? await writeAdjustment(tx, m.ledger, m.now) : null;
-        if (m.event) await recordEvent(tx, moved.order_id, m.event, m.now);
-        return { kind: 'moved' as const, item: toItemWithCurrency(moved), entryId };
-      });
+      return withTransaction(pool, (tx) => applyMoveIn(tx, m), BEGIN_MOVE);
     },
   };
 }

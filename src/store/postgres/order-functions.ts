@@ -4,6 +4,7 @@ import { PRICING_SQL } from './catalog.postgres.js';
 import { INSERT_SQL as LEDGER_SQL } from './ledger.postgres.js';
 import { itemsJsonOf } from './orders.postgres.js';
 import { EVENT_SQL } from './webhooks.postgres.js';
+import { SETS_ITEMS_UPDATED } from './items-updated-net.migration.js';
 
 /**
  * The worker's steps on PostgreSQL as functions of the database (PL/pgSQL), each called in one round trip
@@ -42,8 +43,21 @@ interface OrderFunction {
  */
 const PLAN_ONCE = 'SET plan_cache_mode = force_generic_plan';
 
-function orderFunction(base: string, params: string, returns: string, body: string): OrderFunction {
-  const definition = `(${params}) RETURNS ${returns} LANGUAGE plpgsql ${PLAN_ONCE} AS $fn$\n${body}\n$fn$`;
+/**
+ * A function that moves items' updated_at keeps its order's items_updated_at itself, in the UPDATE of the order
+ * it makes anyway: the setting turns the row trigger of earlier versions off for its statements
+ * (items-updated-net.migration.ts), which would otherwise run a function for every item whose time grows.
+ */
+const KEEPS_ITEMS_UPDATED = `SET ${SETS_ITEMS_UPDATED} = on`;
+
+function orderFunction(
+  base: string,
+  params: string,
+  returns: string,
+  body: string,
+  settings: readonly string[] = [PLAN_ONCE],
+): OrderFunction {
+  const definition = `(${params}) RETURNS ${returns} LANGUAGE plpgsql ${settings.join(' ')} AS $fn$\n${body}\n$fn$`;
   const hash = crypto.createHash('sha1').update(definition).digest('hex').slice(0, 12);
   const name = `${base}_${hash}`;
   return { name, create: `CREATE FUNCTION ${name}${definition}` };
@@ -127,6 +141,7 @@ export const RESERVE_ORDER = orderFunction(
   v_enough boolean;
   v_found int := 0;
   v_result text := 'applied';
+  v_items_at bigint;
 BEGIN
   -- The lock an UPDATE of the order takes, which the attempt's transaction holds already: no second lock of the
   -- row (a stronger FOR UPDATE wrote one more record to the log per order).
@@ -150,20 +165,25 @@ BEGIN
     END IF;
     RETURN v_result;
   END IF;
+  -- An item rejected now (no longer QUEUED) is a change the event reports, and its time the order's latest.
+  WITH priced AS (
+    UPDATE order_items i
+       SET cost_cents = u.cost_cents, shipcost_cents = u.shipcost_cents, tax_cents = u.tax_cents,
+           min_days = u.min_days, max_days = u.max_days,
+           status = CASE WHEN i.status = 1 AND u.status <> 1 THEN u.status ELSE i.status END,
+           updated_at = CASE WHEN i.status = 1 AND u.status <> 1 THEN p_now ELSE i.updated_at END,
+           status_changed_at = CASE WHEN i.status = 1 AND u.status <> 1 THEN p_now ELSE i.status_changed_at END
+      FROM unnest(p_item_ids, p_costs, p_shipcosts, p_taxes, p_min_days, p_max_days, p_statuses)
+             AS u(order_item_id, cost_cents, shipcost_cents, tax_cents, min_days, max_days, status)
+     WHERE i.order_id = p_order_id AND i.order_item_id = u.order_item_id
+    RETURNING i.updated_at)
+  SELECT max(updated_at) INTO v_items_at FROM priced;
   UPDATE orders SET phase = p_phase, tax_cents = p_tax_cents, tax_model = p_tax_model, total_cents = p_total_cents,
          attempts = coalesce(p_attempts, attempts),
-         lease_until = CASE WHEN p_attempts IS NULL THEN lease_until ELSE p_lease_until END, ${EVENT_SEQ}
+         lease_until = CASE WHEN p_attempts IS NULL THEN lease_until ELSE p_lease_until END, ${EVENT_SEQ},
+         items_updated_at = CASE WHEN v_items_at > coalesce(items_updated_at, created_at) THEN v_items_at
+                                 ELSE items_updated_at END
    WHERE order_id = p_order_id;
-  -- An item rejected now (no longer QUEUED) is a change the event reports.
-  UPDATE order_items i
-     SET cost_cents = u.cost_cents, shipcost_cents = u.shipcost_cents, tax_cents = u.tax_cents,
-         min_days = u.min_days, max_days = u.max_days,
-         status = CASE WHEN i.status = 1 AND u.status <> 1 THEN u.status ELSE i.status END,
-         updated_at = CASE WHEN i.status = 1 AND u.status <> 1 THEN p_now ELSE i.updated_at END,
-         status_changed_at = CASE WHEN i.status = 1 AND u.status <> 1 THEN p_now ELSE i.status_changed_at END
-    FROM unnest(p_item_ids, p_costs, p_shipcosts, p_taxes, p_min_days, p_max_days, p_statuses)
-           AS u(order_item_id, cost_cents, shipcost_cents, tax_cents, min_days, max_days, status)
-   WHERE i.order_id = p_order_id AND i.order_item_id = u.order_item_id;
   IF p_event_id IS NOT NULL THEN${EVENT_STEP}
   END IF;
   UPDATE listings l SET stock = l.stock - t.copies
@@ -171,6 +191,7 @@ BEGIN
    WHERE l.listing_id = t.listing_id;
   RETURN 'applied';
 END;`,
+  [PLAN_ONCE, KEEPS_ITEMS_UPDATED],
 );
 
 /**
@@ -188,8 +209,7 @@ export const SETTLE_ORDER = orderFunction(
   `DECLARE
   v_entry bigint;
 BEGIN
-  -- Its pending items are updated now: the trigger of items-updated.migration.ts then finds the order's time
-  -- already there and writes no second version of the row.
+  -- Its pending items are updated now, so their time is the order's latest.
   UPDATE orders SET phase = 'settled', payment_version = payment_version + p_release,
          tax_cents = CASE WHEN p_zero_tax AND tax_cents IS NOT NULL THEN 0 ELSE tax_cents END, ${EVENT_SEQ},
          items_updated_at = greatest(coalesce(items_updated_at, created_at), p_now)
@@ -218,6 +238,7 @@ BEGIN
   END IF;
   RETURN true;
 END;`,
+  [PLAN_ONCE, KEEPS_ITEMS_UPDATED],
 );
 
 export const ORDER_FUNCTIONS: readonly OrderFunction[] = [BEGIN_ATTEMPT, RESERVE_ORDER, SETTLE_ORDER];

@@ -11,6 +11,7 @@ import { SECRETS_MIGRATION } from './secrets.migration.js';
 import { IDLE_TRANSACTION_MIGRATION, SETTINGS_MIGRATION } from './settings.migration.js';
 import { WEBHOOKS_MIGRATION } from './webhooks.migration.js';
 import { ITEMS_UPDATED_MIGRATION } from './items-updated.migration.js';
+import { ITEMS_UPDATED_NET_MIGRATION } from './items-updated-net.migration.js';
 import { installOrderFunctions } from './order-functions.js';
 import { eventItemStatesMigration } from '../shared/event-snapshot.js';
 import { OUTBOX_SIGNAL_MIGRATION } from './outbox-signal.migration.js';
@@ -218,6 +219,7 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   UNSETTLED_ITEMS_MIGRATION,
   ITEMS_UPDATED_MIGRATION,
   { version: 18, ...eventItemStatesMigration('BIGINT', '') },
+  ITEMS_UPDATED_NET_MIGRATION,
 ];
 
 // Any constant will do, as long as every process of the service takes the same one.

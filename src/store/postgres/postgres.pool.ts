@@ -275,11 +275,16 @@ export function createPool(
 
 /**
  * Runs `fn` between BEGIN (READ COMMITTED) and COMMIT on one pooled client, rolling back when it throws.
- * `fn` runs only its own queries: nothing waits on the outside world while the transaction is open.
+ * `fn` runs only its own queries: nothing waits on the outside world while the transaction is open. `begin`
+ * may add settings of the transaction (`BEGIN; SET LOCAL …`), sent in the same round trip.
  */
-export function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
+export function withTransaction<T>(
+  pool: pg.Pool,
+  fn: (tx: pg.PoolClient) => Promise<T>,
+  begin = 'BEGIN',
+): Promise<T> {
   return onClient(pool, async (client) => {
-    await client.query('BEGIN');
+    await client.query(begin);
     const result = await fn(client);
     await client.query('COMMIT');
     return result;
