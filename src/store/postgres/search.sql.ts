@@ -41,7 +41,7 @@ export function planSearch(
   criteria: SearchCriteria,
   { counted, caps = SCAN_CAPS }: { counted?: RangeCounts; caps?: ScanCaps } = {},
 ): SearchPlan {
-  const wide: RangeCounts = { orders: Infinity, items: null, vendor: null };
+  const wide: RangeCounts = { items: Infinity, orders: null, vendor: null };
   const driver = chooseDriver(criteria, () => countedProbe(counted ?? wide), caps);
   return { driver, ...positional(searchSql(shapeOf(driver, criteria)), bind(clientId, criteria)) };
 }
@@ -58,28 +58,28 @@ export function updateRangeProbe(
   caps: ScanCaps = SCAN_CAPS,
 ): SearchStatement | null {
   let asked = false;
-  chooseDriver(c, () => ((asked = true), countedProbe({ orders: 0, items: 0, vendor: 0 })), caps);
+  chooseDriver(c, () => ((asked = true), countedProbe({ items: 0, orders: 0, vendor: 0 })), caps);
   if (!asked) return null;
   const vendor = `(SELECT count(1)::int AS n FROM (
       SELECT 1 FROM order_items
        WHERE client_id = @clientId AND vendor_id = @vendorId
          AND order_created_at >= @createdFrom AND order_created_at < @createdTo
-       LIMIT (SELECT CASE WHEN o.n < @orderCap THEN o.n WHEN i.n < @itemCap THEN i.n ELSE 0 END
-                FROM o, i)) s)`;
+       LIMIT (SELECT CASE WHEN i.n < @itemCap THEN i.n WHEN o.n < @orderCap THEN o.n ELSE 0 END
+                FROM i, o)) s)`;
   return positional(
-    `WITH o AS (SELECT count(1)::int AS n FROM (
-        SELECT 1 FROM orders u
-         WHERE u.client_id = @clientId AND ${orderUpdateKey('u')} >= @scanFrom
-           AND u.created_at + 0 >= @createdFrom AND u.created_at + 0 < @createdTo
-         LIMIT @orderCap) s),
-     i AS (SELECT count(1)::int AS n FROM (
+    `WITH i AS (SELECT count(1)::int AS n FROM (
         SELECT 1 FROM order_items
-         WHERE (SELECT n FROM o) >= @orderCap
-           AND client_id = @clientId AND updated_at >= @scanFrom AND updated_at < @scanTo
-         LIMIT @itemCap) s)
-     SELECT o.n AS orders, CASE WHEN o.n >= @orderCap THEN i.n END AS items,
+         WHERE client_id = @clientId AND updated_at >= @scanFrom AND updated_at < @scanTo
+         LIMIT @itemCap) s),
+     o AS (SELECT count(1)::int AS n FROM (
+        SELECT 1 FROM orders u
+         WHERE (SELECT n FROM i) >= @itemCap
+           AND u.client_id = @clientId AND ${orderUpdateKey('u')} >= @scanFrom
+           AND u.created_at + 0 >= @createdFrom AND u.created_at + 0 < @createdTo
+         LIMIT @orderCap) s)
+     SELECT i.n AS items, CASE WHEN i.n >= @itemCap THEN o.n END AS orders,
             ${c.vendorId === undefined ? 'NULL::int' : vendor} AS vendor
-       FROM o, i`,
+       FROM i, o`,
     { ...bind(clientId, c), orderCap: caps.narrowOrderScan, itemCap: caps.narrowUpdateScan },
   );
 }
