@@ -69,12 +69,15 @@ export function updateRangeProbe(
   // The window's first entries in result order (order_items_search_created), as the dated-items page reads them.
   const s = shapeOf('dated-items', c);
   const dir = s.desc ? 'DESC' : 'ASC';
-  const dense = `(SELECT count(DISTINCT f.order_id)::int FROM (
-      SELECT d.order_id, d.updated_at FROM order_items d
-       WHERE (SELECT n FROM i) >= @itemCap
-         AND d.client_id = @clientId AND ${keyRange('d.order_created_at', 'd.order_id', s)}
-       ORDER BY d.order_created_at ${dir}, d.order_id ${dir} LIMIT @denseCap) f
-     WHERE ${itemTerms('f', s, PG_ITEM_IDS).join(' AND ')})`;
+  // Grouped in that order, it stops at the page's limit + 1 orders.
+  const dense = `(SELECT count(1)::int FROM (
+      SELECT 1 FROM (
+        SELECT d.order_created_at, d.order_id, d.updated_at FROM order_items d
+         WHERE (SELECT n FROM i) >= @itemCap
+           AND d.client_id = @clientId AND ${keyRange('d.order_created_at', 'd.order_id', s)}
+         ORDER BY d.order_created_at ${dir}, d.order_id ${dir} LIMIT @denseCap) f
+       WHERE ${itemTerms('f', s, PG_ITEM_IDS).join(' AND ')}
+       GROUP BY f.order_created_at, f.order_id ORDER BY f.order_created_at ${dir}, f.order_id ${dir} LIMIT @limit) m)`;
   const vendorGiven = c.vendorId !== undefined;
   return positional(
     `WITH i AS (SELECT count(1)::int AS n FROM (

@@ -24,9 +24,9 @@ export const NARROW_ORDER_SCAN = 2000;
 /**
  * When the first this many items of the window, in result order, hold a page of matching orders, the scan in result
  * order reads no more than them: an index entry each, some 75 to a page, where the order path reads a row and a
- * seek (about 4 pages) per order updated.
+ * seek (about 4 pages) per order updated, so 30,000 entries cost what some 100 orders do.
  */
-export const DENSE_SCAN = 10_000;
+export const DENSE_SCAN = 30_000;
 
 /** The thresholds of the probe of an update range; tests move them to force each path. */
 export interface ScanCaps {
@@ -96,20 +96,20 @@ export const orderUpdateKey = (alias: string) => `coalesce(${alias}.items_update
  * of its items, so with a few items per order the item path reads several times fewer pages (on PostgreSQL at
  * 200,000 generated orders, clients drawn by volume: 53–150 buffers per search against 132–932 when orders led).
  * The order path is for the ranges whose orders hold many items each (issue 41: 9 orders of 250 items) and whose
- * matches are sparse in the window: where they are not (a large client's last 30 days), the scan in result order
- * fills the page within its first DENSE_SCAN entries (PostgreSQL, 200,000 generated orders, the largest client:
- * 336 buffers for probe and page, against 7,565 reading its 1,700 orders updated).
+ * matches are sparse in the window: where they are not (a large client's last 7 or 30 days), the scan in result
+ * order fills the page within its first DENSE_SCAN entries (PostgreSQL, 1,000,000 generated orders, clients drawn
+ * by volume, probe and page: 244 and 248 buffers per search where asking the orders first read 1,557 and 2,121).
  *
  * Bounded by what the query can return: the probe reads at most NARROW_UPDATE_SCAN + DENSE_SCAN +
  * NARROW_ORDER_SCAN + 2,000 index entries; the item path reads fewer than NARROW_UPDATE_SCAN items; the scan in
  * result order, chosen by its first entries, about DENSE_SCAN items (and the rest of its last order's); the order
  * path fewer than NARROW_ORDER_SCAN orders, two seeks each, and sorts them; the vendor's path, chosen when the
- * vendor has fewer items than the side it is compared with, at most those. What is left unbounded: 2,000 items or more in the
- * range and 2,000 orders or more updated since its start (a wide range, or one long past), with a vendor of as
- * many items in the window or none, and sparse matches: the scan in result order then reads the window (or the
- * vendor's part of it) up to the page; when nothing matches, every item of the vendor's orders in the window, or
- * every order of the window (at 1,000,000 generated orders, the largest client's 90 days: about 20,000 orders of
- * 64,000 items).
+ * vendor has fewer items than the side it is compared with, at most those. What is left unbounded: 2,000 items
+ * or more in the range and 2,000 orders or more updated since its start (a wide range, or one long past), with a
+ * vendor of as many items in the window or none, and sparse matches: the scan in result order then reads the
+ * window (or the vendor's part of it) up to the page; when nothing matches, every item of the vendor's orders in
+ * the window, or every order of the window (at 1,000,000 generated orders, the largest client's 90 days: about
+ * 20,000 orders of 64,000 items).
  */
 export function chooseDriver(c: SearchCriteria, probe: () => RangeProbe, caps: ScanCaps = SCAN_CAPS): Driver {
   const updateRange = c.itemUpdateStart !== undefined || c.itemUpdateEnd !== undefined;
