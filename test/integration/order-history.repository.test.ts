@@ -214,10 +214,14 @@ async function searchSubject(caps: ScanCaps): Promise<SearchSubject> {
   };
 }
 
-/** Caps that force each path of an update range: the orders updated, the items updated, or a scan. */
-const ORDER_PATH: ScanCaps = { narrowOrderScan: 1e9, narrowUpdateScan: 0 };
-const ITEM_PATH: ScanCaps = { narrowOrderScan: 0, narrowUpdateScan: 1e9 };
-const SCAN_PATH: ScanCaps = { narrowOrderScan: 0, narrowUpdateScan: 0 };
+/**
+ * Caps that force each path of an update range: the orders updated, the items updated, or a scan; and one that
+ * leads by a scan when the window's first items hold the page, else by the orders updated.
+ */
+const ORDER_PATH: ScanCaps = { narrowOrderScan: 1e9, narrowUpdateScan: 0, denseScan: 0 };
+const ITEM_PATH: ScanCaps = { narrowOrderScan: 0, narrowUpdateScan: 1e9, denseScan: 0 };
+const SCAN_PATH: ScanCaps = { narrowOrderScan: 0, narrowUpdateScan: 0, denseScan: 0 };
+const DENSE_PATH: ScanCaps = { narrowOrderScan: 1e9, narrowUpdateScan: 0, denseScan: 1e9 };
 
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'order-search-'));
@@ -235,10 +239,15 @@ afterAll(async () => {
 
 describe('order search of the store port, paged to the end, against the model of the rules', () => {
   it.each([
-    ['an update range led by the orders updated since its start', ORDER_PATH, 'updated-orders'],
-    ['an update range read directly', ITEM_PATH, 'updated-items'],
-    ['an update range scanned in result order', SCAN_PATH, 'dated-items'],
-  ] as const)('with %s', async (_label, caps, rangeDriver) => {
+    ['an update range led by the orders updated since its start', ORDER_PATH, ['updated-orders']],
+    ['an update range read directly', ITEM_PATH, ['updated-items']],
+    ['an update range scanned in result order', SCAN_PATH, ['dated-items']],
+    [
+      'an update range scanned in result order when its first items hold the page',
+      DENSE_PATH,
+      ['dated-items', 'updated-orders'],
+    ],
+  ] as const)('with %s', async (_label, caps, rangeDrivers) => {
     const subject = await searchSubject(caps);
     const drivers = new Set<Driver>();
     try {
@@ -273,7 +282,7 @@ describe('order search of the store port, paged to the end, against the model of
       'reference',
       'vendor-items',
       'orders',
-      rangeDriver,
+      ...rangeDrivers,
     ];
     expect([...drivers].sort()).toEqual(expectedDrivers.sort());
   });
@@ -537,7 +546,8 @@ if (TEST_STORE === 'postgres') {
 
 // The two shapes of issue 41 that read the client's whole window while the probe counted items: a client's 30
 // orders of 250 items of vendor 7 priced out a minute after each was placed, then 9 later orders of vendor 8, their
-// 2,250 items (over NARROW_UPDATE_SCAN) updated after all the others. Both now lead by those 9 orders.
+// 2,250 items (over NARROW_UPDATE_SCAN) updated after all the others. Both now lead by those 9 orders, or read
+// the window in result order from where its first items hold a page (DENSE_SCAN).
 describe('update ranges over orders of many items, at the default thresholds (issue 41)', () => {
   const CLIENT = 4;
   const ITEMS = 250;
@@ -606,7 +616,9 @@ describe('update ranges over orders of many items, at the default thresholds (is
     'finds the later orders by their update range alone, %s, a page of 2 at a time',
     async (sortOrder) => {
       const { drivers, seen } = await pages({ ...window, sortOrder, limit: 2, itemUpdateStart: late });
-      expect([...drivers]).toEqual(['updated-orders']);
+      // Led by the orders updated while the early orders' items come first from the page's start (the first page
+      // ascending, the last descending), in result order while the later orders' items hold a page.
+      expect([...drivers].sort()).toEqual(['dated-items', 'updated-orders']);
       const ids = sortOrder === 'ascending' ? lateIds : [...lateIds].reverse();
       expect(seen).toEqual(ids.map((id) => [id, ITEMS]));
       // A closed range: only the orders whose items were updated in its three days.

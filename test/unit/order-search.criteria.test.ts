@@ -74,9 +74,9 @@ describe('chooseDriver, shared by both adapters', () => {
     ...extra,
   });
   const counts =
-    (orders: number, items: number, vendor: number | null = null) =>
+    (orders: number, items: number, vendor: number | null = null, dense: number | null = null) =>
     () =>
-      countedProbe({ orders, items, vendor });
+      countedProbe({ orders, items, vendor, dense });
   const narrow = counts(10, 10);
   const wide = counts(2000, 2000);
 
@@ -89,8 +89,8 @@ describe('chooseDriver, shared by both adapters', () => {
     );
   });
 
-  it('reads the orders updated since the start when few, else the items updated in the range when few', () => {
-    expect(chooseDriver(criteria({ itemUpdateStart: 0 }), narrow)).toBe('updated-orders');
+  it('reads the items updated in the range when few, else the orders updated since its start when few', () => {
+    expect(chooseDriver(criteria({ itemUpdateStart: 0 }), narrow)).toBe('updated-items');
     // 9 late orders of 250 items each: over the items' cap, under the orders' (issue 41).
     expect(chooseDriver(criteria({ itemUpdateStart: 0 }), counts(9, 2000))).toBe('updated-orders');
     // A range long past: most orders were updated since its start, few items in it.
@@ -109,6 +109,32 @@ describe('chooseDriver, shared by both adapters', () => {
     expect(chooseDriver(vendorNoneMatch, counts(9, 2000, 9))).toBe('updated-orders');
     expect(chooseDriver(vendorNoneMatch, counts(2000, 40, 2000))).toBe('updated-items');
     expect(chooseDriver(vendorNoneMatch, counts(2000, 2000, 2000))).toBe('vendor-items');
+    expect(chooseDriver(vendorNoneMatch, counts(9, 40, 39))).toBe('vendor-items');
+  });
+
+  it('counts the orders only when the items in the range are too many to read (an order costs a row and a seek)', () => {
+    const asked: string[] = [];
+    const probe = (orders: number, items: number) => () => ({
+      items: () => (asked.push('items'), items),
+      dense: () => (asked.push('dense'), 0),
+      orders: () => (asked.push('orders'), orders),
+      vendor: (cap: number) => (asked.push('vendor'), cap),
+    });
+    expect(chooseDriver(criteria({ itemUpdateStart: 0 }), probe(10, 10))).toBe('updated-items');
+    expect(asked).toEqual(['items']);
+    asked.length = 0;
+    expect(chooseDriver(criteria({ itemUpdateStart: 0 }), probe(10, 2000))).toBe('updated-orders');
+    expect(asked).toEqual(['items', 'dense', 'orders']);
+  });
+
+  it('scans the window in result order when its first items hold the page (limit + 1 orders), without a vendor', () => {
+    const range = criteria({ itemUpdateStart: 0, limit: 20 });
+    expect(chooseDriver(range, counts(10, 2000, null, 21))).toBe('dated-items');
+    expect(chooseDriver(range, counts(10, 2000, null, 20))).toBe('updated-orders');
+    // A few items in the range are read directly, however dense.
+    expect(chooseDriver(range, counts(10, 30, null, 21))).toBe('updated-items');
+    // The vendor's path checks each order's vendor by a seek: the first items say nothing of it.
+    expect(chooseDriver({ ...range, vendorId: 1 }, counts(10, 2000, 2000, 21))).toBe('updated-orders');
   });
 
   it('asks about the update range only when one is given', () => {

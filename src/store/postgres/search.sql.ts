@@ -41,7 +41,7 @@ export function planSearch(
   criteria: SearchCriteria,
   { counted, caps = SCAN_CAPS }: { counted?: RangeCounts; caps?: ScanCaps } = {},
 ): SearchPlan {
-  const wide: RangeCounts = { orders: Infinity, items: null, vendor: null };
+  const wide: RangeCounts = { items: Infinity, dense: null, orders: null, vendor: null };
   const driver = chooseDriver(criteria, () => countedProbe(counted ?? wide), caps);
   return { driver, ...positional(searchSql(shapeOf(driver, criteria)), bind(clientId, criteria)) };
 }
@@ -58,29 +58,49 @@ export function updateRangeProbe(
   caps: ScanCaps = SCAN_CAPS,
 ): SearchStatement | null {
   let asked = false;
-  chooseDriver(c, () => ((asked = true), countedProbe({ orders: 0, items: 0, vendor: 0 })), caps);
+  chooseDriver(c, () => ((asked = true), countedProbe({ items: 0, dense: 0, orders: 0, vendor: 0 })), caps);
   if (!asked) return null;
   const vendor = `(SELECT count(1)::int AS n FROM (
       SELECT 1 FROM order_items
        WHERE client_id = @clientId AND vendor_id = @vendorId
          AND order_created_at >= @createdFrom AND order_created_at < @createdTo
-       LIMIT (SELECT CASE WHEN o.n < @orderCap THEN o.n WHEN i.n < @itemCap THEN i.n ELSE 0 END
-                FROM o, i)) s)`;
+       LIMIT (SELECT CASE WHEN i.n < @itemCap THEN i.n WHEN o.n < @orderCap THEN o.n ELSE 0 END
+                FROM i, o)) s)`;
+  // The window's first entries in result order (order_items_search_created), as the dated-items page reads them.
+  const s = shapeOf('dated-items', c);
+  const dir = s.desc ? 'DESC' : 'ASC';
+  // Grouped in that order, it stops at the page's limit + 1 orders.
+  const dense = `(SELECT count(1)::int FROM (
+      SELECT 1 FROM (
+        SELECT d.order_created_at, d.order_id, d.updated_at FROM order_items d
+         WHERE (SELECT n FROM i) >= @itemCap
+           AND d.client_id = @clientId AND ${keyRange('d.order_created_at', 'd.order_id', s)}
+         ORDER BY d.order_created_at ${dir}, d.order_id ${dir} LIMIT @denseCap) f
+       WHERE ${itemTerms('f', s, PG_ITEM_IDS).join(' AND ')}
+       GROUP BY f.order_created_at, f.order_id ORDER BY f.order_created_at ${dir}, f.order_id ${dir} LIMIT @limit) m)`;
+  const vendorGiven = c.vendorId !== undefined;
   return positional(
-    `WITH o AS (SELECT count(1)::int AS n FROM (
-        SELECT 1 FROM orders u
-         WHERE u.client_id = @clientId AND ${orderUpdateKey('u')} >= @scanFrom
-           AND u.created_at + 0 >= @createdFrom AND u.created_at + 0 < @createdTo
-         LIMIT @orderCap) s),
-     i AS (SELECT count(1)::int AS n FROM (
+    `WITH i AS (SELECT count(1)::int AS n FROM (
         SELECT 1 FROM order_items
-         WHERE (SELECT n FROM o) >= @orderCap
-           AND client_id = @clientId AND updated_at >= @scanFrom AND updated_at < @scanTo
-         LIMIT @itemCap) s)
-     SELECT o.n AS orders, CASE WHEN o.n >= @orderCap THEN i.n END AS items,
-            ${c.vendorId === undefined ? 'NULL::int' : vendor} AS vendor
-       FROM o, i`,
-    { ...bind(clientId, c), orderCap: caps.narrowOrderScan, itemCap: caps.narrowUpdateScan },
+         WHERE client_id = @clientId AND updated_at >= @scanFrom AND updated_at < @scanTo
+         LIMIT @itemCap) s),
+     w AS (SELECT ${vendorGiven ? 'NULL::int' : dense} AS n),
+     o AS (SELECT count(1)::int AS n FROM (
+        SELECT 1 FROM orders u
+         WHERE (SELECT n FROM i) >= @itemCap AND coalesce((SELECT n FROM w), 0) < @limit
+           AND u.client_id = @clientId AND ${orderUpdateKey('u')} >= @scanFrom
+           AND u.created_at + 0 >= @createdFrom AND u.created_at + 0 < @createdTo
+         LIMIT @orderCap) s)
+     SELECT i.n AS items, CASE WHEN i.n >= @itemCap THEN w.n END AS dense,
+            CASE WHEN i.n >= @itemCap AND coalesce(w.n, 0) < @limit THEN o.n END AS orders,
+            ${vendorGiven ? vendor : 'NULL::int'} AS vendor
+       FROM i, w, o`,
+    {
+      ...bind(clientId, c),
+      orderCap: caps.narrowOrderScan,
+      itemCap: caps.narrowUpdateScan,
+      denseCap: caps.denseScan,
+    },
   );
 }
 
