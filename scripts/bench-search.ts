@@ -472,12 +472,14 @@ afresh (bare p50 0.4–0.9 ms for the paths that read few rows), and a page give
 the order it names (one more round trip; until issue 41 a page with more orders after it wrote its cursor
 instead, a DELETE and an INSERT). The p95 over 5 ms:
 
-- vendorId with a narrow update range (the updated-items path, fewer than 2,000 items updated in the range):
-  PostgreSQL runs that page with a parallel worker (Gather Merge over a parallel index-only scan), and starting
-  the worker alone takes 5–7 ms. Checked apart on the same generated store (150 clients drawn by volume, 3 runs
-  each): p95 of the page statement 15–28 ms with the default \`max_parallel_workers_per_gather = 2\`, 7 ms with 0;
-  server execution p95 13 ms against 3.6 ms. Setting it to 0 for the adapter's sessions (or raising
-  \`parallel_setup_cost\`) is the likely fix; not applied here.
+- an item update range over 2,000 items: its probe (one statement) counts up to 2,000 items of the range, then up
+  to 30,000 entries of the window in result order, then up to 2,000 orders, as \`chooseDriver\` needs them; the
+  page then reads what the chosen path reads. A larger client's wide range pays the probe's entries twice (the
+  probe and the page read the same ones).
+- vendorId with a narrow update range: a run before issue 41 found PostgreSQL running that page with a parallel
+  worker (Gather Merge), whose start alone took 5–7 ms; in \`EXPLAIN (ANALYZE, BUFFERS)\` at 200,000 and 1,000,000
+  orders during issue 41 no plan had one. Should it come back, \`max_parallel_workers_per_gather = 0\` for the
+  adapter's sessions is the setting to try.
 - limit=100: 101 orders with their items in one JSON document; the server runs it in about 2 ms at p95, the rest
   is the transfer, JSON parsing in Node and the shared machine.
 
