@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { criteriaHash, resolveWindow, type OrderSearchRequest } from '../../src/services/search-orders.js';
-import { chooseDriver, countedProbe } from '../../src/store/shared/search-plan.js';
+import { chooseDriver, choosePath, countedProbe } from '../../src/store/shared/search-plan.js';
 import type { SearchCriteria } from '../../src/store/port/store.port.js';
 
 const DAY = 86_400_000;
@@ -110,6 +110,30 @@ describe('chooseDriver, shared by both adapters', () => {
     expect(chooseDriver(vendorNoneMatch, counts(2000, 40, 2000))).toBe('updated-items');
     expect(chooseDriver(vendorNoneMatch, counts(2000, 2000, 2000))).toBe('vendor-items');
     expect(chooseDriver(vendorNoneMatch, counts(9, 40, 39))).toBe('vendor-items');
+  });
+
+  it('says which paths are bounded by the page: all but an update range with no narrow side', () => {
+    const path = (extra: Partial<SearchCriteria>, probe = wide) => choosePath(criteria(extra), probe);
+    expect(path({ itemUpdateStart: 0 })).toEqual({ driver: 'dated-items', bounded: false });
+    expect(path({ itemUpdateStart: 0, vendorId: 1 })).toEqual({ driver: 'vendor-items', bounded: false });
+    // The same paths, chosen because a side is narrow or the window's first items hold the page, or with no range.
+    expect(path({ itemUpdateStart: 0 }, counts(2000, 2000, null, 21))).toEqual({
+      driver: 'dated-items',
+      bounded: true,
+    });
+    expect(path({ itemUpdateStart: 0, vendorId: 1 }, counts(9, 2000, 3))).toEqual({
+      driver: 'vendor-items',
+      bounded: true,
+    });
+    expect(path({ vendorId: 1 })).toEqual({ driver: 'vendor-items', bounded: true });
+    expect(path({})).toEqual({ driver: 'orders', bounded: true });
+    for (const extra of [
+      { orderIds: [1] },
+      { orderItemIds: [1] },
+      { referenceId: 'r' },
+      { itemUpdateStart: 0 },
+    ])
+      expect(path(extra, narrow).bounded).toBe(true);
   });
 
   it('counts the orders only when the items in the range are too many to read (an order costs a row and a seek)', () => {

@@ -112,23 +112,45 @@ export const orderUpdateKey = (alias: string) => `coalesce(${alias}.items_update
  * 20,000 orders of 64,000 items).
  */
 export function chooseDriver(c: SearchCriteria, probe: () => RangeProbe, caps: ScanCaps = SCAN_CAPS): Driver {
+  return choosePath(c, probe, caps).driver;
+}
+
+/**
+ * The path chooseDriver takes, and whether its cost is bounded by the page rather than by the client's history.
+ * Unbounded: an update range whose probe found no narrow side (the last two returns), read in result order until
+ * the page is full: with sparse matches, up to the whole window (or the vendor's part of it). A store that must
+ * keep a shared resource free (SQLite's event loop) runs these apart.
+ */
+export interface SearchPath {
+  driver: Driver;
+  bounded: boolean;
+}
+
+export function choosePath(
+  c: SearchCriteria,
+  probe: () => RangeProbe,
+  caps: ScanCaps = SCAN_CAPS,
+): SearchPath {
+  const bounded = (driver: Driver): SearchPath => ({ driver, bounded: true });
   const updateRange = c.itemUpdateStart !== undefined || c.itemUpdateEnd !== undefined;
-  if (c.orderIds) return 'order-ids';
-  if (c.orderItemIds) return 'item-ids';
-  if (c.referenceId !== undefined) return 'reference';
+  if (c.orderIds) return bounded('order-ids');
+  if (c.orderItemIds) return bounded('item-ids');
+  if (c.referenceId !== undefined) return bounded('reference');
   if (updateRange) {
     const counts = probe();
     // The vendor's items, counted up to n: fewer means its path reads less than the range's.
     const vendorFewer = (n: number) => c.vendorId !== undefined && counts.vendor(n) < n;
     const items = counts.items();
-    if (items < caps.narrowUpdateScan) return vendorFewer(items) ? 'vendor-items' : 'updated-items';
-    if (c.vendorId === undefined && counts.dense() >= c.limit + 1) return 'dated-items';
+    if (items < caps.narrowUpdateScan) return bounded(vendorFewer(items) ? 'vendor-items' : 'updated-items');
+    if (c.vendorId === undefined && counts.dense() >= c.limit + 1) return bounded('dated-items');
     const orders = counts.orders();
-    if (orders < caps.narrowOrderScan && !vendorFewer(orders)) return 'updated-orders';
+    if (orders < caps.narrowOrderScan)
+      return bounded(vendorFewer(orders) ? 'vendor-items' : 'updated-orders');
+    return { driver: c.vendorId !== undefined ? 'vendor-items' : 'dated-items', bounded: false };
   }
-  if (c.vendorId !== undefined) return 'vendor-items';
-  if (updateRange) return 'dated-items';
-  return 'orders';
+  // Without an update range every order of the path matches but for its vendor, which the vendor's path reads:
+  // each ends with the page.
+  return bounded(c.vendorId !== undefined ? 'vendor-items' : 'orders');
 }
 
 /** Which terms a search's statement has: the adapters build their SQL from this. */
