@@ -11,6 +11,12 @@ export const SEARCH_THREAD_IDLE_MS = 30_000;
  */
 const THREAD_HEAP_MB = 64;
 
+/**
+ * How long a new thread may take to open its connection (loading its modules; under tsx, compiling them) before
+ * the search it was started for fails as a timed-out one: the search's own deadline counts from then.
+ */
+const THREAD_START_MS = 30_000;
+
 export interface SearchThreadOptions {
   /**
    * How long a search may wait for the thread, and then run on it once the thread has opened its connection,
@@ -118,6 +124,7 @@ export function searchThread(file: string, options: SearchThreadOptions): Search
     thread ??= start();
     thread.postMessage({ statements: job.statements, limit: job.limit });
     if (ready) deadline(job);
+    else if (options.timeoutMs > 0) job.timer = setTimeout(() => expire(job), THREAD_START_MS);
   }
 
   function deadline(job: Job): void {
@@ -155,6 +162,7 @@ export function searchThread(file: string, options: SearchThreadOptions): Search
       if (worker !== thread) return;
       if ('ready' in answer) {
         ready = true;
+        clearTimeout(running?.timer);
         if (running) deadline(running);
         return;
       }
