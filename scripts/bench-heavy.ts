@@ -7,10 +7,13 @@
 // more than the narrow-range path takes), and that update range alone (its matches at the far end of the order
 // scan); then `/healthz` (one after another, 10 ms apart) while the heavy client posts a batch of real orders of
 // --batch-items items in all (entries of --items items, RATE_LIMIT_PER_S off), with the web's CPU and garbage
-// collections by kind during it (its /metrics). --write puts the table into the
-// "Heavy clients" section of BENCHMARKS.md.
+// collections by kind during it (its /metrics). Before the batch, the searches no plan bounds (choosePath):
+// NARROW_ORDER_SCAN one-item orders of the other vendor added after the later ones, "vendor, none match" reads
+// every item of the vendor in the window; `/healthz` and the cheap search (each --iterations, one after another)
+// while --concurrent such searches run at once, each in a loop (on SQLite the web reads them on its search
+// thread). --write puts the tables into the "Heavy clients" section of BENCHMARKS.md.
 //   BENCH_RUNTIME=tsx node --import tsx scripts/bench-heavy.ts [--store sqlite,postgres] [--orders 1000000]
-//     [--heavy-orders 200] [--items 250] [--iterations 200] [--batch-items 50000] [--write]
+//     [--heavy-orders 200] [--items 250] [--iterations 200] [--batch-items 50000] [--concurrent 4] [--write]
 // PostgreSQL: a fresh database on DATABASE_URL's server, or on a private one started here.
 import fs from 'node:fs';
 import os from 'node:os';
@@ -32,11 +35,12 @@ import {
   parseStoreKinds,
   serviceEnv,
   stopPostgresServer,
+  type BenchStore,
   type StoreKind,
 } from './bench-stores.js';
 import { replaceSection } from './benchmarks-file.js';
 import { BENCH_STORE_SHAPE, generateOrders } from './generate-orders.js';
-import { NARROW_UPDATE_SCAN } from '../src/store/shared/search-plan.js';
+import { NARROW_ORDER_SCAN, NARROW_UPDATE_SCAN } from '../src/store/shared/search-plan.js';
 import { heavyOrder, storeHeavyOrders } from './heavy-orders.js';
 import { LOAD_VENDOR } from './load-mix.js';
 import { ensureRedis, freePort, type RunningRedis } from './redis.js';
@@ -49,6 +53,7 @@ const { values } = parseArgs({
     items: { type: 'string', default: '250' },
     iterations: { type: 'string', default: '200' },
     'batch-items': { type: 'string', default: '50000' },
+    concurrent: { type: 'string', default: '4' },
     write: { type: 'boolean', default: false },
   },
 });
@@ -57,6 +62,7 @@ const HEAVY_ORDERS = Number(values['heavy-orders']);
 const ITEMS = Number(values.items);
 const ITERATIONS = Number(values.iterations);
 const BATCH_ENTRIES = Math.max(1, Math.round(Number(values['batch-items']) / ITEMS));
+const CONCURRENT = Number(values.concurrent);
 const say = (line: string) => process.stderr.write(`[bench-heavy] ${line}\n`);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -106,6 +112,8 @@ interface Result {
   batchStatus: number;
   /** The web's CPU and garbage collections during the batch (its /metrics). */
   batchWeb: string;
+  /** While CONCURRENT unbounded searches run at once. */
+  unbounded: { healthz: Latency; cheap: Latency; searches: Latency; statuses: string };
 }
 
 async function prepare(kind: StoreKind) {
@@ -202,6 +210,14 @@ async function runOnce(redis: RunningRedis, kind: StoreKind): Promise<Result> {
       `${kind}: cheap p99 ${cheapLatency.p99.toFixed(1)} ms, heavy p99 ${heavyLatency.p99.toFixed(1)} ms, ` +
         `vendor none p99 ${vendorNone.p99.toFixed(1)} ms, late range p99 ${lateRange.p99.toFixed(1)} ms`,
     );
+    await addWideOrders(store, heavy, late);
+    // Warmed as the others are (on SQLite this starts the search thread, which then stays while searches come).
+    await timedSearches(heavyClient, [vendorNonePath], 10);
+    const unbounded = await whileUnbounded(baseUrl, heavyClient, cheapClient, [vendorNonePath]);
+    say(
+      `${kind}: ${CONCURRENT} unbounded searches at once (${unbounded.statuses}): /healthz p99 ${unbounded.healthz.p99.toFixed(1)} ms, ` +
+        `cheap p99 ${unbounded.cheap.p99.toFixed(1)} ms`,
+    );
     const batch = {
       orders: Array.from({ length: BATCH_ENTRIES }, (_, i) => ({
         requestId: `heavy-batch-${i}`,
@@ -240,6 +256,7 @@ async function runOnce(redis: RunningRedis, kind: StoreKind): Promise<Result> {
       batchSeconds,
       batchStatus: answer.status,
       batchWeb,
+      unbounded,
     };
   } finally {
     await stopProcess(web);
@@ -248,9 +265,68 @@ async function runOnce(redis: RunningRedis, kind: StoreKind): Promise<Result> {
   }
 }
 
+/**
+ * NARROW_ORDER_SCAN one-item orders of the later vendor, created (and so updated) after `late`: with them the
+ * orders updated since `late` are too many to lead, and "vendor, none match" reads the vendor's items in the window.
+ */
+async function addWideOrders(store: BenchStore, heavy: { clientId: number; cardId: number }, late: string) {
+  const opened = await store.open('bench');
+  try {
+    // Numbered after the heavy client's others (their request ids), created from `late` on, a second apart.
+    const first = HEAVY_ORDERS + LATE_ORDERS;
+    const t0 = Date.parse(late) - first * 1000;
+    const h = { ...heavy, listing: LATE_LISTING, t0, orders: 0, items: 1, address: ADDRESS };
+    for (let i = 0; i < NARROW_ORDER_SCAN; i += 20)
+      await opened.orders.acceptMany(
+        Array.from({ length: Math.min(20, NARROW_ORDER_SCAN - i) }, (_, k) => heavyOrder(h, first + i + k)),
+      );
+  } finally {
+    await opened.close();
+  }
+}
+
+/** `/healthz` and the cheap search, ITERATIONS each one after another, while CONCURRENT loops of `paths` run. */
+async function whileUnbounded(
+  baseUrl: string,
+  heavyClient: SigningClient,
+  cheapClient: SigningClient,
+  paths: string[],
+): Promise<Result['unbounded']> {
+  let measuring = true;
+  const searches: number[] = [];
+  const statuses = new Map<number, number>();
+  const loops = Array.from({ length: CONCURRENT }, async (_, k) => {
+    for (let i = k; measuring; i++) {
+      const began = performance.now();
+      const res = await heavyClient.request('GET', paths[i % paths.length]!);
+      searches.push(performance.now() - began);
+      statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+    }
+  });
+  const healthz: number[] = [];
+  const measured = Promise.all([
+    (async () => {
+      for (let i = 0; i < ITERATIONS; i++) {
+        const t = performance.now();
+        await fetch(`${baseUrl}/healthz`);
+        healthz.push(performance.now() - t);
+      }
+    })(),
+    timedSearches(cheapClient, ['/v1/orders?limit=1'], ITERATIONS),
+  ]);
+  const [, cheap] = await measured.finally(() => (measuring = false));
+  await Promise.all(loops);
+  return {
+    healthz: latency(healthz),
+    cheap,
+    searches: latency(searches),
+    statuses: [...statuses].map(([status, n]) => `${n} × ${status}`).join(', '),
+  };
+}
+
 function report(results: Result[], load: [number, number]): string {
   const f = (l: Latency) => `${l.p50.toFixed(1)} / ${l.p99.toFixed(1)}`;
-  const command = `BENCH_RUNTIME=tsx node --import tsx scripts/bench-heavy.ts --store ${results.map((r) => r.kind).join(',')} --orders ${ORDERS} --heavy-orders ${HEAVY_ORDERS} --items ${ITEMS} --iterations ${ITERATIONS} --batch-items ${BATCH_ENTRIES * ITEMS} --write`;
+  const command = `BENCH_RUNTIME=tsx node --import tsx scripts/bench-heavy.ts --store ${results.map((r) => r.kind).join(',')} --orders ${ORDERS} --heavy-orders ${HEAVY_ORDERS} --items ${ITEMS} --iterations ${ITERATIONS} --batch-items ${BATCH_ENTRIES * ITEMS} --concurrent ${CONCURRENT} --write`;
   return [
     `Command: \`${command}\``,
     '',
@@ -269,6 +345,18 @@ function report(results: Result[], load: [number, number]): string {
     ...results.map(
       (r) =>
         `| ${r.kind} | ${f(r.cheap)} | ${f(r.heavy)} | ${(r.heavy.p99 / r.cheap.p99).toFixed(1)}× | ${f(r.vendorNone)} | ${f(r.lateRange)} | ${f(r.healthz)} / ${r.healthz.max.toFixed(1)} | ${r.batchSeconds.toFixed(1)}, ${r.batchStatus} | ${r.batchWeb} |`,
+    ),
+    '',
+    `Then ${NARROW_ORDER_SCAN.toLocaleString('en')} one-item orders of the other vendor, created after L: "vendor, none match"`,
+    'is then a search no plan bounds (it reads every item of V in the window; on SQLite the web reads it on its search',
+    `thread), ${CONCURRENT} of them at once, each in a loop, while \`/healthz\` and the cheap search run ${ITERATIONS} times each, one`,
+    'after another.',
+    '',
+    `| store | /healthz p50 / p99 / max (ms) | cheap search p50 / p99 / max (ms) | unbounded searches p50 / p99 (ms) | their answers |`,
+    '|---|---|---|---|---|',
+    ...results.map(
+      (r) =>
+        `| ${r.kind} | ${f(r.unbounded.healthz)} / ${r.unbounded.healthz.max.toFixed(1)} | ${f(r.unbounded.cheap)} / ${r.unbounded.cheap.max.toFixed(1)} | ${f(r.unbounded.searches)} | ${r.unbounded.statuses} |`,
     ),
   ].join('\n');
 }

@@ -55,6 +55,7 @@ const ConfigSchema = z.object({
   DB_POOL_SIZE: positiveInt.default(10),
   // PostgreSQL: how long a statement, or getting a connection, waits for the database before it fails as
   // unavailable (the web answers 503 5030, a worker tries the job again later); 0 waits as long as it takes.
+  // SQLite: how long a web search that the plan cannot bound waits for the search thread, then runs on it.
   DATABASE_TIMEOUT_MS: nonNegativeInt.max(600_000).default(5000),
   // How long a web request waits for another process's SQLite write lock (between turns of the event loop, so
   // that other requests go on) before it is answered 503 5030 with Retry-After; other processes wait up to 10 s.

@@ -1,9 +1,9 @@
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { storeHeavyOrders } from '../../scripts/heavy-orders.js';
 import { freePort } from '../../scripts/redis.js';
 import { createSigningClient, type SigningClient } from '../helpers/signed-client.js';
-import { LISTINGS, orderBody, US_ADDRESS, VENDORS } from '../helpers/fixtures.js';
+import { LISTINGS, orderBody, VENDORS } from '../helpers/fixtures.js';
+import { storeHeavyClient } from '../helpers/heavy-client.js';
 import { createTestService, stopChild, type Credentials, type TestService } from '../helpers/test-service.js';
 
 // Issue 41, finding 2: a client's 200 orders of 250 items each, searched by vendor and item update date with
@@ -35,15 +35,7 @@ beforeAll(async () => {
   await service.importCatalog(VENDORS, LISTINGS);
   heavy = await service.client('heavy searcher');
   other = await service.client('another client');
-  await storeHeavyOrders(service.deps.store, (sql) => service.probe.exec(sql), {
-    clientId: heavy.clientId,
-    cardId: (await service.deps.store.clients.findCard(heavy.ccToken))!.cardId,
-    listing,
-    t0: T0,
-    orders: ORDERS,
-    items: ITEMS,
-    address: US_ADDRESS,
-  });
+  await storeHeavyClient(service, heavy, { listing, t0: T0, orders: ORDERS, items: ITEMS });
   const port = await freePort();
   baseUrl = `http://127.0.0.1:${port}`;
   web = await service.spawn('src/server.ts', { PORT: String(port) }, 'web listening');

@@ -14,7 +14,7 @@ import {
   type RangeCounts,
   type ScanCaps,
 } from '../../src/store/shared/search-plan.js';
-import { sqliteSearch } from '../../src/store/sqlite/search.sqlite.js';
+import { sqliteSearch, type SqliteSearchOptions } from '../../src/store/sqlite/search.sqlite.js';
 import { openDb, type Db } from '../../src/store/sqlite/sqlite.db.js';
 import type { SearchCriteria, SearchStore } from '../../src/store/port/store.port.js';
 import type { Probe } from '../helpers/store.probe.js';
@@ -195,14 +195,17 @@ interface SearchSubject {
   close(): Promise<void>;
 }
 
-async function searchSubject(caps: ScanCaps): Promise<SearchSubject> {
+async function searchSubject(caps: ScanCaps & SqliteSearchOptions): Promise<SearchSubject> {
   if (TEST_STORE === 'sqlite') {
     const db = openDb(storeEnv.env.DB_PATH!);
     const search = sqliteSearch(db, Buffer.alloc(32), caps);
     return {
       search,
       driver: async (clientId, c) => search.plan(clientId, c).driver,
-      close: async () => void db.close(),
+      close: async () => {
+        search.close();
+        db.close();
+      },
     };
   }
   const sealer = createSealer(parseSecretsKey(storeEnv.env.SECRETS_KEY!));
@@ -237,11 +240,23 @@ afterAll(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
+/** The scan with no bound but the page's, read on the search thread as the web reads it (SQLite only: its own). */
+const SCAN_PATH_ON_THREAD = { ...SCAN_PATH, searchThread: { timeoutMs: 0 } };
+
 describe('order search of the store port, paged to the end, against the model of the rules', () => {
   it.each([
     ['an update range led by the orders updated since its start', ORDER_PATH, ['updated-orders']],
     ['an update range read directly', ITEM_PATH, ['updated-items']],
     ['an update range scanned in result order', SCAN_PATH, ['dated-items']],
+    ...(TEST_STORE === 'sqlite'
+      ? ([
+          [
+            'an update range scanned in result order, on the search thread',
+            SCAN_PATH_ON_THREAD,
+            ['dated-items'],
+          ],
+        ] as const)
+      : []),
     [
       'an update range scanned in result order when its first items hold the page',
       DENSE_PATH,

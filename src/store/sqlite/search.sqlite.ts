@@ -1,14 +1,6 @@
-import type { Statement } from 'better-sqlite3';
-import type {
-  ItemView,
-  OrderView,
-  OrderKey,
-  SearchCriteria,
-  SearchPage,
-  SearchStore,
-} from '../port/store.port.js';
+import type { OrderKey, SearchCriteria, SearchPage, SearchStore } from '../port/store.port.js';
 import {
-  chooseDriver,
+  choosePath,
   itemTerms,
   keyRange,
   orderUpdateKey,
@@ -21,13 +13,17 @@ import {
   type ScanCaps,
   type SearchShape,
 } from '../shared/search-plan.js';
-import { ITEM_VIEW_COLUMNS, toItemView, type ItemTuple } from '../shared/order.rows.js';
-import type { Db } from './sqlite.db.js';
+import { ITEM_VIEW_COLUMNS } from '../shared/order.rows.js';
+import { ORDER_COLUMNS, readPage, statementCache, type Bindings } from './search-page.sqlite.js';
+import { searchThread, type SearchThreadOptions } from './search-thread.js';
+import { dbFile, type Db } from './sqlite.db.js';
 
 const SQLITE_ITEM_IDS = (column: string) => `${column} IN (SELECT value FROM json_each(@orderItemIds))`;
 
 export interface SearchPlan {
   driver: Driver;
+  /** Whether the page's cost is bounded by its limit (choosePath); the others are read on the search thread. */
+  bounded: boolean;
   /** The counts the probe of an update range ran (RangeProbe), each with its bindings. */
   probes: { sql: string; params: Bindings }[];
   pageSql: string;
@@ -36,23 +32,22 @@ export interface SearchPlan {
   params: Bindings;
 }
 
-type Bindings = Record<string, number | string | null>;
-
 /** Tests lower or raise the caps to force each path for an update range. */
-export type SqliteSearchOptions = Partial<ScanCaps>;
+export interface SqliteSearchOptions extends Partial<ScanCaps> {
+  /**
+   * Read the pages whose cost the plan cannot bound on a thread (search-thread.ts), off the event loop; inline
+   * when absent, and on a `:memory:` database, which no other connection can open.
+   */
+  searchThread?: SearchThreadOptions;
+}
 
 /** Order history search (one query for the page, one for its items) and the order key a cursor names. */
 export function sqliteSearch(
   db: Db,
   cursorKey: Buffer,
   options: SqliteSearchOptions = {},
-): SearchStore & { plan(clientId: number, criteria: SearchCriteria): SearchPlan } {
-  const statements = new Map<string, Statement>();
-  const prepared = (sql: string): Statement => {
-    let statement = statements.get(sql);
-    if (!statement) statements.set(sql, (statement = db.prepare(sql)));
-    return statement;
-  };
+): SearchStore & { plan(clientId: number, criteria: SearchCriteria): SearchPlan; close(): void } {
+  const prepared = statementCache(db);
   const keyOf = db.prepare<[number, number], OrderKey>(
     'SELECT created_at AS createdAt, order_id AS orderId FROM orders WHERE order_id = ? AND client_id = ?',
   );
@@ -66,7 +61,7 @@ export function sqliteSearch(
       probes.push({ sql, params: { ...params, cap } });
       return prepared(sql).pluck().get(probes.at(-1)!.params) as number;
     };
-    const driver = chooseDriver(
+    const { driver, bounded } = choosePath(
       c,
       () => ({
         orders: () => count(PROBE_ORDERS_SQL, caps.narrowOrderScan),
@@ -79,6 +74,7 @@ export function sqliteSearch(
     const s = shapeOf(driver, c);
     return {
       driver,
+      bounded,
       probes,
       pageSql: pageSql(s),
       itemsSql: itemsSql(s),
@@ -86,33 +82,19 @@ export function sqliteSearch(
     };
   }
 
-  // One read transaction: the page and its items come from the same snapshot. Raw rows mapped by hand
-  // cost half of what better-sqlite3's row objects do.
-  const search = db.transaction((clientId: number, c: SearchCriteria): SearchPage => {
+  const file = dbFile(db);
+  const thread = options.searchThread && file ? searchThread(file, options.searchThread) : undefined;
+  // One read transaction: the probe, the page and its items come from the same snapshot; a page the plan cannot
+  // bound is left to the thread, which reads it in a transaction of its own.
+  const planAndRead = db.transaction((clientId: number, c: SearchCriteria): SearchPage | SearchPlan => {
     const p = plan(clientId, c);
-    const rows = (prepared(p.pageSql).raw(true).all(p.params) as OrderTuple[]).map(toOrderView);
-    const page = rows.slice(0, c.limit);
-    if (page.length === 0) return { orders: [], more: false };
-    const pageIds = JSON.stringify(page.map((o) => o.orderId));
-    const items = prepared(p.itemsSql)
-      .raw(true)
-      .all({ ...p.params, pageIds }) as ItemTuple[];
-    const byOrder = new Map<number, ItemView[]>();
-    for (const tuple of items) {
-      const item = toItemView(tuple);
-      const list = byOrder.get(item.orderId);
-      if (list) list.push(item);
-      else byOrder.set(item.orderId, [item]);
-    }
-    return {
-      orders: page.map((order) => ({ order, items: byOrder.get(order.orderId) ?? [] })),
-      more: rows.length > c.limit,
-    };
+    return thread && !p.bounded ? p : readPage(prepared, p, c.limit);
   });
 
   return {
     async search(clientId, criteria) {
-      return search.deferred(clientId, criteria);
+      const read = planAndRead.deferred(clientId, criteria);
+      return 'orders' in read ? read : thread!.run(clientId, read, criteria.limit);
     },
     /** The statements a search runs and the path it takes, without running the page: for EXPLAIN and benchmarks. */
     plan,
@@ -120,26 +102,9 @@ export function sqliteSearch(
       return keyOf.get(orderId, clientId) ?? null;
     },
     cursorKey,
+    close: () => thread?.close(),
   };
 }
-
-const ORDER_COLUMNS = 'o.order_id, o.created_at, o.currency, o.tax_cents, o.tax_model, o.reference_id';
-type OrderTuple = [number, number, string, number | null, string | null, string | null];
-const toOrderView = ([
-  orderId,
-  createdAt,
-  currency,
-  taxCents,
-  taxModel,
-  referenceId,
-]: OrderTuple): OrderView => ({
-  orderId,
-  createdAt,
-  currency: currency as OrderView['currency'],
-  taxCents,
-  taxModel,
-  referenceId,
-});
 
 const ITEM_COLUMNS = ITEM_VIEW_COLUMNS.map((c) => `i.${c}`).join(', ');
 

@@ -44,6 +44,12 @@ export function restrictDbFiles(dbPath: string): void {
   for (const each of [file, `${file}-wal`, `${file}-shm`]) restrictToOwner(each);
 }
 
+/** SQLite's own name for the connection's main file, links resolved; '' for a `:memory:` or temporary one. */
+export function dbFile(db: Db): string {
+  const databases = db.pragma('database_list') as { name: string; file: string }[];
+  return databases.find((entry) => entry.name === 'main')?.file ?? '';
+}
+
 const realPath = (file: string): string => {
   try {
     return fs.realpathSync(file);

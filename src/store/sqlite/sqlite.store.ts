@@ -13,7 +13,15 @@ import { sqliteReconcile } from './reconcile.sqlite.js';
 import { sqliteSearch, type SqliteSearchOptions } from './search.sqlite.js';
 import { SECRETS_MIGRATION } from './secrets.migration.js';
 import { backfillItemCounts, ITEMS_OF_ORDER } from './unsettled-items.migration.js';
-import { incrementalVacuum, migrate, openDb, restrictDbFiles, truncateWal, type Db } from './sqlite.db.js';
+import {
+  dbFile,
+  incrementalVacuum,
+  migrate,
+  openDb,
+  restrictDbFiles,
+  truncateWal,
+  type Db,
+} from './sqlite.db.js';
 import { sqliteWebhooks } from './webhooks.sqlite.js';
 import { sqliteRetention } from './retention.sqlite.js';
 import { waitUnblocked } from './wait-unblocked.js';
@@ -95,6 +103,7 @@ export async function openSqliteStore(dbPath: string, options: SqliteStoreOption
   const ping = db.prepare<[], string>('SELECT key_id FROM store_secrets WHERE id = 1').pluck();
   const flusher = openFlusher(db, dbPath, options);
   await flusher.flushed(); // the migrations' commits
+  const search = sqliteSearch(db, cursorKeyOf(secrets), options);
   const store: Store = {
     kind: 'sqlite',
     clients: sqliteClients(db, secrets),
@@ -105,7 +114,7 @@ export async function openSqliteStore(dbPath: string, options: SqliteStoreOption
     payments: sqlitePayments(db),
     ledger: sqliteLedger(db),
     reconcile: sqliteReconcile(db),
-    search: sqliteSearch(db, cursorKeyOf(secrets), options),
+    search,
     webhooks: sqliteWebhooks(db, secrets),
     retention: sqliteRetention(db),
     async counts() {
@@ -130,6 +139,7 @@ export async function openSqliteStore(dbPath: string, options: SqliteStoreOption
       };
     },
     async close() {
+      search.close();
       await flusher.close();
       db.close();
     },
@@ -148,8 +158,7 @@ function openFlusher(db: Db, dbPath: string, options: SqliteStoreOptions): WalFl
   const dataVersion = db.prepare<[], number>('PRAGMA data_version').pluck();
   let unread = 0;
   // SQLite's own name for the file, links resolved: its log sits beside the file a link points to, not the link.
-  const databases = db.pragma('database_list') as { name: string; file: string }[];
-  const main = databases.find((entry) => entry.name === 'main')?.file ?? path.resolve(dbPath);
+  const main = dbFile(db) || path.resolve(dbPath);
   return walFlusher(`${main}-wal`, {
     // A mark that cannot be read (SQLITE_BUSY while another connection recovers the log) asks for a flush: it must
     // not fail an operation that has committed (wait-unblocked.ts would run it again).
