@@ -23,7 +23,11 @@ export const NARROW_ORDER_SCAN = 2000;
 
 /**
  * Fewer orders than this updated since the range's start, and the order path reads less than the dense probe
- * alone would (up to DENSE_SCAN entries): counted before it, at the cost of this many index entries at most.
+ * alone may (DENSE_SCAN entries, some 400 pages): 64 orders at about 4 pages each (a row and a seek) are some 250.
+ * Counted before the dense probe, at the cost of this many index entries at most. Issue 41's late range (9 orders
+ * of 250 items updated after the client's 200 others, limit 1), at 1,000,000 generated orders: ascending, SQLite
+ * 352,056 virtual machine steps (probe and page) down to 22,014, PostgreSQL 461 buffers to 380; descending, where
+ * the window's first items held the page at once, 35,232 to 22,035 steps but 236 to 269 buffers.
  */
 export const FEW_ORDER_SCAN = 64;
 
