@@ -6,6 +6,7 @@ import { ItemStatus as S } from '../../src/domain/item-status.js';
 import { LISTINGS } from '../helpers/fixtures.js';
 import type { SearchCriteria } from '../../src/store/port/store.port.js';
 import { SETS_ITEMS_UPDATED } from '../../src/store/postgres/items-updated-net.migration.js';
+import { COVERING_INDEX } from '../../src/store/postgres/items-updated-covering.migration.js';
 import {
   accepted,
   approval,
@@ -170,6 +171,38 @@ describe(`the store's reconciliation and search keys on ${TEST_STORE}`, () => {
       expect(Number(itemsUpdatedAt)).toBe(T0 + 7 * 86_400_000);
     },
   );
+
+  // SQLite reads the key's expression from its index already: no such migration.
+  if (TEST_STORE === 'postgres')
+    it.each([
+      ['built under its lock', ''],
+      ['taken as an operator built it beforehand', 'valid'],
+      ['built again when an earlier build left it invalid', 'invalid'],
+    ])(
+      'upgrades the index of orders by item update time to hold items_updated_at (migration 20): %s',
+      async (_label, before) => {
+        const definition = () =>
+          probe.scalar<string>(`SELECT pg_get_indexdef('orders_client_items_updated'::regclass)`);
+        const covering = await definition();
+        const key = 'orders (client_id, COALESCE(items_updated_at, created_at), created_at, order_id)';
+        // The index as migration 17 left it, and what an operator may have built since.
+        await probe.exec(`DROP INDEX orders_client_items_updated;
+        CREATE INDEX orders_client_items_updated ON ${key};
+        DELETE FROM schema_migrations WHERE version = 20;`);
+        if (before) await probe.exec(`CREATE INDEX ${COVERING_INDEX} ON ${key} INCLUDE (items_updated_at)`);
+        if (before === 'invalid')
+          await probe.exec(
+            `UPDATE pg_index SET indisvalid = false WHERE indexrelid = '${COVERING_INDEX}'::regclass`,
+          );
+        const builtBefore = await probe.scalar<number | null>(`SELECT to_regclass(?)::oid`, COVERING_INDEX);
+        expect(await store.migrate()).toEqual([20]);
+        expect(await definition()).toBe(covering);
+        expect(covering).toContain('INCLUDE (items_updated_at)');
+        const now = await probe.scalar<number>(`SELECT 'orders_client_items_updated'::regclass::oid`);
+        expect(Number(now) === Number(builtBefore)).toBe(before === 'valid');
+        expect(await probe.scalar(`SELECT to_regclass(?)::text`, COVERING_INDEX)).toBeNull();
+      },
+    );
 
   it("upgrades a store of the version before: every order gets its items' latest update", async () => {
     const touched = await accepted([{ listingId: WALDEN, copies: 2 }]);

@@ -219,12 +219,19 @@ async function searchSubject(caps: ScanCaps & SqliteSearchOptions): Promise<Sear
 
 /**
  * Caps that force each path of an update range: the orders updated, the items updated, or a scan; and one that
- * leads by a scan when the window's first items hold the page, else by the orders updated.
+ * leads by a scan when the window's first items hold the page, else by the orders updated; the last as the one
+ * before, but led by the orders updated whenever fewer than 3.
  */
-const ORDER_PATH: ScanCaps = { narrowOrderScan: 1e9, narrowUpdateScan: 0, denseScan: 0 };
-const ITEM_PATH: ScanCaps = { narrowOrderScan: 0, narrowUpdateScan: 1e9, denseScan: 0 };
-const SCAN_PATH: ScanCaps = { narrowOrderScan: 0, narrowUpdateScan: 0, denseScan: 0 };
-const DENSE_PATH: ScanCaps = { narrowOrderScan: 1e9, narrowUpdateScan: 0, denseScan: 1e9 };
+const ORDER_PATH: ScanCaps = { fewOrderScan: 1e9, narrowOrderScan: 1e9, narrowUpdateScan: 0, denseScan: 0 };
+const ITEM_PATH: ScanCaps = { fewOrderScan: 0, narrowOrderScan: 0, narrowUpdateScan: 1e9, denseScan: 0 };
+const SCAN_PATH: ScanCaps = { fewOrderScan: 0, narrowOrderScan: 0, narrowUpdateScan: 0, denseScan: 0 };
+const DENSE_PATH: ScanCaps = { fewOrderScan: 0, narrowOrderScan: 1e9, narrowUpdateScan: 0, denseScan: 1e9 };
+const FEW_FIRST_PATH: ScanCaps = {
+  fewOrderScan: 3,
+  narrowOrderScan: 1e9,
+  narrowUpdateScan: 0,
+  denseScan: 1e9,
+};
 
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'order-search-'));
@@ -260,6 +267,11 @@ describe('order search of the store port, paged to the end, against the model of
     [
       'an update range scanned in result order when its first items hold the page',
       DENSE_PATH,
+      ['dated-items', 'updated-orders'],
+    ],
+    [
+      'an update range led by its orders when under 3 were updated, else as the one above',
+      FEW_FIRST_PATH,
       ['dated-items', 'updated-orders'],
     ],
   ] as const)('with %s', async (_label, caps, rangeDrivers) => {
@@ -528,7 +540,8 @@ if (TEST_STORE === 'postgres') {
         const scans = plan.scans('orders_client_items_updated');
         expect(scans.map(({ node }) => node['Index Cond'])).toEqual([
           expect.stringMatching(
-            /^\(\(client_id = .+\) AND \(COALESCE\(items_updated_at, created_at\) >= .+\)\)$/,
+            // An index-only scan names the key's expression in parentheses of its own.
+            /^\(\(client_id = .+\) AND \(\(?COALESCE\(items_updated_at, created_at\)\)? >= .+\)\)$/,
           ),
         ]);
         expect(plan.scans('orders_client_created')).toEqual([]);
@@ -548,7 +561,11 @@ if (TEST_STORE === 'postgres') {
       );
       const nodes = [...walk(explained!['QUERY PLAN'][0]!.Plan)].map(({ node }) => node);
       const ordersIndexes = nodes.map((n) => n['Index Name']).filter((name) => name?.startsWith('orders_'));
-      expect(ordersIndexes).toEqual(['orders_client_items_updated']);
+      // Twice: up to FEW_ORDER_SCAN orders, then (when not fewer) up to NARROW_ORDER_SCAN; from the index alone,
+      // which holds items_updated_at (migration 20).
+      expect(ordersIndexes).toEqual(['orders_client_items_updated', 'orders_client_items_updated']);
+      const orderScans = nodes.filter((n) => n['Index Name'] === 'orders_client_items_updated');
+      expect(orderScans.map((n) => n['Node Type'])).toEqual(['Index Only Scan', 'Index Only Scan']);
       expect(nodes.filter(fullRead)).toEqual([]);
     });
 
@@ -561,8 +578,8 @@ if (TEST_STORE === 'postgres') {
 
 // The two shapes of issue 41 that read the client's whole window while the probe counted items: a client's 30
 // orders of 250 items of vendor 7 priced out a minute after each was placed, then 9 later orders of vendor 8, their
-// 2,250 items (over NARROW_UPDATE_SCAN) updated after all the others. Both now lead by those 9 orders, or read
-// the window in result order from where its first items hold a page (DENSE_SCAN).
+// 2,250 items (over NARROW_UPDATE_SCAN) updated after all the others. Both now lead by those 9 orders (fewer than
+// FEW_ORDER_SCAN, counted before the window's first DENSE_SCAN items).
 describe('update ranges over orders of many items, at the default thresholds (issue 41)', () => {
   const CLIENT = 4;
   const ITEMS = 250;
@@ -631,9 +648,9 @@ describe('update ranges over orders of many items, at the default thresholds (is
     'finds the later orders by their update range alone, %s, a page of 2 at a time',
     async (sortOrder) => {
       const { drivers, seen } = await pages({ ...window, sortOrder, limit: 2, itemUpdateStart: late });
-      // Led by the orders updated while the early orders' items come first from the page's start (the first page
-      // ascending, the last descending), in result order while the later orders' items hold a page.
-      expect([...drivers].sort()).toEqual(['dated-items', 'updated-orders']);
+      // Led by the 9 orders updated, fewer than FEW_ORDER_SCAN: counted before the window's first items, which
+      // would read the early orders' 7,500 items for nothing on the first page ascending.
+      expect([...drivers]).toEqual(['updated-orders']);
       const ids = sortOrder === 'ascending' ? lateIds : [...lateIds].reverse();
       expect(seen).toEqual(ids.map((id) => [id, ITEMS]));
       // A closed range: only the orders whose items were updated in its three days.

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { criteriaHash, resolveWindow, type OrderSearchRequest } from '../../src/services/search-orders.js';
-import { chooseDriver, choosePath, countedProbe } from '../../src/store/shared/search-plan.js';
+import {
+  chooseDriver,
+  choosePath,
+  countedProbe,
+  FEW_ORDER_SCAN,
+  SCAN_CAPS,
+} from '../../src/store/shared/search-plan.js';
 import type { SearchCriteria } from '../../src/store/port/store.port.js';
 
 const DAY = 86_400_000;
@@ -148,17 +154,43 @@ describe('chooseDriver, shared by both adapters', () => {
     expect(asked).toEqual(['items']);
     asked.length = 0;
     expect(chooseDriver(criteria({ itemUpdateStart: 0 }), probe(10, 2000))).toBe('updated-orders');
-    expect(asked).toEqual(['items', 'dense', 'orders']);
+    expect(asked).toEqual(['items', 'orders']);
+    asked.length = 0;
+    // Not few: the dense probe, then the orders up to their cap.
+    expect(chooseDriver(criteria({ itemUpdateStart: 0 }), probe(100, 2000))).toBe('updated-orders');
+    expect(asked).toEqual(['items', 'orders', 'dense', 'orders']);
+  });
+
+  it('reads fewer than FEW_ORDER_SCAN orders updated since the start before asking whether the window is dense', () => {
+    const caps: number[] = [];
+    const probe = (orders: number) => () => ({
+      items: () => 2000,
+      dense: () => 21,
+      orders: (cap: number) => (caps.push(cap), Math.min(orders, cap)),
+      vendor: (cap: number) => cap,
+    });
+    const range = criteria({ itemUpdateStart: 0, limit: 20 });
+    expect(chooseDriver(range, probe(FEW_ORDER_SCAN - 1))).toBe('updated-orders');
+    expect(caps).toEqual([FEW_ORDER_SCAN]);
+    caps.length = 0;
+    expect(chooseDriver(range, probe(FEW_ORDER_SCAN))).toBe('dated-items');
+    expect(caps).toEqual([FEW_ORDER_SCAN]);
+    // Never more than the orders' own cap: under it, the order path is narrow anyway.
+    caps.length = 0;
+    expect(chooseDriver(range, probe(5), { ...SCAN_CAPS, narrowOrderScan: 10, fewOrderScan: 100 })).toBe(
+      'updated-orders',
+    );
+    expect(caps).toEqual([10]);
   });
 
   it('scans the window in result order when its first items hold the page (limit + 1 orders), without a vendor', () => {
     const range = criteria({ itemUpdateStart: 0, limit: 20 });
-    expect(chooseDriver(range, counts(10, 2000, null, 21))).toBe('dated-items');
-    expect(chooseDriver(range, counts(10, 2000, null, 20))).toBe('updated-orders');
+    expect(chooseDriver(range, counts(100, 2000, null, 21))).toBe('dated-items');
+    expect(chooseDriver(range, counts(100, 2000, null, 20))).toBe('updated-orders');
     // A few items in the range are read directly, however dense.
-    expect(chooseDriver(range, counts(10, 30, null, 21))).toBe('updated-items');
+    expect(chooseDriver(range, counts(100, 30, null, 21))).toBe('updated-items');
     // The vendor's path checks each order's vendor by a seek: the first items say nothing of it.
-    expect(chooseDriver({ ...range, vendorId: 1 }, counts(10, 2000, 2000, 21))).toBe('updated-orders');
+    expect(chooseDriver({ ...range, vendorId: 1 }, counts(100, 2000, 2000, 21))).toBe('updated-orders');
   });
 
   it('asks about the update range only when one is given', () => {

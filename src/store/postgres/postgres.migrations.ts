@@ -12,6 +12,7 @@ import { IDLE_TRANSACTION_MIGRATION, SETTINGS_MIGRATION } from './settings.migra
 import { WEBHOOKS_MIGRATION } from './webhooks.migration.js';
 import { ITEMS_UPDATED_MIGRATION } from './items-updated.migration.js';
 import { ITEMS_UPDATED_NET_MIGRATION } from './items-updated-net.migration.js';
+import { ITEMS_UPDATED_COVERING_MIGRATION } from './items-updated-covering.migration.js';
 import { installOrderFunctions } from './order-functions.js';
 import { eventItemStatesMigration } from '../shared/event-snapshot.js';
 import { OUTBOX_SIGNAL_MIGRATION } from './outbox-signal.migration.js';
@@ -220,6 +221,7 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   ITEMS_UPDATED_MIGRATION,
   { version: 18, ...eventItemStatesMigration('BIGINT', '') },
   ITEMS_UPDATED_NET_MIGRATION,
+  ITEMS_UPDATED_COVERING_MIGRATION,
 ];
 
 // Any constant will do, as long as every process of the service takes the same one.

@@ -2,6 +2,7 @@ import { PLAN_EACH_CALL } from './postgres.pool.js';
 import type { SearchCriteria } from '../port/store.port.js';
 import {
   chooseDriver,
+  denseMatches,
   itemTerms,
   keyRange,
   orderUpdateKey,
@@ -60,43 +61,46 @@ export function updateRangeProbe(
   let asked = false;
   chooseDriver(c, () => ((asked = true), countedProbe({ items: 0, dense: 0, orders: 0, vendor: 0 })), caps);
   if (!asked) return null;
+  // Each CTE asks only when chooseDriver would: few orders (f) unless the items are few, the dense probe (w) without
+  // a vendor unless the orders are few, the orders up to their cap (o) unless one of those decided.
+  const wide = '(SELECT n FROM i) >= @itemCap';
+  const many = `${wide} AND (SELECT n FROM f) >= @fewCap`;
+  const vendorGiven = c.vendorId !== undefined;
+  const dense = `(SELECT count(1)::int FROM (${denseMatches(c, {
+    source: 'order_items d',
+    gate: [many],
+    cap: '@denseCap',
+    idIn: PG_ITEM_IDS,
+  })}) m)`;
+  const updatedOrders = (gate: string, cap: string) => `(SELECT count(1)::int AS n FROM (
+        SELECT 1 FROM orders u
+         WHERE ${gate} AND u.client_id = @clientId AND ${orderUpdateKey('u')} >= @scanFrom
+           AND u.created_at + 0 >= @createdFrom AND u.created_at + 0 < @createdTo
+         LIMIT ${cap}) s)`;
+  // The orders as chooseDriver asks them: exact under the few cap, else counted up to the order cap.
+  const orders = `CASE WHEN i.n < @itemCap THEN NULL WHEN f.n < @fewCap THEN f.n
+                       WHEN coalesce(w.n, 0) < @limit THEN o.n END`;
   const vendor = `(SELECT count(1)::int AS n FROM (
       SELECT 1 FROM order_items
        WHERE client_id = @clientId AND vendor_id = @vendorId
          AND order_created_at >= @createdFrom AND order_created_at < @createdTo
-       LIMIT (SELECT CASE WHEN i.n < @itemCap THEN i.n WHEN o.n < @orderCap THEN o.n ELSE 0 END
-                FROM i, o)) s)`;
-  // The window's first entries in result order (order_items_search_created), as the dated-items page reads them.
-  const s = shapeOf('dated-items', c);
-  const dir = s.desc ? 'DESC' : 'ASC';
-  // Grouped in that order, it stops at the page's limit + 1 orders.
-  const dense = `(SELECT count(1)::int FROM (
-      SELECT 1 FROM (
-        SELECT d.order_created_at, d.order_id, d.updated_at FROM order_items d
-         WHERE (SELECT n FROM i) >= @itemCap
-           AND d.client_id = @clientId AND ${keyRange('d.order_created_at', 'd.order_id', s)}
-         ORDER BY d.order_created_at ${dir}, d.order_id ${dir} LIMIT @denseCap) f
-       WHERE ${itemTerms('f', s, PG_ITEM_IDS).join(' AND ')}
-       GROUP BY f.order_created_at, f.order_id ORDER BY f.order_created_at ${dir}, f.order_id ${dir} LIMIT @limit) m)`;
-  const vendorGiven = c.vendorId !== undefined;
+       LIMIT (SELECT CASE WHEN i.n < @itemCap THEN i.n WHEN f.n < @fewCap THEN f.n
+                          WHEN o.n < @orderCap THEN o.n ELSE 0 END
+                FROM i, f, o)) s)`;
   return positional(
     `WITH i AS (SELECT count(1)::int AS n FROM (
         SELECT 1 FROM order_items
          WHERE client_id = @clientId AND updated_at >= @scanFrom AND updated_at < @scanTo
          LIMIT @itemCap) s),
+     f AS (SELECT ${updatedOrders(wide, '@fewCap')} AS n),
      w AS (SELECT ${vendorGiven ? 'NULL::int' : dense} AS n),
-     o AS (SELECT count(1)::int AS n FROM (
-        SELECT 1 FROM orders u
-         WHERE (SELECT n FROM i) >= @itemCap AND coalesce((SELECT n FROM w), 0) < @limit
-           AND u.client_id = @clientId AND ${orderUpdateKey('u')} >= @scanFrom
-           AND u.created_at + 0 >= @createdFrom AND u.created_at + 0 < @createdTo
-         LIMIT @orderCap) s)
-     SELECT i.n AS items, CASE WHEN i.n >= @itemCap THEN w.n END AS dense,
-            CASE WHEN i.n >= @itemCap AND coalesce(w.n, 0) < @limit THEN o.n END AS orders,
-            ${vendorGiven ? vendor : 'NULL::int'} AS vendor
-       FROM i, w, o`,
+     o AS (SELECT ${updatedOrders(`${many} AND coalesce((SELECT n FROM w), 0) < @limit`, '@orderCap')} AS n)
+     SELECT i.n AS items, CASE WHEN i.n >= @itemCap AND f.n >= @fewCap THEN w.n END AS dense,
+            ${orders} AS orders, ${vendorGiven ? vendor : 'NULL::int'} AS vendor
+       FROM i, f, w, o`,
     {
       ...bind(clientId, c),
+      fewCap: Math.min(caps.fewOrderScan, caps.narrowOrderScan),
       orderCap: caps.narrowOrderScan,
       itemCap: caps.narrowUpdateScan,
       denseCap: caps.denseScan,

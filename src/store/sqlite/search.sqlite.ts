@@ -1,6 +1,7 @@
 import type { OrderKey, SearchCriteria, SearchPage, SearchStore } from '../port/store.port.js';
 import {
   choosePath,
+  denseMatches,
   itemTerms,
   keyRange,
   orderUpdateKey,
@@ -64,9 +65,9 @@ export function sqliteSearch(
     const { driver, bounded } = choosePath(
       c,
       () => ({
-        orders: () => count(PROBE_ORDERS_SQL, caps.narrowOrderScan),
+        orders: (cap) => count(PROBE_ORDERS_SQL, cap),
         items: () => count(PROBE_ITEMS_SQL, caps.narrowUpdateScan),
-        dense: () => count(probeDenseSql(shapeOf('dated-items', c)), caps.denseScan),
+        dense: () => count(probeDenseSql(c), caps.denseScan),
         vendor: (cap) => count(PROBE_VENDOR_SQL, cap),
       }),
       caps,
@@ -118,20 +119,12 @@ const PROBE_ITEMS_SQL = `SELECT count(*) FROM (
   SELECT 1 FROM order_items INDEXED BY order_items_search_updated
    WHERE client_id = @clientId AND updated_at >= @scanFrom AND updated_at < @scanTo
    LIMIT @cap)`;
-/**
- * The matching orders among the window's first @cap items in result order, as the dated-items page reads them, up
- * to the page's limit + 1.
- */
-function probeDenseSql(s: SearchShape): string {
-  const dir = s.desc ? 'DESC' : 'ASC';
-  return `SELECT count(*) FROM (
-  SELECT 1 FROM (
-    SELECT d.order_created_at, d.order_id, d.updated_at FROM order_items d INDEXED BY order_items_search_created
-     WHERE d.client_id = @clientId AND ${keyRange('d.order_created_at', 'd.order_id', s)}
-     ORDER BY d.order_created_at ${dir}, d.order_id ${dir} LIMIT @cap) f
-   WHERE ${itemTerms('f', s, SQLITE_ITEM_IDS).join(' AND ')}
-   GROUP BY f.order_created_at, f.order_id ORDER BY f.order_created_at ${dir}, f.order_id ${dir} LIMIT @limit)`;
-}
+const probeDenseSql = (c: SearchCriteria) =>
+  `SELECT count(*) FROM (${denseMatches(c, {
+    source: 'order_items d INDEXED BY order_items_search_created',
+    cap: '@cap',
+    idIn: SQLITE_ITEM_IDS,
+  })})`;
 const PROBE_VENDOR_SQL = `SELECT count(*) FROM (
   SELECT 1 FROM order_items INDEXED BY order_items_client_vendor
    WHERE client_id = @clientId AND vendor_id = @vendorId
