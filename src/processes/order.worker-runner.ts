@@ -79,7 +79,10 @@ export async function startOrderWorker(deps: Deps) {
           announceEnd(orderId);
         });
       givingUp.add(done);
-    } else if (orderId) announceEnd(orderId);
+    } else if (orderId) {
+      // Also a job failed for stalling too often: BullMQ fails it in the worker that takes it next, here.
+      announceEnd(orderId);
+    }
   });
   await worker.waitUntilReady();
   return {
