@@ -14,6 +14,7 @@ import {
   probe,
   reservationFor,
   reserveAll,
+  shipping,
   store,
   T0,
   WALDEN,
@@ -87,19 +88,7 @@ describe(`the store's reconciliation and search keys on ${TEST_STORE}`, () => {
     await reserveAll(moved, waldens);
     await store.processing.settle({ ...approval(moved, `authorize:${moved}`), now: T0 + 2 * DAY });
     const item = (await store.orders.get(moved))!.items[0]!;
-    const move = {
-      orderItemId: item.orderItemId,
-      from: S.ORDERED,
-      fromChangedAt: item.statusChangedAt,
-      to: S.SHIPPED,
-      now: T0 + 4 * DAY,
-      addShipcostCents: 0,
-      extraShippingCents: null,
-      shippingCompany: 'UPS',
-      trackingId: '1Z',
-      returnStockOf: null,
-      ledger: null,
-    };
+    const move = shipping(item, T0 + 4 * DAY);
     expect(await store.items.applyMove(move)).toMatchObject({ kind: 'moved' });
     // Another item moved, at a time before the order's latest: the order keeps its time.
     const [, other] = (await store.orders.get(moved))!.items;

@@ -39,15 +39,17 @@ export const EVENT_SQL = `
 /**
  * Records an order event inside the caller's transaction. The sequence is counted first, in a statement of
  * its own: it waits for the order's row lock, so the snapshot, read by the next statement, includes every
- * change committed before, and two changes of one order never number their snapshots out of order.
+ * change committed before, and two changes of one order never number their snapshots out of order. `counted`:
+ * a statement of the caller's before this one has counted it (in its own UPDATE of the order).
  */
 export async function recordEvent(
   tx: Queryable,
   orderId: number,
   event: OrderEventWrite,
   now: number,
+  { counted = false }: { counted?: boolean } = {},
 ): Promise<void> {
-  await tx.query('UPDATE orders SET event_seq = event_seq + 1 WHERE order_id = $1', [orderId]);
+  if (!counted) await tx.query('UPDATE orders SET event_seq = event_seq + 1 WHERE order_id = $1', [orderId]);
   await tx.query(EVENT_SQL, [orderId, event.eventId, now, event.type, event.traceContext ?? null]);
 }
 
