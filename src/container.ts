@@ -11,6 +11,7 @@ import { createOrderOutcomes } from './queue/order-outcomes.js';
 import { createOrderQueue } from './queue/order.queue.js';
 import { createBlockingRedis, createRedis } from './redis/redis.js';
 import { startSharedClock } from './redis/shared-clock.js';
+import { CLOSE_WAIT_MS, settledWithin } from './processes/bounded-stop.js';
 import { onServerChange } from './server-changes.js';
 import { createBackpressure } from './services/backpressure.js';
 import { createOrderIntake } from './services/order-intake.js';
@@ -106,12 +107,4 @@ export async function closeDeps(deps: Deps): Promise<void> {
   await settledWithin(deps.metrics.flush(), CLOSE_WAIT_MS);
   deps.redis.disconnect();
   await deps.store.close();
-}
-
-const CLOSE_WAIT_MS = 5_000;
-
-function settledWithin(promise: Promise<unknown>, ms: number): Promise<unknown> {
-  let timer: NodeJS.Timeout | undefined;
-  const waited = new Promise((resolve) => (timer = setTimeout(resolve, ms)));
-  return Promise.race([promise.catch(() => undefined), waited]).finally(() => clearTimeout(timer));
 }

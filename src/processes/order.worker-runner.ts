@@ -7,6 +7,7 @@ import { ORDER_QUEUE, OrderJobs, type OrderJobData } from '../queue/order.queue.
 import { createMetricsRecorder } from '../metrics/metrics.recorder.js';
 import { createBlockingRedis } from '../redis/redis.js';
 import { queueTelemetry, withOrder } from '../tracing/tracing.js';
+import { CLOSE_WAIT_MS, JOBS_WAIT_MS, settledWithin } from './bounded-stop.js';
 import { jobProcessor } from './job-processor.js';
 
 /** How long a job that found the store away waits before it tries again. */
@@ -79,16 +80,22 @@ export async function startOrderWorker(deps: Deps) {
           announceEnd(orderId);
         });
       givingUp.add(done);
-    } else if (orderId) announceEnd(orderId);
+    } else if (orderId) {
+      // Also a job failed for stalling too often: BullMQ fails it in the worker that takes it next, here.
+      announceEnd(orderId);
+    }
   });
   await worker.waitUntilReady();
   return {
     worker,
     async stop() {
-      // close() waits for the jobs in flight to finish; nothing is handed back half-done.
-      await worker.close();
-      await Promise.all(givingUp);
-      await metrics.flush();
+      // close() waits for the jobs in flight to finish; nothing is handed back half-done unless Redis cannot be
+      // reached to mark them finished (bounded-stop.ts).
+      await settledWithin(worker.close(), JOBS_WAIT_MS);
+      await settledWithin(
+        Promise.all(givingUp).then(() => metrics.flush()),
+        CLOSE_WAIT_MS,
+      );
       connection.disconnect();
     },
   };

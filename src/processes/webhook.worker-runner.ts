@@ -7,6 +7,7 @@ import { createEndpointGate } from '../redis/endpoint-gate.js';
 import { createMetricsRecorder } from '../metrics/metrics.recorder.js';
 import { createBlockingRedis, createRedis } from '../redis/redis.js';
 import { queueTelemetry } from '../tracing/tracing.js';
+import { CLOSE_WAIT_MS, JOBS_WAIT_MS, settledWithin } from './bounded-stop.js';
 import { jobProcessor } from './job-processor.js';
 import {
   createWebhookQueue,
@@ -92,11 +93,12 @@ export async function startWebhookWorker(deps: Deps) {
     worker,
     async stop() {
       await relay.stop();
-      // close() waits for the attempts in flight; each ends within WEBHOOK_TIMEOUT_MS.
-      await worker.close();
-      await queue.close();
+      // close() waits for the attempts in flight; each ends within WEBHOOK_TIMEOUT_MS, and is marked finished
+      // unless Redis cannot be reached (bounded-stop.ts).
+      await settledWithin(worker.close(), JOBS_WAIT_MS);
+      await settledWithin(queue.close(), CLOSE_WAIT_MS);
       sender.close();
-      await metrics.flush();
+      await settledWithin(metrics.flush(), CLOSE_WAIT_MS);
       connection.disconnect();
       gateConnection.disconnect();
     },

@@ -19,6 +19,7 @@ import {
   newOrder,
   probe,
   reservationFor,
+  shipping,
   store,
   T0,
   useContractStore,
@@ -74,17 +75,9 @@ const delivered = (targets: DeliveryTarget[]) =>
 async function ship(orderId: number, index: number, now: number, eventId: string, on: Store = store) {
   const item = (await on.orders.get(orderId))!.items[index]!;
   const moved = await on.items.applyMove({
-    orderItemId: item.orderItemId,
-    from: S.ORDERED,
-    fromChangedAt: item.statusChangedAt,
-    to: S.SHIPPED,
-    now,
-    addShipcostCents: 0,
-    extraShippingCents: null,
+    ...shipping(item, now),
     shippingCompany: 'DHL',
     trackingId: `JD${index}`,
-    returnStockOf: null,
-    ledger: null,
     event: { eventId, type: 'order.updated' },
   });
   expect(moved.kind).toBe('moved');

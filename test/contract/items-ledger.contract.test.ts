@@ -1,14 +1,16 @@
 // The store port's contract: moving an item by compare-and-set, with its stock and ledger entry, and the payment
 // target the ledger gives. The same cases on whichever adapter the project names (SQLite or PostgreSQL), on a
 // store of this file's own (test/helpers/store-contract.ts).
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { ItemStatus as S } from '../../src/domain/item-status.js';
 import {
   accepted,
   approval,
   cardId,
   giveUp,
+  probe,
   reserveAll,
+  shipping,
   stockOf,
   store,
   T0,
@@ -18,6 +20,25 @@ import {
 import { TEST_STORE } from '../helpers/test-store.js';
 
 useContractStore();
+
+/** Counts, until the test ends, the writes of order rows (a trigger of the test's own); the count so far. */
+async function countOrderWrites(): Promise<() => Promise<number>> {
+  if (TEST_STORE === 'postgres') {
+    await probe.exec(`CREATE TABLE order_writes (n int NOT NULL); INSERT INTO order_writes VALUES (0);
+      CREATE FUNCTION count_order_writes() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN UPDATE order_writes SET n = n + 1; RETURN NULL; END $$;
+      CREATE TRIGGER count_order_writes AFTER UPDATE ON orders FOR EACH ROW EXECUTE FUNCTION count_order_writes()`);
+    onTestFinished(() =>
+      probe.exec(`DROP TRIGGER count_order_writes ON orders; DROP FUNCTION count_order_writes();
+        DROP TABLE order_writes`),
+    );
+  } else {
+    await probe.exec(`CREATE TABLE order_writes (n INTEGER NOT NULL); INSERT INTO order_writes VALUES (0);
+      CREATE TRIGGER count_order_writes AFTER UPDATE ON orders BEGIN UPDATE order_writes SET n = n + 1; END`);
+    onTestFinished(() => probe.exec('DROP TRIGGER count_order_writes; DROP TABLE order_writes'));
+  }
+  return async () => Number(await probe.scalar('SELECT n FROM order_writes'));
+}
 
 describe(`the store's item moves and ledger on ${TEST_STORE}`, () => {
   it('moves an item only while it is as read (compare-and-set), with its stock and ledger entry', async () => {
@@ -123,6 +144,31 @@ describe(`the store's item moves and ledger on ${TEST_STORE}`, () => {
     expect(await store.reconcile.pendingPayments(100)).toContain(failed);
     expect(await store.reconcile.pendingPayments(100)).not.toContain(declined);
     expect(await store.ledger.paymentTarget(999_999_999)).toBeNull();
+  });
+
+  it("writes the order's row once for a move with its event: its items' time and the event's sequence", async () => {
+    const orderId = await accepted([{ listingId: WALDEN, copies: 1 }]);
+    await reserveAll(orderId, [{ listingId: WALDEN, copies: 1 }]);
+    await store.processing.settle({ ...approval(orderId, 'unused'), ledger: null, now: T0 + 3000 });
+    const item = (await store.orders.get(orderId))!.items[0]!;
+    const writes = await countOrderWrites();
+    const moved = await store.items.applyMove({
+      ...shipping(item, T0 + 4000),
+      event: { eventId: `evt_once_${orderId}`, type: 'order.updated' },
+    });
+
+    expect(moved.kind).toBe('moved');
+    expect(await writes()).toBe(1);
+    const order = await probe.all<{ items_updated_at: number; event_seq: number; sequence: number }>(
+      `SELECT o.items_updated_at, o.event_seq, e.sequence FROM orders o
+         JOIN order_events e ON e.order_id = o.order_id AND e.event_id = ?
+        WHERE o.order_id = ?`,
+      `evt_once_${orderId}`,
+      orderId,
+    );
+    expect(order.map((o) => [Number(o.items_updated_at), Number(o.event_seq), Number(o.sequence)])).toEqual([
+      [T0 + 4000, 1, 1],
+    ]);
   });
 
   it('keeps shipping details and extra shipping through moves that leave them out', async () => {

@@ -15,6 +15,7 @@ import {
   probe,
   reservationFor,
   reserveAll,
+  shipping,
   store,
   T0,
   WALDEN,
@@ -88,19 +89,7 @@ describe(`the store's reconciliation and search keys on ${TEST_STORE}`, () => {
     await reserveAll(moved, waldens);
     await store.processing.settle({ ...approval(moved, `authorize:${moved}`), now: T0 + 2 * DAY });
     const item = (await store.orders.get(moved))!.items[0]!;
-    const move = {
-      orderItemId: item.orderItemId,
-      from: S.ORDERED,
-      fromChangedAt: item.statusChangedAt,
-      to: S.SHIPPED,
-      now: T0 + 4 * DAY,
-      addShipcostCents: 0,
-      extraShippingCents: null,
-      shippingCompany: 'UPS',
-      trackingId: '1Z',
-      returnStockOf: null,
-      ledger: null,
-    };
+    const move = shipping(item, T0 + 4 * DAY);
     expect(await store.items.applyMove(move)).toMatchObject({ kind: 'moved' });
     // Another item moved, at a time before the order's latest: the order keeps its time.
     const [, other] = (await store.orders.get(moved))!.items;
@@ -149,6 +138,30 @@ describe(`the store's reconciliation and search keys on ${TEST_STORE}`, () => {
       [moved, 1],
     ]);
     expect(await found(T0 + 4 * DAY)).toEqual([[moved, 1]]);
+  });
+
+  it("keeps an order's time when its settlement finds no pending item to move", async () => {
+    await failTheNetIfRun();
+    const DAY = 86_400_000;
+    const orderId = await accepted([{ listingId: WALDEN, copies: 2 }]);
+    const { items } = (await store.orders.get(orderId))!;
+    // A reservation that rejects every item and leaves the order to be settled: the settlement moves none.
+    const reservation = reservationFor(orderId, items, []);
+    for (const item of reservation.items) item.status = S.MAX_PRICE_EXCEEDED;
+    await store.processing.reserve({ ...reservation, now: T0 + DAY });
+    const settled = await store.processing.settle({
+      ...approval(orderId, `authorize:${orderId}`),
+      ledger: null,
+      now: T0 + 2 * DAY,
+    });
+
+    expect(settled).toBe(true);
+    expect((await store.orders.get(orderId))!.items.map((i) => i.updatedAt)).toEqual([T0 + DAY, T0 + DAY]);
+    const itemsUpdatedAt = await probe.scalar(
+      'SELECT items_updated_at FROM orders WHERE order_id = ?',
+      orderId,
+    );
+    expect(Number(itemsUpdatedAt)).toBe(T0 + DAY);
   });
 
   it.runIf(TEST_STORE === 'postgres')(

@@ -11,6 +11,7 @@ import { ItemStatus as S } from '../../src/domain/item-status.js';
 import { addCard, createClient } from '../../src/services/client-keys.js';
 import { openStore } from '../../src/store/open-store.js';
 import type {
+  ItemMoveWrite,
   NewOrder,
   Reservation,
   Settlement,
@@ -168,3 +169,18 @@ export async function reserveAll(orderId: number, take: { listingId: number; cop
   const { items } = (await store.orders.get(orderId))!;
   return store.processing.reserve(reservationFor(orderId, items, take));
 }
+
+/** Shipping an ORDERED item at `now` with UPS, nothing else changed. */
+export const shipping = (item: StoredItem, now: number): ItemMoveWrite => ({
+  orderItemId: item.orderItemId,
+  from: S.ORDERED,
+  fromChangedAt: item.statusChangedAt,
+  to: S.SHIPPED,
+  now,
+  addShipcostCents: 0,
+  extraShippingCents: null,
+  shippingCompany: 'UPS',
+  trackingId: '1Z',
+  returnStockOf: null,
+  ledger: null,
+});

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type pg from 'pg';
-import { createPool } from '../../src/store/postgres/postgres.pool.js';
+import { createPool, FIXED_RESULT } from '../../src/store/postgres/postgres.pool.js';
 import { testStoreEnv, THROUGH_PGBOUNCER, type TestStoreEnv } from '../helpers/test-store.js';
 
 // On a direct connection the adapter's connections prepare each statement with parameters once
@@ -35,6 +35,21 @@ describe.skipIf(THROUGH_PGBOUNCER)('prepared statements on a direct connection t
       for (const id of [1, 2, 1]) await client.query('SELECT a FROM t WHERE id = $1', [id]);
       await client.query('SELECT * FROM t WHERE id = $1', [1]);
       expect(await prepared(client)).toEqual(['SELECT a FROM t WHERE id = $1']);
+    } finally {
+      client.release();
+    }
+  });
+
+  it('prepares a statement with a * that says its result columns are named, and not one of several statements', async () => {
+    const client = await pool.connect();
+    try {
+      const fixed = `${FIXED_RESULT} SELECT x.a FROM (SELECT * FROM t) x WHERE x.id = $1`;
+      expect((await client.query(fixed, [2])).rows).toEqual([{ a: 20 }]);
+      await client
+        .query(`${FIXED_RESULT} SELECT 1; SELECT a FROM t WHERE id = $1`, [1])
+        .catch(() => undefined);
+      // The connection may hold statements of the cases before.
+      expect((await prepared(client)).filter((name) => name.includes(FIXED_RESULT))).toEqual([fixed]);
     } finally {
       client.release();
     }

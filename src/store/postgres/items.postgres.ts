@@ -7,7 +7,8 @@ import { withTransaction } from './postgres.pool.js';
 import { canBeId, toItemWithCurrency, type ItemWithCurrencyRow } from './postgres.rows.js';
 
 // Compare-and-set on (status, status_changed_at) as the service read them; joining orders locks no order row.
-// The order is written, and locked, only when the move is its items' latest update (items_updated_at).
+// The order is written, and locked, only when the move is its items' latest update (items_updated_at) or records
+// an event ($10 = 1): one UPDATE for both, its event's sequence counted there (recordEvent's first statement).
 const MOVE_SQL = `
   WITH moved AS (
     UPDATE order_items i
@@ -20,8 +21,12 @@ const MOVE_SQL = `
      WHERE i.order_item_id = $1 AND i.status = $3 AND i.status_changed_at = $9 AND o.order_id = i.order_id
     RETURNING i.*, o.currency),
   latest AS (
-    UPDATE orders o SET items_updated_at = m.updated_at FROM moved m
-     WHERE o.order_id = m.order_id AND coalesce(o.items_updated_at, o.created_at) < m.updated_at)
+    UPDATE orders o
+       SET items_updated_at = CASE WHEN coalesce(o.items_updated_at, o.created_at) < m.updated_at
+                                   THEN m.updated_at ELSE o.items_updated_at END,
+           event_seq = o.event_seq + $10
+      FROM moved m
+     WHERE o.order_id = m.order_id AND ($10 = 1 OR coalesce(o.items_updated_at, o.created_at) < m.updated_at))
   SELECT * FROM moved`;
 
 // The move keeps its order's items_updated_at itself: the row trigger of earlier versions is off for it.
@@ -37,6 +42,7 @@ const moveParams = (m: ItemMoveWrite): unknown[] => [
   m.shippingCompany,
   m.trackingId,
   m.fromChangedAt,
+  m.event ? 1 : 0,
 ];
 
 async function applyMoveIn(tx: pg.PoolClient, m: ItemMoveWrite): Promise<ItemMoveWriteResult> {
@@ -46,7 +52,7 @@ async function applyMoveIn(tx: pg.PoolClient, m: ItemMoveWrite): Promise<ItemMov
     await tx.query('UPDATE listings SET stock = stock + 1 WHERE listing_id = $1', [m.returnStockOf]);
   }
   const entryId = m.ledger ? await writeAdjustment(tx, m.ledger, m.now) : null;
-  if (m.event) await recordEvent(tx, moved.order_id, m.event, m.now);
+  if (m.event) await recordEvent(tx, moved.order_id, m.event, m.now, { counted: true });
   return { kind: 'moved', item: toItemWithCurrency(moved), entryId };
 }
 

@@ -209,10 +209,14 @@ export const SETTLE_ORDER = orderFunction(
   `DECLARE
   v_entry bigint;
 BEGIN
-  -- Its pending items are updated now, so their time is the order's latest.
+  -- Its pending items are updated now, so their time is the order's latest; with none pending it keeps its time.
+  -- Items leave QUEUED only under the order's row lock: a settlement that waited for it reads the items as they were
+  -- when its statement began, and can only over-state the time, never under-state it.
   UPDATE orders SET phase = 'settled', payment_version = payment_version + p_release,
          tax_cents = CASE WHEN p_zero_tax AND tax_cents IS NOT NULL THEN 0 ELSE tax_cents END, ${EVENT_SEQ},
-         items_updated_at = greatest(coalesce(items_updated_at, created_at), p_now)
+         items_updated_at = CASE
+           WHEN EXISTS (SELECT 1 FROM order_items i WHERE i.order_id = p_order_id AND +i.status = 1)
+           THEN greatest(coalesce(items_updated_at, created_at), p_now) ELSE items_updated_at END
    WHERE order_id = p_order_id AND phase = p_from_phase
      AND (p_lease_free_at IS NULL OR lease_until IS NULL OR lease_until <= p_lease_free_at);
   IF NOT FOUND THEN RETURN false; END IF;

@@ -12,7 +12,7 @@ import {
   type WebhookRow,
 } from '../shared/webhook.rows.js';
 import { eventItemsJsonSql, itemsWithLatest, recordItemStatesSql } from '../shared/event-snapshot.js';
-import { withTransaction, type Queryable } from './postgres.pool.js';
+import { FIXED_RESULT, withTransaction, type Queryable } from './postgres.pool.js';
 import { canBeId } from './postgres.rows.js';
 
 // event-snapshot.ts's StoredSnapshot, built where the rows are: the order's fields as they stand in this
@@ -39,15 +39,17 @@ export const EVENT_SQL = `
 /**
  * Records an order event inside the caller's transaction. The sequence is counted first, in a statement of
  * its own: it waits for the order's row lock, so the snapshot, read by the next statement, includes every
- * change committed before, and two changes of one order never number their snapshots out of order.
+ * change committed before, and two changes of one order never number their snapshots out of order. `counted`:
+ * a statement of the caller's before this one has counted it (in its own UPDATE of the order).
  */
 export async function recordEvent(
   tx: Queryable,
   orderId: number,
   event: OrderEventWrite,
   now: number,
+  { counted = false }: { counted?: boolean } = {},
 ): Promise<void> {
-  await tx.query('UPDATE orders SET event_seq = event_seq + 1 WHERE order_id = $1', [orderId]);
+  if (!counted) await tx.query('UPDATE orders SET event_seq = event_seq + 1 WHERE order_id = $1', [orderId]);
   await tx.query(EVENT_SQL, [orderId, event.eventId, now, event.type, event.traceContext ?? null]);
 }
 
@@ -74,8 +76,9 @@ const FINISH_SQL = `
 // The webhook's row is read FOR SHARE: a remove not committed yet is waited for and then seen, so no attempt is
 // claimed after the remove of its webhook committed. A delivery the remove did not see (recorded by a
 // transaction that began before it and committed after) is dropped here. The target is read in the statement's
-// snapshot: the delivery as it was before the claim, its webhook and its event.
-const CLAIM_SQL = `
+// snapshot: the delivery as it was before the claim, its webhook and its event. Prepared (FIXED_RESULT): its
+// target's columns are named in targetSelect.
+const CLAIM_SQL = `${FIXED_RESULT}
   WITH hook AS (
     SELECT w.webhook_id, w.active FROM webhooks w
      WHERE w.webhook_id = (SELECT webhook_id FROM webhook_deliveries WHERE delivery_id = $1)

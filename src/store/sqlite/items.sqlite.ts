@@ -19,18 +19,33 @@ export function sqliteItems(db: Db): ItemStore {
             tracking_id = coalesce(@trackingId, tracking_id)
       WHERE order_item_id = @orderItemId AND status = @from AND status_changed_at = @fromChangedAt`,
   );
+  // A move with an event writes its order once, before the item: the event's sequence and the items' time (the
+  // move's, so the trigger of order_items, items-updated.migration.ts, finds nothing more to write). Nothing when
+  // the item is no longer as read.
+  const countEvent = db
+    .prepare<ItemMoveWrite, number>(
+      `UPDATE orders SET event_seq = event_seq + 1,
+              items_updated_at = CASE WHEN coalesce(items_updated_at, created_at) < @now THEN @now
+                                      ELSE items_updated_at END
+        WHERE order_id = (SELECT order_id FROM order_items
+                           WHERE order_item_id = @orderItemId AND status = @from AND status_changed_at = @fromChangedAt)
+       RETURNING event_seq`,
+    )
+    .pluck();
   const returnStock = db.prepare('UPDATE listings SET stock = stock + 1 WHERE listing_id = ?');
   const writeLedger = ledgerWriter(db);
   const recordEvent = eventRecorder(db);
   const bumpPaymentVersion = paymentVersionBumper(db);
 
   const applyMove = db.transaction((m: ItemMoveWrite): ItemMoveWriteResult => {
+    const sequence = m.event ? countEvent.get(m) : undefined;
+    if (m.event && sequence === undefined) return { kind: 'changed' };
     if (updateItem.run(m).changes !== 1) return { kind: 'changed' };
     if (m.returnStockOf !== null) returnStock.run(m.returnStockOf);
     const entryId = m.ledger ? writeLedger(m.ledger, m.now) : null;
     if (m.ledger && entryId !== null) bumpPaymentVersion(m.ledger.orderId);
     const item = toItemWithCurrency(itemById.get(m.orderItemId)!);
-    if (m.event) recordEvent(item.orderId, m.event, m.now);
+    if (m.event) recordEvent(item.orderId, m.event, m.now, sequence);
     return { kind: 'moved', item, entryId };
   });
 

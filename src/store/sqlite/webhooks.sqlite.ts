@@ -30,11 +30,14 @@ import {
 import type { Db } from './sqlite.db.js';
 
 /**
- * Records an order event inside the caller's transaction: the order's sequence counted on, the order's fields as
- * they now stand, the states of its items that changed since its previous event (event-snapshot.ts), and a
- * pending delivery for every active webhook of its client.
+ * Records an order event inside the caller's transaction: the order's sequence counted on (unless the caller's own
+ * write of the order counted it: `sequence`), the order's fields as they now stand, the states of its items that
+ * changed since its previous event (event-snapshot.ts), and a pending delivery for every active webhook of its
+ * client.
  */
-export function eventRecorder(db: Db): (orderId: number, event: OrderEventWrite, now: number) => void {
+export function eventRecorder(
+  db: Db,
+): (orderId: number, event: OrderEventWrite, now: number, sequence?: number) => void {
   const read = db.prepare<[number], OrderView & { clientId: number }>(
     `SELECT order_id AS orderId, client_id AS clientId, created_at AS createdAt, currency, tax_cents AS taxCents,
             tax_model AS taxModel, reference_id AS referenceId
@@ -58,8 +61,8 @@ export function eventRecorder(db: Db): (orderId: number, event: OrderEventWrite,
     `INSERT INTO webhook_deliveries (event_no, webhook_id, next_attempt_at, created_at)
      SELECT ?, webhook_id, 0, ? FROM webhooks WHERE client_id = ? AND active = 1`,
   );
-  return (orderId, event, now) => {
-    const sequence = bump.get(orderId)!;
+  return (orderId, event, now, counted) => {
+    const sequence = counted ?? bump.get(orderId)!;
     const stored = read.get(orderId)!;
     const snapshot = JSON.stringify(orderSnapshotOf(stored));
     const clientId = stored.clientId;
