@@ -26,8 +26,8 @@ import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { addCard, createClient } from '../src/services/client-keys.js';
-import type { CatalogListing } from '../src/store/port/store.port.js';
-import { ADDRESS, postSigned, type Buyer } from './bench-buyer.js';
+import { postSigned, type Buyer } from './bench-buyer.js';
+import { fiftyListings, redisCommandsSoFar, twoListingOrder } from './lone-orders.js';
 import { running, stopAllOnInterrupt, stopProcess, waitForWeb, waitForWorkers } from './bench-processes.js';
 import {
   freshStore,
@@ -70,28 +70,7 @@ process.env.BENCH_POSTGRES_DURABLE = 'true';
 const say = (line: string) => process.stderr.write(`[bench-latency] ${line}\n`);
 
 /** 50 listings of one vendor, stock enough for every run. */
-const LISTINGS: CatalogListing[] = Array.from({ length: 50 }, (_, i) => ({
-  listingId: 991_001 + i,
-  vendorId: LOAD_VENDOR.vendorId,
-  title: `Latency title ${i + 1}`,
-  isbn: `97811111111${String(i).padStart(2, '0')}`,
-  priceCents: 999 + i * 10,
-  quantity: 100_000_000,
-}));
-
-/** A real order of one copy each of two different listings, picked at random among the 50. */
-function twoListingOrder(buyer: Buyer): string {
-  const first = crypto.randomInt(LISTINGS.length);
-  const second = (first + 1 + crypto.randomInt(LISTINGS.length - 1)) % LISTINGS.length;
-  return JSON.stringify({
-    shipAddr: ADDRESS,
-    billAddr: ADDRESS,
-    ccToken: buyer.ccToken,
-    listings: [first, second].map((i) => ({ listingId: LISTINGS[i]!.listingId, quantity: 1 })),
-    shippingMode: 'S',
-    domain: 'bookmarket.com',
-  });
-}
+const LISTINGS = fiftyListings(991_001, 'Latency title', '97811111111');
 
 /** Orders answered before their outcome was known (items still QUEUED: ORDER_WAIT_MS ran out). */
 let answeredQueued = 0;
@@ -99,7 +78,7 @@ const QUEUED = 1;
 
 /** One synchronous order; the ms from sending it to its answer. Throws unless it is placed (2010). */
 async function postWaiting(baseUrl: string, buyer: Buyer): Promise<number> {
-  const body = twoListingOrder(buyer);
+  const body = twoListingOrder(LISTINGS, buyer);
   const started = performance.now();
   const res = await postSigned(baseUrl, buyer, '/v1/orders', body);
   const ms = performance.now() - started;
@@ -143,14 +122,6 @@ interface Idle {
   web: number;
   worker: number;
   clock: number;
-}
-
-/** Commands Redis has run so far, those run by scripts included (the sum of INFO commandstats' calls). */
-async function redisCommandsSoFar(redis: Redis): Promise<number> {
-  const stats = await redis.info('commandstats');
-  let calls = 0;
-  for (const match of stats.matchAll(/^cmdstat_[^:]+:calls=(\d+)/gm)) calls += Number(match[1]);
-  return calls;
 }
 
 /** CPU seconds so far of the web, the worker and the whole machine (Redis, the database and this bench included). */

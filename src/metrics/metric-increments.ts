@@ -1,4 +1,4 @@
-import type { ChainableCommander } from 'ioredis';
+import type { FlushCommands } from './metrics.recorder.js';
 
 /**
  * Increments to Redis hash fields, summed in memory per key and field until they are sent: however many jobs
@@ -22,12 +22,12 @@ export class MetricIncrements {
     return this.counts.size === 0 && this.sums.size === 0;
   }
 
-  /** Queues one command per field on `pipeline`. */
-  appendTo(pipeline: ChainableCommander): void {
+  /** Queues one command per field on `commands`. */
+  appendTo(commands: Pick<FlushCommands, 'hincrby' | 'hincrbyfloat'>): void {
     for (const [key, fields] of this.counts)
-      for (const [field, amount] of fields) pipeline.hincrby(key, field, amount);
+      for (const [field, amount] of fields) commands.hincrby(key, field, amount);
     for (const [key, fields] of this.sums)
-      for (const [field, amount] of fields) pipeline.hincrbyfloat(key, field, amount);
+      for (const [field, amount] of fields) commands.hincrbyfloat(key, field, amount);
   }
 }
 

@@ -1,4 +1,4 @@
-import { Cluster, type ChainableCommander } from 'ioredis';
+import { Cluster } from 'ioredis';
 import type { RedisClient } from '../redis/redis.js';
 import { ItemStatus } from '../domain/item-status.js';
 import type { Logger } from '../logger.js';
@@ -61,6 +61,52 @@ export function outcomeOf(statuses: readonly number[]): OrderOutcome {
   return 'not_purchased';
 }
 
+/** The commands a flush sends together; a write sent along (sendAlong) queues its own on them. */
+export interface FlushCommands {
+  hincrby(key: string, field: string, amount: number): void;
+  hincrbyfloat(key: string, field: string, amount: number): void;
+  publish(channel: string, message: string): void;
+}
+
+type QueuedCommand = [name: string, ...args: (string | number)[]];
+
+class CommandList implements FlushCommands {
+  readonly queued: QueuedCommand[] = [];
+  hincrby(key: string, field: string, amount: number): void {
+    this.queued.push(['hincrby', key, field, amount]);
+  }
+  hincrbyfloat(key: string, field: string, amount: number): void {
+    this.queued.push(['hincrbyfloat', key, field, amount]);
+  }
+  publish(channel: string, message: string): void {
+    this.queued.push(['publish', channel, message]);
+  }
+}
+
+/**
+ * Sends `commands` on `redis` in one write to its socket (corked while they are queued), their replies read as
+ * they come; rejects with the first error. Not an ioredis pipeline: each of those copies every script defined on
+ * the connection (BullMQ's dozens, on a worker's) onto itself, most of a job's metrics' CPU. A cluster, whose
+ * commands go to the node of their slot, gets a pipeline.
+ */
+function sendTogether(redis: RedisClient, commands: readonly QueuedCommand[]): Promise<unknown> {
+  if (redis instanceof Cluster) {
+    const pipeline = redis.pipeline();
+    for (const [name, ...args] of commands) pipeline.call(name, ...args);
+    return pipeline.exec().then((replies) => {
+      const failed = replies?.find(([err]) => err)?.[0];
+      if (failed) throw failed;
+    });
+  }
+  const stream = redis.status === 'ready' ? redis.stream : undefined;
+  stream?.cork();
+  try {
+    return Promise.all(commands.map(([name, ...args]) => redis.call(name, ...args)));
+  } finally {
+    stream?.uncork();
+  }
+}
+
 export interface JobRecord {
   queue: string;
   name: string;
@@ -83,18 +129,18 @@ export interface MetricsRecorder {
   /** Counts one webhook delivery attempt by its outcome (not a deferral: no attempt was made). */
   recordWebhookAttempt(outcome: string): Promise<void>;
   /**
-   * Queues a write of another concern (a worker's word that an order's job ended) on the next flush's pipeline:
+   * Queues a write of another concern (a worker's word that an order's job ended) on the next flush's commands:
    * one write to Redis instead of two, on the turn after. Not awaited, its reply not read; lost only as the
    * flush's samples are (logged).
    */
-  sendAlong(write: (pipeline: ChainableCommander) => void): void;
+  sendAlong(write: (commands: FlushCommands) => void): void;
   /** Resolves once everything recorded before it has been sent (or logged as lost): called before Redis closes. */
   flush(): Promise<void>;
 }
 
 /**
  * Each call's promise resolves once the flush that carries it has ended. Calls share flushes (see groupedSends),
- * so a worker whose jobs finish together sends their metrics in one pipeline, not two per job.
+ * so a worker whose jobs finish together sends their metrics in one write, not two per job.
  */
 export function createMetricsRecorder(redis: RedisClient, prefix: string, logger: Logger): MetricsRecorder {
   const metrics = sharedMetrics(redis, prefix);
@@ -125,8 +171,8 @@ export function createMetricsRecorder(redis: RedisClient, prefix: string, logger
 
 interface Batch {
   increments: MetricIncrements;
-  /** Writes of other concerns sent on the same pipeline (sendAlong). */
-  along: ((pipeline: ChainableCommander) => void)[];
+  /** Writes of other concerns sent with the same commands (sendAlong). */
+  along: ((commands: FlushCommands) => void)[];
   /** Its pipeline has been handed to the connection (or failed to be). */
   written: Deferred;
   /** Redis has answered it (or it was logged as lost). */
@@ -135,7 +181,7 @@ interface Batch {
 
 /**
  * Group commits of increments: what is added in one event-loop turn, or while a flush is in flight, is summed
- * into the next flush, sent as one pipeline on the turn after; one flush is in flight at a time.
+ * into the next flush, sent in one write on the turn after; one flush is in flight at a time.
  */
 function groupedSends(redis: RedisClient, logger: Logger) {
   let queued: Batch | undefined;
@@ -143,14 +189,13 @@ function groupedSends(redis: RedisClient, logger: Logger) {
 
   const send = async ({ increments, along, written }: Batch) => {
     try {
-      const pipeline = redis.pipeline();
-      increments.appendTo(pipeline);
-      for (const write of along) write(pipeline);
-      const replies = pipeline.exec();
+      const commands = new CommandList();
+      increments.appendTo(commands);
+      for (const write of along) write(commands);
+      const replies = sendTogether(redis, commands.queued);
       written.resolve();
-      // A pipeline sent while Redis is away resolves with an error per command: thrown, so it is logged once.
-      const failed = (await replies)?.find(([err]) => err)?.[0];
-      if (failed) throw failed;
+      // Sent while Redis is away, the commands fail one by one: the first error is logged, once.
+      await replies;
     } catch (err) {
       logger.warn({ err: (err as Error).message }, 'metrics not recorded: redis unavailable');
     } finally {

@@ -25,6 +25,23 @@ function encodeLabels(labels: Labels): string {
   );
 }
 
+/** Label sets already encoded, by their keys and values in the caller's order: a job's series, once per process. */
+const encoded = new Map<string, string>();
+const ENCODED_MAX = 1_000;
+
+function encodeLabelsOnce(labels: Labels): string {
+  let seen = '';
+  for (const key in labels) seen += `${key}\u0000${labels[key]}\u0000`;
+  let field = encoded.get(seen);
+  if (field === undefined) {
+    field = encodeLabels(labels);
+    // Label values come from a closed set (queues, job names, outcomes, statuses); the bound is a safety net.
+    if (encoded.size >= ENCODED_MAX) encoded.clear();
+    encoded.set(seen, field);
+  }
+  return field;
+}
+
 function decodeLabels(field: string): Labels {
   return Object.fromEntries(JSON.parse(field) as [string, string][]);
 }
@@ -78,7 +95,7 @@ export class SharedCounter extends SharedMetric {
 
   /** Adds to `increments`, which the recorder sends to Redis with everything else of its flush. */
   inc(increments: MetricIncrements, labels: Labels, amount = 1): void {
-    if (amount !== 0) increments.add(this.key, encodeLabels(labels), amount);
+    if (amount !== 0) increments.add(this.key, encodeLabelsOnce(labels), amount);
   }
 
   protected values(hash: Record<string, string>): MetricValue[] {
@@ -91,7 +108,8 @@ export class SharedCounter extends SharedMetric {
 
 /**
  * A histogram whose observations are shared by every process. Each observation adds 1 to its own bucket
- * only (`b|<le>|<labels>`), plus `s|` sum and `c|` count; buckets are made cumulative when read.
+ * only (`b|<le>|<labels>`) and its value to the `s|` sum: two commands. Buckets are made cumulative when read,
+ * and the count is the last of them (+Inf), so no `c|` field is written (one left by an older version is ignored).
  */
 export class SharedHistogram extends SharedMetric {
   readonly type = 'histogram';
@@ -107,18 +125,17 @@ export class SharedHistogram extends SharedMetric {
   }
 
   observe(increments: MetricIncrements, labels: Labels, value: number): void {
-    const field = encodeLabels(labels);
+    const field = encodeLabelsOnce(labels);
     const bucket = this.buckets.find((le) => value <= le);
     increments.add(this.key, `b|${bucket ?? '+Inf'}|${field}`, 1);
     increments.addFloat(this.key, `s|${field}`, value);
-    increments.add(this.key, `c|${field}`, 1);
   }
 
   protected values(hash: Record<string, string>): MetricValue[] {
-    const series = new Map<string, { buckets: Map<string, number>; sum: number; count: number }>();
+    const series = new Map<string, { buckets: Map<string, number>; sum: number }>();
     const seriesOf = (field: string) => {
       let entry = series.get(field);
-      if (!entry) series.set(field, (entry = { buckets: new Map(), sum: 0, count: 0 }));
+      if (!entry) series.set(field, (entry = { buckets: new Map(), sum: 0 }));
       return entry;
     };
     for (const [key, raw] of Object.entries(hash)) {
@@ -127,10 +144,9 @@ export class SharedHistogram extends SharedMetric {
         const at = key.indexOf('|', 2);
         seriesOf(key.slice(at + 1)).buckets.set(key.slice(2, at), value);
       } else if (key.startsWith('s|')) seriesOf(key.slice(2)).sum = value;
-      else if (key.startsWith('c|')) seriesOf(key.slice(2)).count = value;
     }
     const out: MetricValue[] = [];
-    for (const [field, { buckets, sum, count }] of series) {
+    for (const [field, { buckets, sum }] of series) {
       const labels = decodeLabels(field);
       let cumulative = 0;
       for (const le of [...this.buckets.map(String), '+Inf']) {
@@ -138,7 +154,7 @@ export class SharedHistogram extends SharedMetric {
         out.push({ metricName: `${this.name}_bucket`, labels: { ...labels, le }, value: cumulative });
       }
       out.push({ metricName: `${this.name}_sum`, labels, value: sum });
-      out.push({ metricName: `${this.name}_count`, labels, value: count });
+      out.push({ metricName: `${this.name}_count`, labels, value: cumulative });
     }
     return out;
   }

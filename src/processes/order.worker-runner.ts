@@ -21,7 +21,7 @@ export async function startOrderWorker(deps: Deps) {
   // wait for their reply in between (see recordJob).
   const metrics = createMetricsRecorder(connection, config.REDIS_PREFIX, logger);
   const processDeps = { ...deps, metrics, maxAttempts: config.MAX_PROCESS_ATTEMPTS };
-  // In the pipeline of the job's metrics: one write to Redis for both.
+  // With the job's metrics: one write to Redis for both.
   const announceEnd = (orderId: number) =>
     metrics.sendAlong((pipeline) => announceOrderEnd(pipeline, config.REDIS_PREFIX, orderId));
   const worker = new Worker<OrderJobData>(

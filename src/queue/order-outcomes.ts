@@ -1,4 +1,3 @@
-import type { ChainableCommander } from 'ioredis';
 import type { RedisClient } from '../redis/redis.js';
 import type { Logger } from '../logger.js';
 import { ORDER_QUEUE, orderJobId } from './order.queue.js';
@@ -22,12 +21,16 @@ const UNCLAIMED_MS = 1_000;
 export const orderEndsChannel = (prefix: string): string => `${prefix}:${ORDER_QUEUE}:ended`;
 
 /**
- * Says, on `pipeline`, that the order's job has ended (its attempt settled the order, found it settled, or
+ * Says, on `commands` (a pipeline, or a metrics flush's), that the order's job has ended (its attempt settled the order, found it settled, or
  * failed), once what the attempt wrote is committed: a waiting web process then reads the order from the store.
  * A wake-up only: one lost (no web listening, Redis away) leaves the waiter to its poll.
  */
-export function announceOrderEnd(pipeline: ChainableCommander, prefix: string, orderId: number): void {
-  pipeline.publish(orderEndsChannel(prefix), orderJobId(orderId));
+export function announceOrderEnd(
+  commands: { publish(channel: string, message: string): unknown },
+  prefix: string,
+  orderId: number,
+): void {
+  commands.publish(orderEndsChannel(prefix), orderJobId(orderId));
 }
 
 /**

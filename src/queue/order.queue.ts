@@ -79,6 +79,16 @@ export function createOrderQueue(
   };
   const enqueueMany = async (orderIds: readonly number[]) => {
     if (orderIds.length === 0) return;
+    // One order (a lone caller's group): one script call, not addBulk's ioredis pipeline, which copies every
+    // script BullMQ defined on the connection (dozens) onto itself: most of the add's CPU.
+    if (orderIds.length === 1) {
+      await queue.add(
+        'process-order',
+        { orderId: orderIds[0]! },
+        { ...options, jobId: orderJobId(orderIds[0]!) },
+      );
+      return;
+    }
     await queue.addBulk(
       orderIds.map((orderId) => ({
         name: 'process-order' as const,

@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import type { ChainableCommander } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { freePort } from '../../scripts/redis.js';
 import {
@@ -28,10 +28,15 @@ afterEach(async () => {
 });
 afterAll(() => redis.disconnect());
 
-/** The pipelines the recorder sends, each as the number of commands it carried. */
+/** The writes the recorder sends (its commands queued while the socket is corked), each as its number of commands. */
 function countPipelines() {
-  const pipeline = vi.spyOn(redis, 'pipeline');
-  return () => pipeline.mock.results.map((r) => (r.value as ChainableCommander).length);
+  const call = vi.spyOn(redis as Redis, 'call');
+  const uncork = vi.spyOn((redis as Redis).stream, 'uncork');
+  return () => {
+    const ends = uncork.mock.invocationCallOrder;
+    const calls = call.mock.invocationCallOrder;
+    return ends.map((end, i) => calls.filter((at) => at < end && at > (ends[i - 1] ?? 0)).length);
+  };
 }
 
 /** What the order worker records for one job: its outcome without waiting, then its duration. */
@@ -41,19 +46,21 @@ async function orderJob(recorder: MetricsRecorder, itemStatuses: number[], secon
 }
 
 describe('the metrics recorder', () => {
-  it('when two order jobs finish in one turn, then their four calls reach Redis as one pipeline of summed fields', async () => {
+  it('when two order jobs finish in one turn, then their four calls reach Redis in one write of summed fields', async () => {
     const recorder = createMetricsRecorder(redis, prefix, logger);
     const pipelines = countPipelines();
     await Promise.all([orderJob(recorder, [5, 5], 0.125), orderJob(recorder, [5], 0.25)]);
 
-    // One field each: the outcome, the items' status, and the duration's bucket, sum and count.
-    expect(pipelines()).toEqual([5]);
+    // One field each: the outcome, the items' status, and the duration's bucket and sum (no count: see below).
+    expect(pipelines()).toEqual([4]);
     const series = '[["job","process-order"],["queue","orders"],["result","completed"]]';
     expect(await redis.hgetall(`${prefix}:metrics:bookorders_job_duration_seconds`)).toEqual({
       [`b|0.25|${series}`]: '2',
       [`s|${series}`]: '0.375',
-      [`c|${series}`]: '2',
     });
+    // The count a scrape shows is the sum of the buckets.
+    const { values } = await sharedMetrics(redis, prefix).jobDuration.get();
+    expect(values.find((v) => v.metricName === 'bookorders_job_duration_seconds_count')?.value).toBe(2);
     const metrics = sharedMetrics(redis, prefix);
     expect((await metrics.ordersSettled.get()).values).toEqual([
       { labels: { outcome: 'ordered' }, value: 2 },
@@ -62,15 +69,15 @@ describe('the metrics recorder', () => {
     expect(warnings).toEqual([]);
   });
 
-  it('when a job sends a write along with its metrics, then both reach Redis in one pipeline, the write first in Redis', async () => {
+  it('when a job sends a write along with its metrics, then both reach Redis in one write, the write first in Redis', async () => {
     const recorder = createMetricsRecorder(redis, prefix, logger);
     const pipelines = countPipelines();
-    recorder.sendAlong((pipeline) => pipeline.set(`${prefix}:along`, 'said'));
+    recorder.sendAlong((commands) => commands.hincrby(`${prefix}:along`, 'said', 1));
     await orderJob(recorder, [5], 0.125);
 
-    expect(pipelines()).toEqual([6]);
+    expect(pipelines()).toEqual([5]);
     // recordJob resolved once written: what this connection sends next (the job's end) comes after both.
-    expect(await redis.get(`${prefix}:along`)).toBe('said');
+    expect(await redis.hget(`${prefix}:along`, 'said')).toBe('1');
     expect(warnings).toEqual([]);
   });
 
@@ -79,7 +86,7 @@ describe('the metrics recorder', () => {
     const pipelines = countPipelines();
     const done: string[] = [];
     const first = recorder.recordWebhookAttempt('delivered').then(() => done.push('first'));
-    // The flush was scheduled first, so on this turn it has sent its pipeline and waits for the reply.
+    // The flush was scheduled first, so on this turn it has sent its commands and waits for the reply.
     await new Promise((resolve) => setImmediate(resolve));
     expect(pipelines()).toEqual([1]);
     const later = [1, 2].map(() => recorder.recordWebhookAttempt('delivered').then(() => done.push('later')));
@@ -93,19 +100,14 @@ describe('the metrics recorder', () => {
 
   it('when a job is recorded, then it resolves once written, and what its connection sends next sees it', async () => {
     const recorder = createMetricsRecorder(redis, prefix, logger);
-    // The pipeline's reply is held back until released: recordJob must not wait for it.
+    // The replies are held back until released: recordJob must not wait for them.
     let release = () => {};
     const held = new Promise<void>((resolve) => (release = resolve));
-    const pipeline = redis.pipeline.bind(redis);
-    vi.spyOn(redis, 'pipeline').mockImplementationOnce(() => {
-      const p = pipeline();
-      const exec = p.exec.bind(p);
-      p.exec = () => {
-        const replies = exec();
-        return held.then(() => replies);
-      };
-      return p;
-    });
+    const call = (redis as Redis).call.bind(redis) as (...args: unknown[]) => Promise<unknown>;
+    vi.spyOn(redis as Redis, 'call').mockImplementation(((...args: unknown[]) => {
+      const reply = call(...args);
+      return held.then(() => reply);
+    }) as never);
     let settled = false;
     const recordedJob = recorder.recordJob({
       queue: 'orders',
@@ -118,7 +120,9 @@ describe('the metrics recorder', () => {
 
     expect(settled).toBe(false);
     const series = '[["job","process-order"],["queue","orders"],["result","completed"]]';
-    expect(await redis.hget(`${prefix}:metrics:bookorders_job_duration_seconds`, `c|${series}`)).toBe('1');
+    expect(await redis.hget(`${prefix}:metrics:bookorders_job_duration_seconds`, `b|0.01|${series}`)).toBe(
+      '1',
+    );
     release();
     await answered;
     expect(warnings).toEqual([]);
