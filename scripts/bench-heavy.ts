@@ -12,7 +12,7 @@
 // every item of the vendor in the window; `/healthz` and the cheap search (each --iterations, one after another)
 // while --concurrent such searches run at once, each in a loop (on SQLite the web reads them on its search
 // thread). --write puts the tables into the "Heavy clients" section of BENCHMARKS.md.
-//   BENCH_RUNTIME=tsx node --import tsx scripts/bench-heavy.ts [--store sqlite,postgres] [--orders 1000000]
+//   node --import tsx scripts/bench-heavy.ts [--store sqlite,postgres] [--orders 1000000]
 //     [--heavy-orders 200] [--items 250] [--iterations 200] [--batch-items 50000] [--concurrent 4] [--write]
 // PostgreSQL: a fresh database on DATABASE_URL's server, or on a private one started here.
 import fs from 'node:fs';
@@ -23,6 +23,7 @@ import { createSigningClient, type SigningClient } from '../test/helpers/signed-
 import { addCard, createClient } from '../src/services/client-keys.js';
 import { ADDRESS } from './bench-buyer.js';
 import {
+  RUNTIME,
   cpuAndGc,
   cpuAndGcSince,
   startEntry,
@@ -326,7 +327,7 @@ async function whileUnbounded(
 
 function report(results: Result[], load: [number, number]): string {
   const f = (l: Latency) => `${l.p50.toFixed(1)} / ${l.p99.toFixed(1)}`;
-  const command = `BENCH_RUNTIME=tsx node --import tsx scripts/bench-heavy.ts --store ${results.map((r) => r.kind).join(',')} --orders ${ORDERS} --heavy-orders ${HEAVY_ORDERS} --items ${ITEMS} --iterations ${ITERATIONS} --batch-items ${BATCH_ENTRIES * ITEMS} --concurrent ${CONCURRENT} --write`;
+  const command = `${RUNTIME === 'tsx' ? 'BENCH_RUNTIME=tsx ' : ''}node --import tsx scripts/bench-heavy.ts --store ${results.map((r) => r.kind).join(',')} --orders ${ORDERS} --heavy-orders ${HEAVY_ORDERS} --items ${ITEMS} --iterations ${ITERATIONS} --batch-items ${BATCH_ENTRIES * ITEMS} --concurrent ${CONCURRENT} --write`;
   return [
     `Command: \`${command}\``,
     '',
