@@ -11,7 +11,7 @@ import { createOrderOutcomes } from './queue/order-outcomes.js';
 import { createOrderQueue } from './queue/order.queue.js';
 import { createBlockingRedis, createRedis } from './redis/redis.js';
 import { startSharedClock } from './redis/shared-clock.js';
-import { CLOSE_WAIT_MS, settledWithin } from './processes/bounded-stop.js';
+import { CLOSE_WAIT_MS, settledWithin } from './bounded-stop.js';
 import { onServerChange } from './server-changes.js';
 import { createBackpressure } from './services/backpressure.js';
 import { createOrderIntake } from './services/order-intake.js';

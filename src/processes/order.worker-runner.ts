@@ -7,7 +7,7 @@ import { ORDER_QUEUE, OrderJobs, type OrderJobData } from '../queue/order.queue.
 import { createMetricsRecorder } from '../metrics/metrics.recorder.js';
 import { createBlockingRedis } from '../redis/redis.js';
 import { queueTelemetry, withOrder } from '../tracing/tracing.js';
-import { CLOSE_WAIT_MS, JOBS_WAIT_MS, settledWithin } from './bounded-stop.js';
+import { CLOSE_WAIT_MS, JOBS_WAIT_MS, settledWithin } from '../bounded-stop.js';
 import { jobProcessor } from './job-processor.js';
 
 /** How long a job that found the store away waits before it tries again. */

@@ -7,7 +7,7 @@ import { createEndpointGate } from '../redis/endpoint-gate.js';
 import { createMetricsRecorder } from '../metrics/metrics.recorder.js';
 import { createBlockingRedis, createRedis } from '../redis/redis.js';
 import { queueTelemetry } from '../tracing/tracing.js';
-import { CLOSE_WAIT_MS, JOBS_WAIT_MS, settledWithin } from './bounded-stop.js';
+import { CLOSE_WAIT_MS, JOBS_WAIT_MS, settledWithin } from '../bounded-stop.js';
 import { jobProcessor } from './job-processor.js';
 import {
   createWebhookQueue,

@@ -54,7 +54,7 @@ const rel = (file: string) => path.relative(src, file);
 // the process room, which composes everything (src/container.ts), is the top below the entry files.
 const FLOORS: string[][] = [
   ['config'],
-  ['domain', 'auth', 'logger.ts', 'tracing', 'group-calls.ts', 'server-changes.ts'],
+  ['domain', 'auth', 'logger.ts', 'tracing', 'group-calls.ts', 'server-changes.ts', 'bounded-stop.ts'],
   ['store', 'redis', 'queue', 'payments', 'webhooks', 'client'],
   ['metrics'],
   ['services'],
