@@ -18,7 +18,7 @@
 // service runs first from DIR (another checkout of the project, e.g. a `git worktree` of the commit before: its
 // Procfile and its dist/, built there when stale; one without node_modules gets a link to this tree's), then
 // from this tree, while the bench itself (client, stores, floors) runs from this tree; --json: the results as JSON.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -28,7 +28,15 @@ import { Redis } from 'ioredis';
 import { addCard, createClient } from '../src/services/client-keys.js';
 import { postSigned, type Buyer } from './bench-buyer.js';
 import { fiftyListings, redisCommandsSoFar, twoListingOrder } from './lone-orders.js';
-import { running, stopAllOnInterrupt, stopProcess, waitForWeb, waitForWorkers } from './bench-processes.js';
+import {
+  buildCheckout,
+  running,
+  startProcfileProcess,
+  stopAllOnInterrupt,
+  stopProcess,
+  waitForWeb,
+  waitForWorkers,
+} from './bench-processes.js';
 import {
   freshStore,
   parseStoreKinds,
@@ -40,7 +48,6 @@ import {
 import { LOAD_VENDOR } from './load-mix.js';
 import { createDatabase, dropDatabase, findPostgresBinDir } from './postgres.js';
 import { machineBusySeconds, treeCpuSeconds } from './process-stats.js';
-import { compiledEntry, readProcfile } from './procfile.js';
 import { ensureRedis, freePort } from './redis.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -155,35 +162,6 @@ async function idleCpu(children: readonly ChildProcess[], seconds: number): Prom
   return { web: web!, worker: worker!, clock: clock! };
 }
 
-/** Builds `root`'s dist/ when stale; a checkout without node_modules first gets a link to this tree's. */
-async function buildService(root: string): Promise<void> {
-  const modules = path.join(root, 'node_modules');
-  if (!fs.existsSync(modules)) {
-    say(`${root} has no node_modules: linking ${path.join(ROOT, 'node_modules')}`);
-    fs.symlinkSync(path.join(ROOT, 'node_modules'), modules);
-  }
-  await new Promise<void>((resolve, reject) => {
-    const build = spawn('bash', [path.join(root, 'scripts/build.sh'), '--if-stale'], {
-      cwd: root,
-      stdio: ['ignore', 'inherit', 'inherit'],
-    });
-    build.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`build in ${root}: ${code}`))));
-  });
-}
-
-/** Starts the Procfile's `name` process of the tree at `root`, as a platform would, its output appended to `logFile`. */
-function startProcess(root: string, name: string, env: NodeJS.ProcessEnv, logFile: string): ChildProcess {
-  const args = readProcfile(root)[name];
-  if (!args) throw new Error(`${root}/Procfile names no '${name}' process`);
-  compiledEntry(args);
-  const log = fs.openSync(logFile, 'a');
-  const child = spawn(process.execPath, args, { cwd: root, env, stdio: ['ignore', log, log] });
-  fs.closeSync(log);
-  running.add(child);
-  child.once('exit', () => running.delete(child));
-  return child;
-}
-
 /** A fresh store with the 50 listings and one client with a card. */
 async function prepare(kind: StoreKind) {
   const store = await freshStore(kind, 'bench_latency');
@@ -220,7 +198,7 @@ async function runStore(
     RATE_LIMIT_PER_S: '0',
     PORT: String(port),
   });
-  const children = ['web', 'worker', 'clock'].map((name) => startProcess(root, name, env, logFile));
+  const children = ['web', 'worker', 'clock'].map((name) => startProcfileProcess(root, name, env, logFile));
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
   try {
     await waitForWeb(baseUrl, children[0]!);
@@ -400,7 +378,7 @@ async function main() {
     await stopPostgresServer();
   });
   try {
-    for (const { root } of SERVICES) await buildService(root);
+    for (const { root } of SERVICES) await buildCheckout(root);
     const results: Result[] = [];
     for (const store of STORES)
       for (const { name, root } of SERVICES)

@@ -12,7 +12,7 @@
 // --checkout DIR: run the service from another checkout (e.g. a `git worktree` of the commit before; built there
 // when stale, given this tree's node_modules when it has none); --keep FILE: keep callgrind's dump there (for
 // callgrind_annotate). Needs valgrind; about a minute per run.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -21,10 +21,17 @@ import { Redis } from 'ioredis';
 import { addCard, createClient } from '../src/services/client-keys.js';
 import { postSigned, type Buyer } from './bench-buyer.js';
 import { fiftyListings, redisCommandsSoFar, twoListingOrder } from './lone-orders.js';
-import { running, stopAllOnInterrupt, stopProcess, waitFor } from './bench-processes.js';
+import {
+  buildCheckout,
+  startProcfileProcess,
+  stopAllOnInterrupt,
+  stopProcess,
+  waitFor,
+  waitForWorkers,
+} from './bench-processes.js';
 import { freshStore, parseStoreKinds, serviceEnv, stopPostgresServer } from './bench-stores.js';
 import { LOAD_VENDOR } from './load-mix.js';
-import { compiledEntry, readProcfile } from './procfile.js';
+import { callgrindTotal } from './process-stats.js';
 import { ensureRedis, freePort } from './redis.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -64,29 +71,14 @@ async function loneOrders(baseUrl: string, buyer: Buyer, n: number): Promise<voi
   }
 }
 
-function startProcess(name: string, env: NodeJS.ProcessEnv, logFile: string, outFile: string): ChildProcess {
-  const args = readProcfile(SERVICE_ROOT)[name];
-  if (!args) throw new Error(`${SERVICE_ROOT}/Procfile names no '${name}' process`);
-  compiledEntry(args);
-  const log = fs.openSync(logFile, 'a');
-  const [command, ...rest] =
-    name === MEASURED
-      ? [
-          'valgrind',
-          '--tool=callgrind',
-          '--instr-atstart=no',
-          '--separate-threads=yes',
-          `--callgrind-out-file=${outFile}`,
-          process.execPath,
-          ...args,
-        ]
-      : [process.execPath, ...args];
-  const child = spawn(command!, rest, { cwd: SERVICE_ROOT, env, stdio: ['ignore', log, log] });
-  fs.closeSync(log);
-  running.add(child);
-  child.once('exit', () => running.delete(child));
-  return child;
-}
+/** The measured process runs under callgrind, instrumentation off until callgrind_control turns it on. */
+const callgrind = (outFile: string) => [
+  'valgrind',
+  '--tool=callgrind',
+  '--instr-atstart=no',
+  '--separate-threads=yes',
+  `--callgrind-out-file=${outFile}`,
+];
 
 /**
  * Instructions (Ir) in callgrind's dump number `dump`: on the main thread (the JavaScript, the SQLite calls, the
@@ -96,23 +88,15 @@ function instructionsIn(outFile: string, dump: number): { main: number; all: num
   const dir = path.dirname(outFile);
   const found = { main: 0, all: 0 };
   for (const name of fs.readdirSync(dir).filter((f) => f.startsWith(`${path.basename(outFile)}.${dump}-`))) {
-    const text = fs.readFileSync(path.join(dir, name), 'utf8');
-    const n = Number(/^totals: (\d+)/m.exec(text.slice(text.lastIndexOf('\ntotals:')))?.[1] ?? 0);
+    const n = callgrindTotal(path.join(dir, name));
     found.all += n;
     if (name.endsWith('-01')) found.main += n;
   }
   return found;
 }
 
-/** Builds the service's dist/ when stale; a checkout without node_modules first gets a link to this tree's. */
-async function buildService(): Promise<void> {
-  const modules = path.join(SERVICE_ROOT, 'node_modules');
-  if (!fs.existsSync(modules)) fs.symlinkSync(path.join(ROOT, 'node_modules'), modules);
-  await run('bash', [path.join(SERVICE_ROOT, 'scripts/build.sh'), '--if-stale'], { cwd: SERVICE_ROOT });
-}
-
 async function main() {
-  await buildService();
+  await buildCheckout(SERVICE_ROOT);
   const redisServer = await ensureRedis();
   stopAllOnInterrupt(async () => {
     await redisServer.stop();
@@ -143,12 +127,14 @@ async function main() {
       // Under callgrind a process runs ~50 times slower: the web waits for the outcome long enough.
       ORDER_WAIT_MS: '60000',
     });
-    for (const name of ['web', 'worker', 'clock']) children.push(startProcess(name, env, logFile, outFile));
+    for (const name of ['web', 'worker', 'clock'])
+      children.push(
+        startProcfileProcess(SERVICE_ROOT, name, env, logFile, name === MEASURED ? callgrind(outFile) : []),
+      );
     const measured = children[MEASURED === 'web' ? 0 : 1]!;
     // Under callgrind a process takes tens of seconds to start.
     await waitFor(async () => (await fetch(`${baseUrl}/healthz`)).ok, 'the web', 300_000, 500);
-    const ready = () => fs.readFileSync(logFile, 'utf8').includes('"msg":"worker ready"');
-    await waitFor(ready, 'the worker', 300_000, 500);
+    await waitForWorkers(logFile, 1, 300_000);
     say(`${WARMUP} lone orders of warm-up`);
     await loneOrders(baseUrl, buyer, WARMUP);
     const pid = String(measured.pid);

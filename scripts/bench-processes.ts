@@ -46,16 +46,54 @@ export function profileArgs(entry: string): string[] {
 
 /** Starts `entry` (a path from the repository root) with exactly `env`, its output appended to `logFile`. */
 export function startEntry(entry: string, env: NodeJS.ProcessEnv, logFile: string): ChildProcess {
+  return spawnLogged([process.execPath, ...profileArgs(entry), ...entryArgs(entry)], ROOT, env, logFile);
+}
+
+/**
+ * Starts the Procfile's `name` process of the checkout at `root` (its compiled build), as a platform would, its
+ * output appended to `logFile`; under `wrap` when given (a command and its options, e.g. valgrind's).
+ */
+export function startProcfileProcess(
+  root: string,
+  name: string,
+  env: NodeJS.ProcessEnv,
+  logFile: string,
+  wrap: readonly string[] = [],
+): ChildProcess {
+  const args = readProcfile(root)[name];
+  if (!args) throw new Error(`${root}/Procfile names no '${name}' process`);
+  compiledEntry(args);
+  return spawnLogged([...wrap, process.execPath, ...args], root, env, logFile);
+}
+
+function spawnLogged(
+  [command, ...args]: readonly string[],
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+  logFile: string,
+): ChildProcess {
   const log = fs.openSync(logFile, 'a');
-  const child = spawn(process.execPath, [...profileArgs(entry), ...entryArgs(entry)], {
-    cwd: ROOT,
-    env,
-    stdio: ['ignore', log, log],
-  });
+  const child = spawn(command!, args, { cwd, env, stdio: ['ignore', log, log] });
   fs.closeSync(log);
   running.add(child);
   child.once('exit', () => running.delete(child));
   return child;
+}
+
+/** Builds the dist/ of the checkout at `root` when stale; one without node_modules first gets a link to this tree's. */
+export async function buildCheckout(root: string): Promise<void> {
+  const modules = path.join(root, 'node_modules');
+  if (!fs.existsSync(modules)) {
+    process.stderr.write(`[bench] ${root} has no node_modules: linking ${path.join(ROOT, 'node_modules')}\n`);
+    fs.symlinkSync(path.join(ROOT, 'node_modules'), modules);
+  }
+  await new Promise<void>((resolve, reject) => {
+    const build = spawn('bash', [path.join(root, 'scripts/build.sh'), '--if-stale'], {
+      cwd: root,
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
+    build.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`build in ${root}: ${code}`))));
+  });
 }
 
 /** SIGTERM, and the exit code once it has exited (null when a signal ended it). */
@@ -93,9 +131,9 @@ export async function waitForWeb(baseUrl: string, web: ChildProcess): Promise<vo
 }
 
 /** Resolves once `count` workers logged to `logFile` that they are ready. */
-export function waitForWorkers(logFile: string, count: number): Promise<void> {
+export function waitForWorkers(logFile: string, count: number, timeoutMs?: number): Promise<void> {
   const ready = () => fs.readFileSync(logFile, 'utf8').split('"msg":"worker ready"').length - 1;
-  return waitFor(() => ready() >= count, `${count} workers ready`);
+  return waitFor(() => ready() >= count, `${count} workers ready`, timeoutMs);
 }
 
 /** Stops every process still running when this one is interrupted, then exits. */

@@ -9,13 +9,13 @@
 // --checkout DIR: the recorder of another checkout's dist/ (build it first), e.g. a `git worktree` of the commit
 // before. The dump is read from /tmp/rec.out (the --callgrind-out-file above; --out to change it).
 import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { redisCommandsSoFar } from './lone-orders.js';
+import { callgrindTotal } from './process-stats.js';
 import { ensureRedis } from './redis.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -69,8 +69,7 @@ async function main() {
     const commands = (await redisCommandsSoFar(stats)) - before - 1;
     execFileSync('callgrind_control', ['-i', 'off', pid]);
     execFileSync('callgrind_control', ['-d', pid]);
-    const dump = fs.readFileSync(`${values.out}.1-01`, 'utf8');
-    const total = Number(/^totals: (\d+)/m.exec(dump.slice(dump.lastIndexOf('\ntotals:')))?.[1]);
+    const total = callgrindTotal(`${values.out}.1-01`);
     process.stdout.write(
       `${recorderModule}: ${Math.round(total / JOBS).toLocaleString('en')} instructions per job on the main ` +
         `thread, ${(commands / JOBS).toFixed(2)} Redis commands per job (${JOBS} jobs after ${WARMUP})\n`,

@@ -1,5 +1,6 @@
 // Memory and CPU of running processes from /proc (Linux): the kernel keeps each process's peak resident set
-// (VmHWM), so one read at the end of a run gives the peak without sampling.
+// (VmHWM), so one read at the end of a run gives the peak without sampling. And the instructions a callgrind dump
+// counted.
 import fs from 'node:fs';
 
 const CLOCK_TICKS_PER_S = 100;
@@ -70,4 +71,10 @@ export function machineBusySeconds(): number {
   // Fields 9 and 10 (guest time) are already counted in user and nice.
   const total = ticks.slice(0, 8).reduce((sum, n) => sum + n, 0);
   return (total - idle) / CLOCK_TICKS_PER_S;
+}
+
+/** The instructions (Ir) a callgrind dump file counted in all: its last `totals:` line. */
+export function callgrindTotal(dumpFile: string): number {
+  const text = fs.readFileSync(dumpFile, 'utf8');
+  return Number(/^totals: (\d+)/m.exec(text.slice(text.lastIndexOf('\ntotals:')))?.[1] ?? 0);
 }
