@@ -23,7 +23,7 @@ export async function startOrderWorker(deps: Deps) {
   const processDeps = { ...deps, metrics, maxAttempts: config.MAX_PROCESS_ATTEMPTS };
   // With the job's metrics: one write to Redis for both.
   const announceEnd = (orderId: number) =>
-    metrics.sendAlong((pipeline) => announceOrderEnd(pipeline, config.REDIS_PREFIX, orderId));
+    metrics.sendAlong((commands) => announceOrderEnd(commands, config.REDIS_PREFIX, orderId));
   const worker = new Worker<OrderJobData>(
     ORDER_QUEUE,
     jobProcessor({

@@ -21,8 +21,9 @@ const UNCLAIMED_MS = 1_000;
 export const orderEndsChannel = (prefix: string): string => `${prefix}:${ORDER_QUEUE}:ended`;
 
 /**
- * Says, on `commands` (a pipeline, or a metrics flush's), that the order's job has ended (its attempt settled the order, found it settled, or
- * failed), once what the attempt wrote is committed: a waiting web process then reads the order from the store.
+ * Says, on `commands` (a pipeline, or a metrics flush's), that the order's job has ended (its attempt settled the
+ * order, found it settled, or failed), once what the attempt wrote is committed: a waiting web process then reads
+ * the order from the store.
  * A wake-up only: one lost (no web listening, Redis away) leaves the waiter to its poll.
  */
 export function announceOrderEnd(

@@ -77,25 +77,21 @@ export function createOrderQueue(
     removeOnComplete: true,
     removeOnFail: { age: 7 * 24 * 3600, count: 10_000 },
   };
+  const jobOf = (orderId: number) => ({
+    name: 'process-order' as const,
+    data: { orderId },
+    opts: { ...options, jobId: orderJobId(orderId) },
+  });
+  const addOne = async (orderId: number) => {
+    const { name, data, opts } = jobOf(orderId);
+    await queue.add(name, data, opts);
+  };
   const enqueueMany = async (orderIds: readonly number[]) => {
     if (orderIds.length === 0) return;
     // One order (a lone caller's group): one script call, not addBulk's ioredis pipeline, which copies every
     // script BullMQ defined on the connection (dozens) onto itself: most of the add's CPU.
-    if (orderIds.length === 1) {
-      await queue.add(
-        'process-order',
-        { orderId: orderIds[0]! },
-        { ...options, jobId: orderJobId(orderIds[0]!) },
-      );
-      return;
-    }
-    await queue.addBulk(
-      orderIds.map((orderId) => ({
-        name: 'process-order' as const,
-        data: { orderId },
-        opts: { ...options, jobId: orderJobId(orderId) },
-      })),
-    );
+    if (orderIds.length === 1) await addOne(orderIds[0]!);
+    else await queue.addBulk(orderIds.map(jobOf));
   };
   // The orders enqueued in one turn (those accepted together, in one commit) go to Redis in one round trip; a
   // failed round trip is retried order by order, which adds no job twice (a job id is added once).
@@ -107,8 +103,7 @@ export function createOrderQueue(
     queue,
     async enqueue(orderId) {
       // With tracing on, each order's job carries the producer span of its own request: one add per order.
-      if (tracingOn())
-        await queue.add('process-order', { orderId }, { ...options, jobId: orderJobId(orderId) });
+      if (tracingOn()) await addOne(orderId);
       else await enqueueTogether(orderId);
     },
     enqueueMany,

@@ -3,6 +3,7 @@ import type { SearchCriteria } from '../port/store.port.js';
 import {
   chooseDriver,
   denseMatches,
+  fewOrderCap,
   itemTerms,
   keyRange,
   orderUpdateKey,
@@ -100,7 +101,7 @@ export function updateRangeProbe(
        FROM i, f, w, o`,
     {
       ...bind(clientId, c),
-      fewCap: Math.min(caps.fewOrderScan, caps.narrowOrderScan),
+      fewCap: fewOrderCap(caps),
       orderCap: caps.narrowOrderScan,
       itemCap: caps.narrowUpdateScan,
       denseCap: caps.denseScan,

@@ -61,6 +61,9 @@ export const scanCaps = (options: Partial<ScanCaps>): ScanCaps => ({
   denseScan: options.denseScan ?? DENSE_SCAN,
 });
 
+/** The cap of the first count of orders (FEW_ORDER_SCAN), never above the order path's own. */
+export const fewOrderCap = (caps: ScanCaps): number => Math.min(caps.fewOrderScan, caps.narrowOrderScan);
+
 /**
  * The counts that decide the path of an update range, each stopping at its cap so that it costs at most that many
  * index entries, and asked only when needed: the client's items updated in the range, the matching orders among
@@ -163,7 +166,7 @@ export function choosePath(
     const items = counts.items();
     if (items < caps.narrowUpdateScan) return bounded(vendorFewer(items) ? 'vendor-items' : 'updated-items');
     if (c.vendorId === undefined) {
-      const few = Math.min(caps.fewOrderScan, caps.narrowOrderScan);
+      const few = fewOrderCap(caps);
       if (counts.orders(few) < few) return bounded('updated-orders');
       if (counts.dense() >= c.limit + 1) return bounded('dated-items');
     }
