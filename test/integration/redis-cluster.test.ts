@@ -119,10 +119,19 @@ describe('the service on a Redis Cluster (REDIS_CLUSTER=true)', () => {
       },
       { connection, prefix: config.REDIS_PREFIX, concurrency: 2 },
     );
+    // The handler announces the outcome before BullMQ marks the job completed, so the web can hear of an order a
+    // moment before its job leaves the active list: the counts are read once the worker says all three are done.
+    const completed = new Promise<void>((resolve) => {
+      let count = 0;
+      worker.on('completed', () => {
+        if (++count === orderIds.length) resolve();
+      });
+    });
     try {
       await Promise.all(waits);
       expect(Date.now() - started).toBeLessThan(10_000);
       expect(processed.sort()).toEqual(orderIds);
+      await completed;
       expect(await queue.queue.getJobCounts('waiting', 'active', 'failed')).toEqual({
         waiting: 0,
         active: 0,
