@@ -240,7 +240,6 @@ interface Service {
   children: ChildProcess[];
   /** A client of the service's Redis, to count its commands. */
   redis: Redis;
-  redisUrl: string;
   /** Stops the processes and removes the store and the Redis; says so when a process exited badly. */
   stop(): Promise<void>;
 }
@@ -291,7 +290,7 @@ async function startService(
     await stop();
     throw err;
   }
-  return { ...tree, baseUrl, buyer, children, redis, redisUrl: redisServer.url, stop };
+  return { ...tree, baseUrl, buyer, children, redis, stop };
 }
 
 /** What a tree's timed blocks of one row add up to. */
@@ -317,12 +316,8 @@ async function timedBlock(service: Service, inFlight: number, n: number, tally: 
   for (const key of ['web', 'worker', 'machine'] as const) tally.cpu[key] += after[key] - before[key];
   tally.ms.push(...ms);
   tally.posted += posted;
-  tally.blockP50s.push(
-    quantile(
-      [...ms].sort((a, b) => a - b),
-      0.5,
-    ),
-  );
+  const sorted = [...ms].sort((a, b) => a - b);
+  tally.blockP50s.push(quantile(sorted, 0.5));
 }
 
 /**
@@ -472,18 +467,21 @@ async function main() {
         for (const tree of SERVICES)
           stages.push({ store, service: tree.name, ...stagesOf(await tracedPass(store, tree)) });
     }
-    const floor: Floor = {
-      fdatasyncMs: fdatasyncP50(),
-      ...(STORES.includes('postgres') ? { pgbenchMs: await pgbenchOneClientMs() } : {}),
-      redisMs: await redisRoundTripP50(redis.url),
-    };
+    // The floor goes beside the rows; the stages alone need none.
+    const floor: Floor | undefined = STAGES_ONLY
+      ? undefined
+      : {
+          fdatasyncMs: fdatasyncP50(),
+          ...(STORES.includes('postgres') ? { pgbenchMs: await pgbenchOneClientMs() } : {}),
+          redisMs: await redisRoundTripP50(redis.url),
+        };
     if (values.json)
       process.stdout.write(
         `${JSON.stringify({ orders: ORDERS, warmup: WARMUP, block: BLOCK, answeredQueued, floor, results, stages }, null, 2)}\n`,
       );
     else {
-      if (!STAGES_ONLY) process.stdout.write(`${table(results, floor)}\n`);
-      if (STAGES) process.stdout.write(`\n${stagesTable(stages, ORDERS, WARMUP)}\n`);
+      if (floor) process.stdout.write(`${table(results, floor)}\n`);
+      if (STAGES) process.stdout.write(`${floor ? '\n' : ''}${stagesTable(stages, ORDERS, WARMUP)}\n`);
     }
   } finally {
     await Promise.all([...running].map(stopProcess));
