@@ -5,7 +5,7 @@
 // on this machine in the same run: one fdatasync of 4 KiB, one transaction of a single pgbench client, one
 // Redis round trip.
 //   node --import tsx scripts/bench-latency.ts [--stores sqlite,postgres] [--orders 400] [--warmup 2000]
-//     [--idle 5] [--checkout DIR] [--json]
+//     [--block 50] [--idle 5] [--checkout DIR] [--stages | --stages-only] [--json]
 // Each row also gives the CPU time per order of the web, the worker and the whole machine, and the Redis commands
 // per order (those run inside BullMQ's Lua scripts included), over that row; after the rows, the CPU the idle
 // processes burn per second.
@@ -13,17 +13,27 @@
 // in flight, and not timed, so that every process runs the code V8 has optimised for that shape: a lone order
 // calls each function once, so V8 optimises them one by one over the first thousands of orders (after 100 at 16
 // in flight, TurboFan took 12-17 % of the web's and the worker's CPU in the lone row and unoptimised code ~25 %,
-// and 800 lone orders later it still optimised ~90 functions for the first time per 400 orders); --idle: seconds
-// the idle processes are watched after the rows; --checkout DIR: before and after in one run: on each store the
-// service runs first from DIR (another checkout of the project, e.g. a `git worktree` of the commit before: its
-// Procfile and its dist/, built there when stale; one without node_modules gets a link to this tree's), then
-// from this tree, while the bench itself (client, stores, floors) runs from this tree; --json: the results as JSON.
-import { execFile, type ChildProcess } from 'node:child_process';
-import crypto from 'node:crypto';
+// and 800 lone orders later it still optimised ~90 functions for the first time per 400 orders); --block: a row's
+// timed orders are taken in blocks of this many (at 16 in flight each block keeps 16 in flight from its first
+// timed order to its last, with untimed orders around them, counted in CPU and Redis commands per order); the
+// table gives the range of the blocks' p50s, the run's own noise; --idle: seconds the idle processes are watched
+// after the rows.
+// --checkout DIR: before and after in one run, fairly: on each store both services run at once, the one from DIR
+// (another checkout of the project, e.g. a `git worktree` of the commit before: its Procfile and its dist/, built
+// there when stale; one without node_modules gets a link to this tree's) and this tree's, each on a fresh store
+// and a private Redis of its own; each is warmed up before each row, then the row's blocks alternate A B B A A B
+// B A …, so that the host's drift and the position in the run fall on both alike; CPU per order and Redis
+// commands per order of a tree are over its own blocks. The bench itself (client, stores, floors) runs from this
+// tree. Without it, this tree alone, on REDIS_URL's Redis when set.
+// --stages: after the rows, a separate traced pass of lone orders per tree and store (--warmup, then --orders;
+// OTLP JSON to a collector in this bench, scripts/latency-stages.ts) gives the mean time of each stage of a lone
+// order, from the web taking the request to its answer written; tracing adds CPU (~1.5 ms an order), so read
+// the shares. --stages-only: that pass without the rows. --json: the results as JSON.
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs, promisify } from 'node:util';
+import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { addCard, createClient } from '../src/services/client-keys.js';
 import { postSigned, type Buyer } from './bench-buyer.js';
@@ -40,15 +50,23 @@ import {
 import {
   freshStore,
   parseStoreKinds,
-  postgresServer,
   serviceEnv,
   stopPostgresServer,
   type StoreKind,
 } from './bench-stores.js';
+import { startOtlpReceiver, type ReceivedSpan } from '../test/helpers/otlp-receiver.js';
+import { stagesOf, stagesTable, tracingEnv, type StageReport } from './latency-stages.js';
+import {
+  commitsMs,
+  fdatasyncP50,
+  pgbenchOneClientMs,
+  quantile,
+  redisRoundTripP50,
+  type Floor,
+} from './latency-floor.js';
 import { LOAD_VENDOR } from './load-mix.js';
-import { createDatabase, dropDatabase, findPostgresBinDir } from './postgres.js';
 import { machineBusySeconds, treeCpuSeconds } from './process-stats.js';
-import { ensureRedis, freePort } from './redis.js';
+import { ensureRedis, freePort, startPrivateRedis } from './redis.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const { values } = parseArgs({
@@ -56,6 +74,9 @@ const { values } = parseArgs({
     stores: { type: 'string', default: 'sqlite,postgres' },
     orders: { type: 'string', default: '400' },
     warmup: { type: 'string', default: '2000' },
+    block: { type: 'string', default: '50' },
+    stages: { type: 'boolean', default: false },
+    'stages-only': { type: 'boolean', default: false },
     idle: { type: 'string', default: '5' },
     checkout: { type: 'string' },
     json: { type: 'boolean', default: false },
@@ -65,6 +86,9 @@ const STORES = parseStoreKinds(values.stores);
 const ORDERS = Number(values.orders);
 const WARMUP = Number(values.warmup);
 const IDLE_S = Number(values.idle);
+const BLOCK = Math.max(1, Number(values.block));
+const STAGES_ONLY = values['stages-only'];
+const STAGES = values.stages || STAGES_ONLY;
 const IN_FLIGHT = [1, 16];
 /** Where the service's processes run from: --checkout's tree ('before'), then this one. */
 const SERVICES: { name: string; root: string }[] = [
@@ -97,19 +121,39 @@ async function postWaiting(baseUrl: string, buyer: Buyer): Promise<number> {
 
 /** `n` orders, `inFlight` at once; the wait of each. */
 async function waits(baseUrl: string, buyer: Buyer, n: number, inFlight: number): Promise<number[]> {
-  const found: number[] = [];
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(inFlight, n) }, async () => {
-      while (next++ < n) found.push(await postWaiting(baseUrl, buyer));
-    }),
-  );
-  return found;
+  return (await block(baseUrl, buyer, n, inFlight, false)).ms;
 }
 
-function quantile(sorted: readonly number[], q: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
+/**
+ * `n` timed orders, `inFlight` at once; with `steady`, as a part of a longer run: each of the `inFlight` callers
+ * first posts one order not timed, so that the timed ones arrive spread as they do at that load, not `inFlight` at
+ * the same instant, and a caller that finds no timed order left keeps posting untimed ones until the last timed
+ * one is answered, so that it too waits among `inFlight`. The wait of each timed order, and all orders posted.
+ */
+async function block(
+  baseUrl: string,
+  buyer: Buyer,
+  n: number,
+  inFlight: number,
+  steady: boolean,
+): Promise<{ ms: number[]; posted: number }> {
+  const ms: number[] = [];
+  let started = 0;
+  let posted = 0;
+  await Promise.all(
+    Array.from({ length: steady ? inFlight : Math.min(inFlight, n) }, async () => {
+      if (steady && inFlight > 1) {
+        posted++;
+        await postWaiting(baseUrl, buyer);
+      }
+      while (ms.length < n && (steady || started < n)) {
+        posted++;
+        if (started++ < n) ms.push(await postWaiting(baseUrl, buyer));
+        else await postWaiting(baseUrl, buyer);
+      }
+    }),
+  );
+  return { ms, posted };
 }
 
 interface Waits {
@@ -118,6 +162,8 @@ interface Waits {
   p50: number;
   p99: number;
   max: number;
+  /** The p50 of each block of the row, in the order taken: the spread between them is the run's noise. */
+  blockP50s: number[];
   /** CPU ms per order (user + system, from /proc) over the row: the web, the worker, and the whole machine. */
   cpu: { web: number; worker: number; machine: number };
   /** Commands Redis ran per order over the row (INFO commandstats: calls from Lua scripts included). */
@@ -140,7 +186,13 @@ function cpuNow(web: ChildProcess, worker: ChildProcess) {
   };
 }
 
-function summary(inFlight: number, ms: number[], cpu: Waits['cpu'], redisCommands: number): Waits {
+function summary(
+  inFlight: number,
+  ms: number[],
+  blockP50s: number[],
+  cpu: Waits['cpu'],
+  redisCommands: number,
+): Waits {
   const sorted = [...ms].sort((a, b) => a - b);
   return {
     inFlight,
@@ -148,6 +200,7 @@ function summary(inFlight: number, ms: number[], cpu: Waits['cpu'], redisCommand
     p50: quantile(sorted, 0.5),
     p99: quantile(sorted, 0.99),
     max: sorted.at(-1) ?? NaN,
+    blockP50s,
     cpu,
     redisCommands,
   };
@@ -177,146 +230,148 @@ async function prepare(kind: StoreKind) {
   }
 }
 
-/** The service of the tree at `root` on a fresh store of `kind`: warmed up, then each number in flight timed. */
+/** A service of one tree, up on a fresh store and a Redis of its own, with its client. */
+interface Service {
+  name: string;
+  root: string;
+  baseUrl: string;
+  buyer: Buyer;
+  /** web, worker, clock */
+  children: ChildProcess[];
+  /** A client of the service's Redis, to count its commands. */
+  redis: Redis;
+  /** Stops the processes and removes the store and the Redis; says so when a process exited badly. */
+  stop(): Promise<void>;
+}
+
 let runs = 0;
 
-async function runStore(
+/**
+ * The service of `tree` as the Procfile runs it, on a fresh store of `kind` and a Redis of its own (with
+ * --checkout each tree gets a private one, so neither runs on the other's jobs; alone, REDIS_URL's when set).
+ */
+async function startService(
   kind: StoreKind,
-  root: string,
-  redisUrl: string,
-): Promise<{ waits: Waits[]; idle: Idle }> {
+  tree: { name: string; root: string },
+  extraEnv: Record<string, string> = {},
+): Promise<Service> {
+  const redisServer = values.checkout ? await startPrivateRedis() : await ensureRedis();
   const { store, buyer } = await prepare(kind);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-latency-'));
   const logFile = path.join(dir, 'service.log');
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   const env = serviceEnv(store, {
-    REDIS_URL: redisUrl,
+    REDIS_URL: redisServer.url,
     QUEUE_PREFIX: `latency${process.pid}${kind}${++runs}`,
     LOG_LEVEL: 'info',
     LOG_PRETTY: 'false',
     RATE_LIMIT_PER_S: '0',
     PORT: String(port),
+    ...extraEnv,
   });
-  const children = ['web', 'worker', 'clock'].map((name) => startProcfileProcess(root, name, env, logFile));
-  const redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
+  const children = ['web', 'worker', 'clock'].map((name) =>
+    startProcfileProcess(tree.root, name, env, logFile),
+  );
+  const redis = new Redis(redisServer.url, { maxRetriesPerRequest: null });
+  const stop = async () => {
+    redis.disconnect();
+    const codes = await Promise.all(children.map(stopProcess));
+    if (codes.some((code) => code !== 0))
+      say(`${kind}, ${tree.name}: a process exited with ${codes.join(', ')}; log ${logFile}`);
+    else fs.rmSync(dir, { recursive: true, force: true });
+    await redisServer.stop();
+    await store.remove();
+  };
   try {
     await waitForWeb(baseUrl, children[0]!);
     await waitForWorkers(logFile, 1);
-    const found: Waits[] = [];
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { ...tree, baseUrl, buyer, children, redis, stop };
+}
+
+/** What a tree's timed blocks of one row add up to. */
+interface Tally {
+  ms: number[];
+  /** Orders posted in the blocks, the untimed ones that kept the number in flight steady included. */
+  posted: number;
+  blockP50s: number[];
+  /** CPU seconds of the web, the worker and the machine over the tree's own blocks. */
+  cpu: Waits['cpu'];
+  commands: number;
+}
+
+/** One block of `n` timed orders, `inFlight` at once, on `service`, added to `tally`. */
+async function timedBlock(service: Service, inFlight: number, n: number, tally: Tally): Promise<void> {
+  const [web, worker] = service.children;
+  const commandsBefore = await redisCommandsSoFar(service.redis);
+  const before = cpuNow(web!, worker!);
+  const { ms, posted } = await block(service.baseUrl, service.buyer, n, inFlight, true);
+  const after = cpuNow(web!, worker!);
+  // Less the INFO that read the count before.
+  tally.commands += (await redisCommandsSoFar(service.redis)) - commandsBefore - 1;
+  for (const key of ['web', 'worker', 'machine'] as const) tally.cpu[key] += after[key] - before[key];
+  tally.ms.push(...ms);
+  tally.posted += posted;
+  const sorted = [...ms].sort((a, b) => a - b);
+  tally.blockP50s.push(quantile(sorted, 0.5));
+}
+
+/**
+ * Each tree's service up at once on `kind`; for each number in flight, each warmed up, then the timed orders taken
+ * in blocks of BLOCK, the trees alternated A B B A A B …, so that the host's drift and the position in the run
+ * fall on both alike.
+ */
+async function runStore(kind: StoreKind): Promise<Result[]> {
+  const services: Service[] = [];
+  try {
+    for (const tree of SERVICES) services.push(await startService(kind, tree));
+    const rows = services.map((): Waits[] => []);
     for (const inFlight of IN_FLIGHT) {
-      if (WARMUP > 0) await waits(baseUrl, buyer, WARMUP, inFlight);
-      const commandsBefore = await redisCommandsSoFar(redis);
-      const before = cpuNow(children[0]!, children[1]!);
-      const ms = await waits(baseUrl, buyer, ORDERS, inFlight);
-      const after = cpuNow(children[0]!, children[1]!);
-      // Less the INFO that read the count before.
-      const commands = (await redisCommandsSoFar(redis)) - commandsBefore - 1;
-      const perOrder = (key: keyof Waits['cpu']) => ((after[key] - before[key]) * 1000) / ms.length;
-      const cpu = { web: perOrder('web'), worker: perOrder('worker'), machine: perOrder('machine') };
-      const result = summary(inFlight, ms, cpu, commands / ms.length);
-      say(
-        `${kind}, ${root}, ${inFlight} in flight: p50 ${result.p50.toFixed(1)} ms, p99 ${result.p99.toFixed(1)} ms, max ${result.max.toFixed(1)} ms`,
-      );
-      found.push(result);
+      if (WARMUP > 0) for (const s of services) await waits(s.baseUrl, s.buyer, WARMUP, inFlight);
+      const tallies = services.map((): Tally => ({
+        ms: [],
+        posted: 0,
+        blockP50s: [],
+        cpu: { web: 0, worker: 0, machine: 0 },
+        commands: 0,
+      }));
+      for (let block = 0, done = 0; done < ORDERS; block++, done += BLOCK) {
+        const turn = block % 2 === 0 ? [...services.keys()] : [...services.keys()].reverse();
+        for (const i of turn)
+          await timedBlock(services[i]!, inFlight, Math.min(BLOCK, ORDERS - done), tallies[i]!);
+      }
+      tallies.forEach((tally, i) => {
+        const perOrder = (seconds: number) => (seconds * 1000) / tally.posted;
+        const cpu = {
+          web: perOrder(tally.cpu.web),
+          worker: perOrder(tally.cpu.worker),
+          machine: perOrder(tally.cpu.machine),
+        };
+        const row = summary(inFlight, tally.ms, tally.blockP50s, cpu, tally.commands / tally.posted);
+        say(
+          `${kind}, ${services[i]!.name}, ${inFlight} in flight: p50 ${row.p50.toFixed(1)} ms, p99 ${row.p99.toFixed(1)} ms, max ${row.max.toFixed(1)} ms; block p50s ${row.blockP50s.map((n) => n.toFixed(1)).join(' ')}`,
+        );
+        rows[i]!.push(row);
+      });
     }
-    // A second for what the last row left (its flushes, its timers) to end first.
+    // A second for what the last row left (its flushes, its timers) to end first; the trees watched at once.
     await new Promise((resolve) => setTimeout(resolve, 1000));
-    const idle = await idleCpu(children, IDLE_S);
-    const codes = await Promise.all(children.map(stopProcess));
-    if (codes.some((code) => code !== 0))
-      say(`${kind}: a process exited with ${codes.join(', ')}; log ${logFile}`);
-    else fs.rmSync(dir, { recursive: true, force: true });
-    return { waits: found, idle };
+    const idle = await Promise.all(services.map((s) => idleCpu(s.children, IDLE_S)));
+    return services.map((s, i) => ({
+      store: kind,
+      service: s.name,
+      root: s.root,
+      waits: rows[i]!,
+      idle: idle[i]!,
+    }));
   } finally {
-    redis.disconnect();
-    await Promise.all(children.map(stopProcess));
-    await store.remove();
+    for (const s of services) await s.stop();
   }
 }
-
-/** One write of 4 KiB and its fdatasync, `n` times, in the folder SQLite's files are made in; ms at p50. */
-function fdatasyncP50(n = 200): number {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-latency-sync-'));
-  const fd = fs.openSync(path.join(dir, 'sync'), 'w');
-  const page = crypto.randomBytes(4096);
-  const ms: number[] = [];
-  try {
-    for (let i = 0; i < n; i++) {
-      fs.writeSync(fd, page, 0, page.length, (i % 16) * 4096);
-      const started = performance.now();
-      fs.fdatasyncSync(fd);
-      ms.push(performance.now() - started);
-    }
-  } finally {
-    fs.closeSync(fd);
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-  return quantile(
-    ms.sort((a, b) => a - b),
-    0.5,
-  );
-}
-
-/** pgbench's TPC-B-like transaction from one client (-c 1 -j 1, prepared) on the durable server; average ms. */
-async function pgbenchOneClientMs(seconds = 5): Promise<number> {
-  const bin = findPostgresBinDir();
-  if (!bin) throw new Error('pgbench: PostgreSQL is not installed');
-  const serverUrl = (await postgresServer()).url;
-  const name = `pgbench_latency_${process.pid}`;
-  await dropDatabase(serverUrl, name);
-  const url = await createDatabase(serverUrl, name);
-  try {
-    const run = promisify(execFile);
-    const pgbench = path.join(bin, 'pgbench');
-    await run(pgbench, ['-i', '-q', '-s', '1', url], { timeout: 120_000 });
-    const { stdout } = await run(
-      pgbench,
-      ['-M', 'prepared', '-c', '1', '-j', '1', '-T', String(seconds), url],
-      {
-        timeout: (seconds + 60) * 1000,
-      },
-    );
-    const latency = /latency average = ([\d.]+) ms/.exec(stdout)?.[1];
-    if (!latency) throw new Error(`pgbench printed no latency:\n${stdout}`);
-    return Number(latency);
-  } finally {
-    await dropDatabase(serverUrl, name);
-  }
-}
-
-/** A PING's round trip to the run's Redis, `n` times one after the other; ms at p50. */
-async function redisRoundTripP50(url: string, n = 500): Promise<number> {
-  const redis = new Redis(url, { maxRetriesPerRequest: null });
-  try {
-    await redis.ping();
-    const ms: number[] = [];
-    for (let i = 0; i < n; i++) {
-      const started = performance.now();
-      await redis.ping();
-      ms.push(performance.now() - started);
-    }
-    return quantile(
-      ms.sort((a, b) => a - b),
-      0.5,
-    );
-  } finally {
-    redis.disconnect();
-  }
-}
-
-/** The commits one order needs (acceptance, reservation, settlement), as issue 45 counts them. */
-const COMMITS = 3;
-
-interface Floor {
-  fdatasyncMs: number;
-  pgbenchMs?: number;
-  redisMs: number;
-}
-
-/** The durable commits of one order on `kind`: COMMITS fdatasyncs on SQLite, COMMITS pgbench transactions on PostgreSQL. */
-const commitsMs = (kind: StoreKind, floor: Floor) =>
-  COMMITS * (kind === 'sqlite' ? floor.fdatasyncMs : (floor.pgbenchMs ?? NaN));
 
 /** One store's waits with the service of one tree. */
 interface Result {
@@ -331,10 +386,14 @@ function table(results: readonly Result[], floor: Floor): string {
   const ms = (n: number) => n.toFixed(1);
   const lines = [
     `Real orders without respond-async, 2 listings over ${LISTINGS.length}, one client, ${ORDERS} timed per row` +
-      ` (each after ${WARMUP} not timed, as many in flight); ${SERVICES.map((s) => `${s.name}: ${s.root}`).join(', ')}.`,
+      ` (each after ${WARMUP} not timed, as many in flight) in blocks of ${BLOCK}` +
+      (SERVICES.length > 1
+        ? `, the trees' blocks alternated A B B A …, each tree on its own store and Redis, both up at once`
+        : '') +
+      `; ${SERVICES.map((s) => `${s.name}: ${s.root}`).join(', ')}.`,
     '',
-    '| store | service | in flight | p50 ms | p99 ms | max ms | p99 / p50 | 3 commits ms | aim | CPU ms per order: web / worker / machine | Redis commands per order |',
-    '|---|---|--:|--:|--:|--:|--:|--:|---|--:|--:|',
+    '| store | service | in flight | p50 ms | p99 ms | max ms | p99 / p50 | block p50s ms: min–max | 3 commits ms | aim | CPU ms per order: web / worker / machine | Redis commands per order |',
+    '|---|---|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|',
   ];
   for (const { store, service, waits: rows } of results) {
     const commits = commitsMs(store, floor);
@@ -344,7 +403,7 @@ function table(results: readonly Result[], floor: Floor): string {
           ? `p50 ≤ ${ms(commits + 3)}, p99 ≤ 3× p50`
           : `p99 ≤ ${store === 'sqlite' ? 50 : 80}`;
       lines.push(
-        `| ${store} | ${service} | ${row.inFlight} | ${ms(row.p50)} | ${ms(row.p99)} | ${ms(row.max)} | ${(row.p99 / row.p50).toFixed(1)} | ${ms(commits)} | ${aim} | ${row.cpu.web.toFixed(2)} / ${row.cpu.worker.toFixed(2)} / ${row.cpu.machine.toFixed(2)} | ${row.redisCommands.toFixed(1)} |`,
+        `| ${store} | ${service} | ${row.inFlight} | ${ms(row.p50)} | ${ms(row.p99)} | ${ms(row.max)} | ${(row.p99 / row.p50).toFixed(1)} | ${ms(Math.min(...row.blockP50s))}–${ms(Math.max(...row.blockP50s))} | ${ms(commits)} | ${aim} | ${row.cpu.web.toFixed(2)} / ${row.cpu.worker.toFixed(2)} / ${row.cpu.machine.toFixed(2)} | ${row.redisCommands.toFixed(1)} |`,
       );
     }
   }
@@ -371,6 +430,27 @@ function table(results: readonly Result[], floor: Floor): string {
   return lines.join('\n');
 }
 
+/** A traced pass of lone orders on the service of `tree`: the spans of its timed orders. */
+async function tracedPass(kind: StoreKind, tree: { name: string; root: string }): Promise<ReceivedSpan[]> {
+  const receiver = await startOtlpReceiver();
+  try {
+    const service = await startService(kind, tree, tracingEnv(receiver.endpoint));
+    try {
+      if (WARMUP > 0) await waits(service.baseUrl, service.buyer, WARMUP, 1);
+      // What the warm-up left in the exporters' buffers comes within their delay (100 ms); then it is dropped.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      receiver.spans.length = 0;
+      await waits(service.baseUrl, service.buyer, ORDERS, 1);
+    } finally {
+      // Each process exports what it still holds as it stops.
+      await service.stop();
+    }
+    return [...receiver.spans];
+  } finally {
+    await receiver.close();
+  }
+}
+
 async function main() {
   const redis = await ensureRedis();
   stopAllOnInterrupt(async () => {
@@ -380,19 +460,29 @@ async function main() {
   try {
     for (const { root } of SERVICES) await buildCheckout(root);
     const results: Result[] = [];
-    for (const store of STORES)
-      for (const { name, root } of SERVICES)
-        results.push({ store, service: name, root, ...(await runStore(store, root, redis.url)) });
-    const floor: Floor = {
-      fdatasyncMs: fdatasyncP50(),
-      ...(STORES.includes('postgres') ? { pgbenchMs: await pgbenchOneClientMs() } : {}),
-      redisMs: await redisRoundTripP50(redis.url),
-    };
+    const stages: StageReport[] = [];
+    for (const store of STORES) {
+      if (!STAGES_ONLY) results.push(...(await runStore(store)));
+      if (STAGES)
+        for (const tree of SERVICES)
+          stages.push({ store, service: tree.name, ...stagesOf(await tracedPass(store, tree)) });
+    }
+    // The floor goes beside the rows; the stages alone need none.
+    const floor: Floor | undefined = STAGES_ONLY
+      ? undefined
+      : {
+          fdatasyncMs: fdatasyncP50(),
+          ...(STORES.includes('postgres') ? { pgbenchMs: await pgbenchOneClientMs() } : {}),
+          redisMs: await redisRoundTripP50(redis.url),
+        };
     if (values.json)
       process.stdout.write(
-        `${JSON.stringify({ orders: ORDERS, warmup: WARMUP, answeredQueued, floor, results }, null, 2)}\n`,
+        `${JSON.stringify({ orders: ORDERS, warmup: WARMUP, block: BLOCK, answeredQueued, floor, results, stages }, null, 2)}\n`,
       );
-    else process.stdout.write(`${table(results, floor)}\n`);
+    else {
+      if (floor) process.stdout.write(`${table(results, floor)}\n`);
+      if (STAGES) process.stdout.write(`${floor ? '\n' : ''}${stagesTable(stages, ORDERS, WARMUP)}\n`);
+    }
   } finally {
     await Promise.all([...running].map(stopProcess));
     await redis.stop();

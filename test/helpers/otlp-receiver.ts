@@ -11,6 +11,7 @@ export interface ReceivedSpan {
   name: string;
   kind: number;
   startNs: bigint;
+  endNs: bigint;
   attributes: Record<string, string | number | boolean>;
 }
 
@@ -40,6 +41,7 @@ interface JsonExport {
         name: string;
         kind: number;
         startTimeUnixNano: string | number;
+        endTimeUnixNano: string | number;
         attributes?: KeyValue[];
       }[];
     }[];
@@ -75,6 +77,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
                 name: span.name,
                 kind: span.kind,
                 startNs: BigInt(span.startTimeUnixNano),
+                endNs: BigInt(span.endTimeUnixNano),
                 attributes: attributesOf(span.attributes),
               });
         }
