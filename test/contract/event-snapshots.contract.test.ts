@@ -100,6 +100,14 @@ async function reserveAndSettle(orderId: number, tag: string) {
   return [afterReserve, await getView(orderId)];
 }
 
+/** A new client of its own with one new order of `copies` copies of WALDEN. */
+async function clientWithOrder(name: string, copies: number) {
+  const { clientId: client } = await createClient(store.clients, name, T0);
+  const created = await store.orders.accept(newOrder([{ listingId: WALDEN, copies }], { clientId: client }));
+  if (created.kind !== 'created') throw new Error(created.kind);
+  return { client, orderId: created.orderId };
+}
+
 describe(`event snapshots of a large order on ${TEST_STORE}`, () => {
   it('delivers and replays each event of a 250-item order with every item as GET showed it then', async () => {
     await probe.exec(`UPDATE listings SET stock = 10000 WHERE listing_id = ${WALDEN}`);
@@ -178,12 +186,7 @@ describe(`event snapshots of a large order on ${TEST_STORE}`, () => {
   });
 
   it('prunes the item states only pruned events read, and the events left are delivered as they were', async () => {
-    const { clientId: client } = await createClient(store.clients, 'pruned', T0);
-    const created = await store.orders.accept(
-      newOrder([{ listingId: WALDEN, copies: 5 }], { clientId: client }),
-    );
-    if (created.kind !== 'created') throw new Error(created.kind);
-    const { orderId } = created;
+    const { client, orderId } = await clientWithOrder('pruned', 5);
     await reserveAndSettle(orderId, 'pruned');
     const seen: OrderResponse[] = [];
     for (const [k, index] of [0, 1].entries()) {
@@ -209,12 +212,7 @@ describe(`event snapshots of a large order on ${TEST_STORE}`, () => {
   });
 
   it('prunes events out of order (a later one first) and leaves each event left delivered as it was', async () => {
-    const { clientId: client } = await createClient(store.clients, 'out of order', T0);
-    const created = await store.orders.accept(
-      newOrder([{ listingId: WALDEN, copies: 5 }], { clientId: client }),
-    );
-    if (created.kind !== 'created') throw new Error(created.kind);
-    const { orderId } = created;
+    const { client, orderId } = await clientWithOrder('out of order', 5);
     // Events 1 (reserved: 5 states) and 2 (settled: the 4 bought), then 3, 4, 5: items 0, 1, 2 shipped.
     const seen = new Map<number, OrderResponse>(
       (await reserveAndSettle(orderId, 'ooo')).map((v, k) => [k + 1, v]),
