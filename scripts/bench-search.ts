@@ -88,7 +88,8 @@ async function sqliteBench(dbPath: string): Promise<Bench> {
     const p = plan(clientId, criteria);
     const started = performance.now();
     for (const probe of p.probes) raw(probe.sql).pluck(false).all(probe.params);
-    const rows = raw(p.pageSql).all(p.params) as unknown[][];
+    // The dense probe may have read the page already (search.sqlite.ts).
+    const rows = p.rows ?? (raw(p.pageSql).all(p.params) as unknown[][]);
     const pageIds = JSON.stringify(rows.slice(0, criteria.limit).map((row) => row[0]));
     if (rows.length > 0) raw(p.itemsSql).all({ ...p.params, pageIds });
     return { ms: performance.now() - started, driver: p.driver };

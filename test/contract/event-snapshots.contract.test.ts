@@ -100,6 +100,14 @@ async function reserveAndSettle(orderId: number, tag: string) {
   return [afterReserve, await getView(orderId)];
 }
 
+/** A new client of its own with one new order of `copies` copies of WALDEN. */
+async function clientWithOrder(name: string, copies: number) {
+  const { clientId: client } = await createClient(store.clients, name, T0);
+  const created = await store.orders.accept(newOrder([{ listingId: WALDEN, copies }], { clientId: client }));
+  if (created.kind !== 'created') throw new Error(created.kind);
+  return { client, orderId: created.orderId };
+}
+
 describe(`event snapshots of a large order on ${TEST_STORE}`, () => {
   it('delivers and replays each event of a 250-item order with every item as GET showed it then', async () => {
     await probe.exec(`UPDATE listings SET stock = 10000 WHERE listing_id = ${WALDEN}`);
@@ -178,12 +186,7 @@ describe(`event snapshots of a large order on ${TEST_STORE}`, () => {
   });
 
   it('prunes the item states only pruned events read, and the events left are delivered as they were', async () => {
-    const { clientId: client } = await createClient(store.clients, 'pruned', T0);
-    const created = await store.orders.accept(
-      newOrder([{ listingId: WALDEN, copies: 5 }], { clientId: client }),
-    );
-    if (created.kind !== 'created') throw new Error(created.kind);
-    const { orderId } = created;
+    const { client, orderId } = await clientWithOrder('pruned', 5);
     await reserveAndSettle(orderId, 'pruned');
     const seen: OrderResponse[] = [];
     for (const [k, index] of [0, 1].entries()) {
@@ -206,6 +209,51 @@ describe(`event snapshots of a large order on ${TEST_STORE}`, () => {
       [3, seen[0]],
       [4, seen[1]],
     ]);
+  });
+
+  it('prunes events out of order (a later one first) and leaves each event left delivered as it was', async () => {
+    const { client, orderId } = await clientWithOrder('out of order', 5);
+    // Events 1 (reserved: 5 states) and 2 (settled: the 4 bought), then 3, 4, 5: items 0, 1, 2 shipped.
+    const seen = new Map<number, OrderResponse>(
+      (await reserveAndSettle(orderId, 'ooo')).map((v, k) => [k + 1, v]),
+    );
+    for (const index of [0, 1, 2]) {
+      await ship(orderId, index, T0 + 3000 + index, `evt_ooo_shipped_${index}`);
+      seen.set(3 + index, await getView(orderId));
+    }
+    // Their age is not their order (clocks of several hosts, an event a delivery held): 4, 2, 5, 1, 3.
+    for (const [age, sequence] of [4, 2, 5, 1, 3].entries())
+      await probe.exec(
+        `UPDATE order_events SET created_at = ${1000 + age} WHERE order_id = ${orderId} AND sequence = ${sequence}`,
+      );
+    const states = async () =>
+      Number(await probe.scalar('SELECT count(*) FROM event_item_states WHERE order_id = ?', orderId));
+    const deliveredNow = async () => {
+      const hook = await store.webhooks.add({ clientId: client, url: 'https://ooo.example/', now: T0 });
+      await store.webhooks.replay(hook.webhookId, 0, T0 + 6000);
+      const targets = delivered(await pendingTargets(orderId));
+      // Delivered, and the webhook gone: nothing names the events any more.
+      await store.webhooks.remove(hook.webhookId, T0 + 6000);
+      await probe.exec(`DELETE FROM webhook_deliveries WHERE webhook_id = ${hook.webhookId}`);
+      return targets;
+    };
+    const left = (...sequences: number[]) => sequences.map((sequence) => [sequence, seen.get(sequence)]);
+
+    while ((await store.retention.pruneEvents(1002, 1)) > 0);
+    expect(await deliveredNow()).toEqual(left(1, 3, 5));
+    // Each item's states its events left read, and its latest: 2 + 3 + 3 + 2 + 1.
+    expect(await states()).toBe(11);
+
+    await ship(orderId, 3, T0 + 4000, 'evt_ooo_shipped_3');
+    seen.set(6, await getView(orderId));
+    while ((await store.retention.pruneEvents(1004, 1)) > 0);
+    expect(await deliveredNow()).toEqual(left(3, 6));
+    expect(await states()).toBe(8);
+
+    // The last of the old events gone: each item keeps its latest state alone, nothing stale.
+    while ((await store.retention.pruneEvents(1005, 1)) > 0);
+    expect(await deliveredNow()).toEqual(left(6));
+    expect(await states()).toBe(5);
   });
 
   it('upgrades a store of the version before: its events are delivered whole, and new ones store what changed', async () => {

@@ -201,3 +201,44 @@ describe("another client's order", () => {
     expect(await store.orders.getManyForClients([])).toEqual([]);
   });
 });
+
+// PostgreSQL numbers the items of an INSERT … SELECT as it inserts them, and promises no order for that, nor for
+// the rows its RETURNING gives: each item's id must come back paired with the item itself, never by position.
+describe('the items of a new order', () => {
+  it('each come back with their own id, whatever order the store numbers them in', async () => {
+    // Copies that differ (here by cost), so an id paired with the wrong copy shows.
+    const varied = (lines: { listingId: number; copies: number }[]) => {
+      const order = newOrder(lines);
+      return { ...order, items: order.items.map((item, k) => ({ ...item, costCents: 1000 + k })) };
+    };
+    const lines = [
+      { listingId: WALDEN, copies: 3 },
+      { listingId: MIDDLEMARCH, copies: 2 },
+    ];
+    // On PostgreSQL the ids descend for this case: the store numbers the items against their request order.
+    const descending = TEST_STORE === 'postgres';
+    if (descending) {
+      const next = Number(await probe.scalar('SELECT max(order_item_id) FROM order_items')) + 1_000_000;
+      await probe.exec(
+        `ALTER TABLE order_items ALTER COLUMN order_item_id SET INCREMENT BY -1 RESTART WITH ${next}`,
+      );
+    }
+    try {
+      const single = await store.orders.accept(varied(lines));
+      const batch = await store.orders.acceptMany([varied(lines), varied(lines)]);
+      for (const result of [single, ...batch]) {
+        if (result.kind !== 'created') throw new Error(`expected a new order, got ${result.kind}`);
+        // The answer is what a read just after the acceptance finds: each id with its own copy's cost.
+        expect(result.stored).toEqual(await store.orders.get(result.orderId));
+        expect(result.stored.items.map((i) => i.costCents).sort()).toEqual([1000, 1001, 1002, 1003, 1004]);
+      }
+    } finally {
+      if (descending) {
+        const next = Number(await probe.scalar('SELECT max(order_item_id) FROM order_items')) + 1;
+        await probe.exec(
+          `ALTER TABLE order_items ALTER COLUMN order_item_id SET INCREMENT BY 1 RESTART WITH ${next}`,
+        );
+      }
+    }
+  });
+});

@@ -226,6 +226,8 @@ const ORDER_PATH: ScanCaps = { fewOrderScan: 1e9, narrowOrderScan: 1e9, narrowUp
 const ITEM_PATH: ScanCaps = { fewOrderScan: 0, narrowOrderScan: 0, narrowUpdateScan: 1e9, denseScan: 0 };
 const SCAN_PATH: ScanCaps = { fewOrderScan: 0, narrowOrderScan: 0, narrowUpdateScan: 0, denseScan: 0 };
 const DENSE_PATH: ScanCaps = { fewOrderScan: 0, narrowOrderScan: 1e9, narrowUpdateScan: 0, denseScan: 1e9 };
+/** As DENSE_PATH, with the window's first items fewer than it holds: the probe's cut lands inside it. */
+const DENSE_CUT_PATH: ScanCaps = { ...DENSE_PATH, denseScan: 60 };
 const FEW_FIRST_PATH: ScanCaps = {
   fewOrderScan: 3,
   narrowOrderScan: 1e9,
@@ -267,6 +269,11 @@ describe('order search of the store port, paged to the end, against the model of
     [
       'an update range scanned in result order when its first items hold the page',
       DENSE_PATH,
+      ['dated-items', 'updated-orders'],
+    ],
+    [
+      'an update range scanned in result order when its first 6 or 60 items hold the page',
+      DENSE_CUT_PATH,
       ['dated-items', 'updated-orders'],
     ],
     [

@@ -1,3 +1,4 @@
+import { UnrecoverableError, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startPrivateRedis, type RunningRedis } from '../../scripts/redis.js';
@@ -175,6 +176,33 @@ describe('reconciliation with a fixed clock', () => {
     expect(await service.probe.scalar('SELECT status FROM order_items WHERE order_item_id = ?', ids[0])).toBe(
       1,
     );
+  });
+
+  it('when BullMQ fails a queued order’s job for stalling, then the order is enqueued again once it is stale', async () => {
+    await start();
+    const { orderId } = await placeOrder(1, true);
+    const queue = service.deps.queue.queue;
+    // What BullMQ does to a job that stalled more than maxStalledCount: failed at once, its attempts left unused.
+    const connection = new Redis(service.env.REDIS_URL!, { maxRetriesPerRequest: null });
+    const worker = new Worker(queue.name, null, { connection, prefix: queue.opts.prefix });
+    try {
+      const job = (await worker.getNextJob('stalled-token'))!;
+      expect(job.id).toBe(orderJobId(orderId));
+      await job.moveToFailed(
+        new UnrecoverableError('job stalled more than allowable limit'),
+        'stalled-token',
+        false,
+      );
+    } finally {
+      await worker.close();
+      connection.disconnect();
+    }
+    expect(await queue.getJobState(orderJobId(orderId))).toBe('failed');
+    expect(await pass(T0 + 120_000)).toEqual(NOTHING);
+    expect(await pass(T0 + 120_001)).toEqual({ ...NOTHING, requeued: 1 });
+    expect(await queue.getJobState(orderJobId(orderId))).toBe('waiting');
+    expect(await pass(T0 + 180_000)).toEqual(NOTHING);
+    expect(await statuses(orderId)).toEqual([1]);
   });
 
   it('when a queued order has used its last attempt, then it becomes FAILED and its reserved stock comes back', async () => {

@@ -3,14 +3,31 @@ import type { AcceptResult, NewOrder, OrderWithItems } from '../port/store.port.
 import type { Queryable } from './postgres.pool.js';
 import { newOrderWithItems, type OrderRow } from './postgres.rows.js';
 
+/**
+ * The next item id, drawn in the row that carries the item's ordinal: PostgreSQL promises neither the order in
+ * which it numbers the rows of an INSERT … SELECT nor that of its RETURNING, so an id is paired with its item by
+ * the row it was drawn in, never by position. The identity's own sequence (order_items.order_item_id).
+ */
+export const NEXT_ITEM_ID = `nextval('order_items_order_item_id_seq'::regclass)`;
+
+/** Inserts the rows of the CTE `numbered`, each with the id drawn for it (NEXT_ITEM_ID), QUEUED, no charges yet. */
+export const INSERT_NUMBERED_ITEMS = `
+    INSERT INTO order_items (order_item_id, order_id, client_id, order_created_at, line_no, listing_id, vendor_id,
+      title, isbn, line_quantity, max_price_cents, min_days, max_days, cost_cents, shipcost_cents, tax_cents,
+      status, updated_at, status_changed_at)
+    SELECT order_item_id, order_id, client_id, created_at, line_no, listing_id, vendor_id, title, isbn,
+           line_quantity, max_price_cents, min_days, max_days, cost_cents, 0, 0, 1, created_at, created_at
+      FROM numbered`;
+
 // Every order of a batch and its items in one statement, so one round trip and one commit. The orders go in
 // (client, request id) order: two batches that share keys take their locks in the same order and wait for each
 // other instead of deadlocking. A key stored before, or by a concurrent transaction (whose commit the insert
-// waits for), inserts nothing and returns nothing, nor do its items, which join the orders inserted. Items go
-// in request order, so that each order's item ids follow its listings as the single accept gives them. An order
-// comes back as JSON of its row (as the order functions return it), so that a new order is answered without
-// reading it back and the statement's result type does not change when a column is added; its items as their
-// ids alone, ascending, by order id: an item's row is what the order gave it (newStoredItem, issue 41).
+// waits for), inserts nothing and returns nothing, nor do its items, which join the orders inserted. Items are
+// numbered in request order, so that each order's item ids follow its listings as the single accept gives them,
+// and come back by their ordinal (NEXT_ITEM_ID). An order comes back as JSON of its row (as the order functions
+// return it), so that a new order is answered without reading it back and the statement's result type does not
+// change when a column is added; its items as their ids alone, in request order, by order id: an item's row is
+// what the order gave it (newStoredItem, issue 41).
 // The batch is one JSON parameter, the orders as the service holds them (NewOrder, its items nested), read by
 // name with json_to_recordset: one JSON.stringify in the web instead of 25 arrays, each built by a pass over
 // the batch and encoded as an array literal by node-postgres element by element (the strings escaped one by one).
@@ -32,13 +49,10 @@ const ACCEPT_SQL = `
      ORDER BY t.n
     ON CONFLICT (client_id, request_id) DO NOTHING
     RETURNING order_id, client_id, request_id, created_at, row_to_json(orders) AS r
-  ), i AS (
-    INSERT INTO order_items (order_id, client_id, order_created_at, line_no, listing_id, vendor_id, title, isbn,
-      line_quantity, max_price_cents, min_days, max_days, cost_cents, shipcost_cents, tax_cents, status,
-      updated_at, status_changed_at)
-    SELECT o.order_id, o.client_id, o.created_at, x.line_no, x.listing_id, x.vendor_id, x.title, x.isbn,
-           x.line_quantity, x.max_price_cents, x.min_days, x.max_days, x.cost_cents, 0, 0, 1, o.created_at,
-           o.created_at
+  ), numbered AS (
+    SELECT ${NEXT_ITEM_ID} AS order_item_id, o.order_id, o.client_id, o.created_at, x.line_no, x.listing_id,
+           x.vendor_id, x.title, x.isbn, x.line_quantity, x.max_price_cents, x.min_days, x.max_days, x.cost_cents,
+           t.n, x.k
       FROM t
       JOIN o ON o.client_id = t.client_id AND o.request_id = t.request_id
      CROSS JOIN LATERAL ROWS FROM (json_to_recordset(t.items) AS ("lineNo" int, "listingId" bigint,
@@ -47,11 +61,11 @@ const ACCEPT_SQL = `
            WITH ORDINALITY AS x(line_no, listing_id, vendor_id, title, isbn, line_quantity, max_price_cents,
                 min_days, max_days, cost_cents, k)
      ORDER BY t.n, x.k
-    RETURNING order_id, order_item_id
+  ), i AS (${INSERT_NUMBERED_ITEMS}
   )
   SELECT (SELECT json_agg(r) FROM o) AS orders,
          (SELECT json_object_agg(order_id, ids)
-            FROM (SELECT order_id, json_agg(order_item_id ORDER BY order_item_id) AS ids FROM i GROUP BY order_id) g)
+            FROM (SELECT order_id, json_agg(order_item_id ORDER BY k) AS ids FROM numbered GROUP BY order_id) g)
            AS item_ids`;
 
 // A new statement under READ COMMITTED: it sees the rows whose commit the insert waited for.

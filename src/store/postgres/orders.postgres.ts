@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { AcceptResult, NewOrder, OrderPhase, OrderStore, OrderWithItems } from '../port/store.port.js';
-import { acceptOrderBatch } from './order-batch.postgres.js';
+import { acceptOrderBatch, INSERT_NUMBERED_ITEMS, NEXT_ITEM_ID } from './order-batch.postgres.js';
 import type { Queryable } from './postgres.pool.js';
 import { ITEMS_OF_ORDER } from './unsettled-items.migration.js';
 import {
@@ -13,9 +13,11 @@ import {
 } from './postgres.rows.js';
 
 // One statement, so one atomic write: the order, then its items from parallel arrays in request order. The order
-// comes back as JSON of its row (as `readOrder` reads it), its items as their ids alone, ascending as inserted:
-// an item's row is what the order gave it (newStoredItem), so none is read back (issue 41). No `*`, so the
-// statement is prepared once per connection (postgres.pool.ts).
+// comes back as JSON of its row (as `readOrder` reads it), its items as their ids alone, in request order: an
+// item's row is what the order gave it (newStoredItem), so none is read back (issue 41). No `*`, so the statement
+// is prepared once per connection (postgres.pool.ts).
+// Each item's id is drawn in the row that carries its ordinal (numbered), and the insert is given it: neither the
+// order in which PostgreSQL numbers the rows of an INSERT … SELECT nor that of its RETURNING is promised.
 // On a duplicate key the order insert returns nothing and so inserts no items; a concurrent insert of the same
 // key waits for the first to commit and then returns nothing too.
 const ACCEPT_SQL = `
@@ -25,21 +27,17 @@ const ACCEPT_SQL = `
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12, $23)
     ON CONFLICT (client_id, request_id) DO NOTHING
     RETURNING order_id, client_id, created_at, row_to_json(orders) AS r),
-  items AS (
-    INSERT INTO order_items (order_id, client_id, order_created_at, line_no, listing_id, vendor_id, title, isbn,
-      line_quantity, max_price_cents, min_days, max_days, cost_cents, shipcost_cents, tax_cents, status,
-      updated_at, status_changed_at)
-    SELECT a.order_id, a.client_id, a.created_at, t.line_no, t.listing_id, t.vendor_id, t.title, t.isbn,
-           t.line_quantity, t.max_price_cents, t.min_days, t.max_days, t.cost_cents, 0, 0, 1, a.created_at,
-           a.created_at
+  numbered AS (
+    SELECT ${NEXT_ITEM_ID} AS order_item_id, a.order_id, a.client_id, a.created_at, t.*
       FROM accepted a
      CROSS JOIN unnest($13::int[], $14::bigint[], $15::bigint[], $16::text[], $17::text[], $18::int[],
                        $19::bigint[], $20::int[], $21::int[], $22::bigint[]) WITH ORDINALITY
            AS t(line_no, listing_id, vendor_id, title, isbn, line_quantity, max_price_cents, min_days, max_days,
                 cost_cents, n)
-     ORDER BY t.n
-    RETURNING order_item_id)
-  SELECT a.r, coalesce((SELECT json_agg(order_item_id ORDER BY order_item_id) FROM items), '[]') AS item_ids
+     ORDER BY t.n),
+  items AS (
+    ${INSERT_NUMBERED_ITEMS})
+  SELECT a.r, coalesce((SELECT json_agg(order_item_id ORDER BY n) FROM numbered), '[]') AS item_ids
     FROM accepted a`;
 
 /** The items of the order `orderId` (an SQL expression) as one JSON array of their rows, by order_item_id. */

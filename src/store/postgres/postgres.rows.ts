@@ -14,7 +14,11 @@ export type OrderRow = Row<OrderAddress>;
 
 export const toStoredOrder = (r: OrderRow): StoredOrder => mapOrder(r, (address) => address);
 
-/** A new order as its acceptance stored it: its row, and its items made from the order with their ids in order. */
+/**
+ * A new order as its acceptance stored it: its row, and its items made from the order, `itemIds` the ids of its
+ * items in request order. The items by id, as a read gives them (the ids ascend in request order as PostgreSQL
+ * draws them, which it does not promise).
+ */
 export function newOrderWithItems(
   row: OrderRow,
   order: NewOrder,
@@ -23,7 +27,9 @@ export function newOrderWithItems(
   const orderId = row.order_id;
   return {
     order: toStoredOrder(row),
-    items: order.items.map((item, k) => newStoredItem(itemIds[k]!, orderId, order, item)),
+    items: order.items
+      .map((item, k) => newStoredItem(itemIds[k]!, orderId, order, item))
+      .sort((a, b) => a.orderItemId - b.orderItemId),
   };
 }
 

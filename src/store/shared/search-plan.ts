@@ -67,7 +67,8 @@ export const fewOrderCap = (caps: ScanCaps): number => Math.min(caps.fewOrderSca
 /**
  * The counts that decide the path of an update range, each stopping at its cap so that it costs at most that many
  * index entries, and asked only when needed: the client's items updated in the range, the matching orders among
- * the window's first denseScan items in result order (up to the page's limit + 1), its orders in the window with
+ * the window's first denseScan items in result order (up to the page's limit + 1; SQLite's, up to the created time
+ * of the denseScan-th, and its page read with them: search.sqlite.ts denseProbe), its orders in the window with
  * an item updated since the range's start (orderUpdateKey, up to `cap`), the vendor's items in the window (up to
  * `cap`).
  */

@@ -14,6 +14,8 @@ export interface PageStatements {
   itemsSql: string;
   /** Bindings of both; itemsSql also gets `pageIds`, a JSON array of the page's order ids. */
   params: Bindings;
+  /** pageSql's rows, when the plan read them already. */
+  rows?: unknown[][];
 }
 
 /** Each statement prepared once per connection, by its text. */
@@ -32,7 +34,7 @@ export function statementCache(db: Database): (sql: string) => Statement {
  * what better-sqlite3's row objects do.
  */
 export function readPage(prepared: (sql: string) => Statement, p: PageStatements, limit: number): SearchPage {
-  const rows = (prepared(p.pageSql).raw(true).all(p.params) as OrderTuple[]).map(toOrderView);
+  const rows = ((p.rows ?? prepared(p.pageSql).raw(true).all(p.params)) as OrderTuple[]).map(toOrderView);
   const page = rows.slice(0, limit);
   if (page.length === 0) return { orders: [], more: false };
   const pageIds = JSON.stringify(page.map((o) => o.orderId));
