@@ -84,10 +84,13 @@ class CommandList implements FlushCommands {
 }
 
 /**
- * Sends `commands` on `redis` in one write to its socket (corked while they are queued), their replies read as
- * they come; rejects with the first error. Not an ioredis pipeline: each of those copies every script defined on
- * the connection (BullMQ's dozens, on a worker's) onto itself, most of a job's metrics' CPU. A cluster, whose
- * commands go to the node of their slot, gets a pipeline.
+ * Sends `commands` on `redis` in one write to its socket, their replies read as they come; rejects with the first
+ * error. The socket stays corked until the promise jobs this turn has queued have run: what they send on the
+ * connection goes in the same write, after these commands (a worker's mark that the job is finished, which BullMQ
+ * sends once the job's wait for its metrics is over: one write, and one read of the replies, instead of two).
+ * Not an ioredis pipeline: each of those copies every script defined on the connection (BullMQ's dozens, on a
+ * worker's) onto itself, most of a job's metrics' CPU. A cluster, whose commands go to the node of their slot,
+ * gets a pipeline.
  */
 function sendTogether(redis: RedisClient, commands: readonly QueuedCommand[]): Promise<unknown> {
   if (redis instanceof Cluster) {
@@ -103,7 +106,8 @@ function sendTogether(redis: RedisClient, commands: readonly QueuedCommand[]): P
   try {
     return Promise.all(commands.map(([name, ...args]) => redis.call(name, ...args)));
   } finally {
-    stream?.uncork();
+    // Called from a promise job (groupedSends' run), a tick runs once the queue of promise jobs is empty.
+    if (stream) process.nextTick(() => stream.uncork());
   }
 }
 
@@ -118,7 +122,8 @@ export interface JobRecord {
 export interface MetricsRecorder {
   /**
    * On one Redis server, resolves once the sample is written to the recorder's connection: Redis runs it before
-   * anything sent on that connection later (a worker sharing it then marks the job finished). On a cluster, whose
+   * anything sent on that connection later (a worker sharing it then marks the job finished, in the same write to
+   * the socket when it does so before the promise jobs of that turn have all run). On a cluster, whose
    * nodes each run their own keys, it resolves once Redis has answered, like the other calls.
    */
   recordJob(job: JobRecord): Promise<void>;

@@ -38,19 +38,19 @@ import type { Db } from './sqlite.db.js';
 export function eventRecorder(
   db: Db,
 ): (orderId: number, event: OrderEventWrite, now: number, sequence?: number) => void {
+  const ORDER_COLUMNS = `order_id AS orderId, client_id AS clientId, created_at AS createdAt, currency,
+            tax_cents AS taxCents, tax_model AS taxModel, reference_id AS referenceId`;
   const read = db.prepare<[number], OrderView & { clientId: number }>(
-    `SELECT order_id AS orderId, client_id AS clientId, created_at AS createdAt, currency, tax_cents AS taxCents,
-            tax_model AS taxModel, reference_id AS referenceId
-       FROM orders WHERE order_id = ?`,
+    `SELECT ${ORDER_COLUMNS} FROM orders WHERE order_id = ?`,
   );
   const recordStates = db.prepare<[number, number]>(
     recordItemStatesSql('IS', '?', '?', itemsWithLatest.sqlite),
   );
-  const bump = db
-    .prepare<[number], number>(
-      'UPDATE orders SET event_seq = event_seq + 1 WHERE order_id = ? RETURNING event_seq',
-    )
-    .pluck();
+  // The count and the order's fields in one statement: the event's sequence and what its snapshot holds.
+  const bumpAndRead = db.prepare<[number], OrderView & { clientId: number; sequence: number }>(
+    `UPDATE orders SET event_seq = event_seq + 1 WHERE order_id = ?
+     RETURNING event_seq AS sequence, ${ORDER_COLUMNS}`,
+  );
   const insertEvent = db
     .prepare<[string, string, number, number, number, number, string, string | null], number>(
       `INSERT INTO order_events (event_id, type, client_id, order_id, sequence, created_at, snapshot, trace_context)
@@ -62,10 +62,10 @@ export function eventRecorder(
      SELECT ?, webhook_id, 0, ? FROM webhooks WHERE client_id = ? AND active = 1`,
   );
   return (orderId, event, now, counted) => {
-    const sequence = counted ?? bump.get(orderId)!;
-    const stored = read.get(orderId)!;
+    const stored =
+      counted === undefined ? bumpAndRead.get(orderId)! : { ...read.get(orderId)!, sequence: counted };
+    const { sequence, clientId } = stored;
     const snapshot = JSON.stringify(orderSnapshotOf(stored));
-    const clientId = stored.clientId;
     recordStates.run(sequence, orderId);
     const eventNo = insertEvent.get(
       event.eventId,
