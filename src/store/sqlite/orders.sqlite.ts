@@ -37,14 +37,17 @@ type InsertItemParams = [
 
 /** Accepting orders and reading one back. */
 export function sqliteOrders(db: Db): OrderStore {
-  const insertOrder = db.prepare(
-    `INSERT INTO orders (client_id, request_id, request_hash, reference_id, domain, currency, shipping_mode,
-       ship_addr, bill_addr, card_id, total_max_price_cents, created_at, item_count)
-     VALUES (@clientId, @requestId, @requestHash, @referenceId, @domain, @currency, @shippingMode,
-       @shipAddr, @billAddr, @cardId, @totalMaxPriceCents, @createdAt, @itemCount)
-     ON CONFLICT (client_id, request_id) DO NOTHING
-     RETURNING *`,
-  );
+  // The new row as JSON text (rowAsJson): a third of the instructions of the row as an object.
+  const insertOrder = db
+    .prepare<[Record<string, unknown>], string>(
+      `INSERT INTO orders (client_id, request_id, request_hash, reference_id, domain, currency, shipping_mode,
+         ship_addr, bill_addr, card_id, total_max_price_cents, created_at, item_count)
+       VALUES (@clientId, @requestId, @requestHash, @referenceId, @domain, @currency, @shippingMode,
+         @shipAddr, @billAddr, @cardId, @totalMaxPriceCents, @createdAt, @itemCount)
+       ON CONFLICT (client_id, request_id) DO NOTHING
+       RETURNING ${rowAsJson(db, 'orders')}`,
+    )
+    .pluck();
   const byRequest = db.prepare<[number, string], Pick<OrderRow, 'order_id' | 'request_hash'>>(
     'SELECT order_id, request_hash FROM orders WHERE client_id = ? AND request_id = ?',
   );
@@ -70,18 +73,19 @@ export function sqliteOrders(db: Db): OrderStore {
   // (the order's row, the items' ids with the values they were given).
   const acceptOne = (order: NewOrder): AcceptResult => {
     const { items, ...head } = order;
-    const inserted = insertOrder.get({
+    const insertedJson = insertOrder.get({
       ...head,
       shipAddr: JSON.stringify(order.shipAddr),
       billAddr: JSON.stringify(order.billAddr),
       itemCount: items.length,
-    }) as OrderRow | undefined;
-    if (!inserted) {
+    });
+    if (insertedJson === undefined) {
       const existing = byRequest.get(order.clientId, order.requestId)!;
       return existing.request_hash === order.requestHash
         ? { kind: 'duplicate', orderId: existing.order_id }
         : { kind: 'conflict' };
     }
+    const inserted = JSON.parse(insertedJson) as OrderRow;
     const orderId = inserted.order_id;
     const { clientId, createdAt } = order;
     const stored = items.map((item) =>
@@ -186,12 +190,8 @@ export function sqliteOrders(db: Db): OrderStore {
  * builds the objects in their final shapes at once: about half the instructions of the join read as arrays.
  */
 export function orderReader(db: Db) {
-  const columnsOf = (table: string, alias: string) =>
-    (db.pragma(`table_info(${table})`) as { name: string }[])
-      .map(({ name }) => `'${name}', ${alias}.${name}`)
-      .join(', ');
-  const sql = `SELECT json_array(json_object(${columnsOf('orders', 'o')}),
-                 (SELECT json_group_array(json_object(${columnsOf('order_items', 'i')}) ORDER BY i.order_item_id)
+  const sql = `SELECT json_array(${rowAsJson(db, 'orders', 'o.')},
+                 (SELECT json_group_array(${rowAsJson(db, 'order_items', 'i.')} ORDER BY i.order_item_id)
                     FROM order_items i WHERE i.order_id = o.order_id))
                  FROM orders o WHERE o.order_id = ?`;
   const orderWithItems = db.prepare<[number], string>(sql).pluck();
@@ -205,4 +205,14 @@ export function orderReader(db: Db) {
     const [order, items] = JSON.parse(found) as [OrderRow, ItemRow[]];
     return { order: toStoredOrder(order), items: items.map((item) => toStoredItem(item)) };
   };
+}
+
+/**
+ * A row of `table` as one JSON object, every column of the schema under its name (`prefix`: the table's alias
+ * and a dot, or nothing in a RETURNING clause): read as text and JSON.parse'd, it costs a fraction of the
+ * instructions of better-sqlite3's row object, built one property at a time (orderReader).
+ */
+function rowAsJson(db: Db, table: string, prefix = ''): string {
+  const columns = db.pragma(`table_info(${table})`) as { name: string }[];
+  return `json_object(${columns.map(({ name }) => `'${name}', ${prefix}${name}`).join(', ')})`;
 }
