@@ -6,7 +6,15 @@ import type {
   OrderWithItems,
   StoredItem,
 } from '../port/store.port.js';
-import { newStoredItem, toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './sqlite.rows.js';
+import {
+  newStoredItem,
+  toStoredItem,
+  toStoredOrder,
+  toStoredOrderFromJson,
+  type ItemRow,
+  type OrderJsonRow,
+  type OrderRow,
+} from './sqlite.rows.js';
 import { orderBatchAcceptor } from './order-batch.sqlite.js';
 import type { Db } from './sqlite.db.js';
 import { ITEMS_OF_ORDER } from './unsettled-items.migration.js';
@@ -85,7 +93,7 @@ export function sqliteOrders(db: Db): OrderStore {
         ? { kind: 'duplicate', orderId: existing.order_id }
         : { kind: 'conflict' };
     }
-    const inserted = JSON.parse(insertedJson) as OrderRow;
+    const inserted = JSON.parse(insertedJson) as OrderJsonRow;
     const orderId = inserted.order_id;
     const { clientId, createdAt } = order;
     const stored = items.map((item) =>
@@ -112,7 +120,7 @@ export function sqliteOrders(db: Db): OrderStore {
         item,
       ),
     );
-    return { kind: 'created', orderId, stored: { order: toStoredOrder(inserted), items: stored } };
+    return { kind: 'created', orderId, stored: { order: toStoredOrderFromJson(inserted), items: stored } };
   };
   const accept = db.transaction(acceptOne);
   const acceptMany = orderBatchAcceptor(db, acceptOne);
@@ -202,17 +210,22 @@ export function orderReader(db: Db) {
     const found =
       clientId === undefined ? orderWithItems.get(orderId) : ownedOrderWithItems.get(orderId, clientId);
     if (found === undefined) return null;
-    const [order, items] = JSON.parse(found) as [OrderRow, ItemRow[]];
-    return { order: toStoredOrder(order), items: items.map((item) => toStoredItem(item)) };
+    const [order, items] = JSON.parse(found) as [OrderJsonRow, ItemRow[]];
+    return { order: toStoredOrderFromJson(order), items: items.map((item) => toStoredItem(item)) };
   };
 }
 
 /**
  * A row of `table` as one JSON object, every column of the schema under its name (`prefix`: the table's alias
  * and a dot, or nothing in a RETURNING clause): read as text and JSON.parse'd, it costs a fraction of the
- * instructions of better-sqlite3's row object, built one property at a time (orderReader).
+ * instructions of better-sqlite3's row object, built one property at a time (orderReader). Columns that hold
+ * JSON text (an order's addresses) are embedded as JSON, so one parse gives their objects too.
  */
 function rowAsJson(db: Db, table: string, prefix = ''): string {
   const columns = db.pragma(`table_info(${table})`) as { name: string }[];
-  return `json_object(${columns.map(({ name }) => `'${name}', ${prefix}${name}`).join(', ')})`;
+  const value = (name: string) => (JSON_COLUMNS.has(name) ? `json(${prefix}${name})` : `${prefix}${name}`);
+  return `json_object(${columns.map(({ name }) => `'${name}', ${value(name)}`).join(', ')})`;
 }
+
+/** The columns whose text is JSON, written by JSON.stringify (the order's addresses). */
+const JSON_COLUMNS: ReadonlySet<string> = new Set(['ship_addr', 'bill_addr']);
