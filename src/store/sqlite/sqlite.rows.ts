@@ -14,3 +14,8 @@ export type OrderRow = Row<string>;
 
 export const toStoredOrder = (r: OrderRow): StoredOrder =>
   mapOrder(r, (address) => JSON.parse(address) as OrderAddress);
+
+/** An order row read as one JSON value (orders.sqlite.ts, rowAsJson): the addresses already objects. */
+export type OrderJsonRow = Row<OrderAddress>;
+
+export const toStoredOrderFromJson = (r: OrderJsonRow): StoredOrder => mapOrder(r, (address) => address);
