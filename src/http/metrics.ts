@@ -4,7 +4,7 @@ import type { Deps } from '../deps.js';
 import { scrapeCadence } from '../metrics/collect-ahead.js';
 import { sharedMetrics } from '../metrics/metrics.recorder.js';
 import { registerOrderStoreGauges } from '../metrics/order-store.metrics.js';
-import { registerProcessHeartbeats } from '../metrics/process-heartbeat.js';
+import { registerProcessHeartbeats } from '../metrics/process-heartbeats.metrics.js';
 import { scrapeReads } from '../metrics/scrape-reads.js';
 import { ORDER_QUEUE, type CountedState } from '../queue/order.queue.js';
 import { sharedInFlight } from '../services/read-cache.js';
