@@ -3,7 +3,7 @@ import { Gauge, Registry } from 'prom-client';
 import type { Deps } from '../deps.js';
 import { scrapeCadence } from '../metrics/collect-ahead.js';
 import { sharedMetrics } from '../metrics/metrics.recorder.js';
-import { registerOrderStoreGauges } from '../metrics/order-store.metrics.js';
+import { registerOrderStoreGauges } from '../metrics/order-store.gauges.js';
 import { registerProcessHeartbeats } from '../metrics/process-heartbeats.metrics.js';
 import { scrapeReads } from '../metrics/scrape-reads.js';
 import { ORDER_QUEUE, type CountedState } from '../queue/order.queue.js';
