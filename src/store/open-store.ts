@@ -61,7 +61,8 @@ async function openAdapter(
         (config.DATABASE_POOLING === 'transaction' ? undefined : config.DATABASE_URL),
     });
   }
-  const { openSqliteStore, WEB_CHECKPOINT_PAGES } = await import('./sqlite/sqlite.store.js');
+  const { openSqliteStore, WEB_CHECKPOINT_PAGES, WORKER_CACHE_KIB } =
+    await import('./sqlite/sqlite.store.js');
   // The web waits for another process's write lock without stalling its other requests, answers 503 when the
   // wait runs out, and leaves the log's checkpoints to the workers and the clock. The workers and the clock wait
   // the same way (up to 10 s): in SQLite's busy handler, a worker's every job stood still while it slept, in
@@ -73,6 +74,7 @@ async function openAdapter(
     busyTimeoutMs: web ? config.WEB_DB_BUSY_TIMEOUT_MS : undefined,
     waitUnblocked: web || role === 'worker' || role === 'clock',
     checkpointPages: web ? WEB_CHECKPOINT_PAGES : undefined,
+    cacheKiB: role === 'worker' ? WORKER_CACHE_KIB : undefined,
     searchThread: web ? { timeoutMs: config.DATABASE_TIMEOUT_MS ?? 0 } : undefined,
   });
 }

@@ -11,7 +11,8 @@ import { Lockout } from '../../src/redis/lockout.js';
 import { createRateLimiter } from '../../src/http/rate-limit.js';
 import { createLogger } from '../../src/logger.js';
 import { createMetricsRecorder, sharedMetrics } from '../../src/metrics/metrics.recorder.js';
-import { registerProcessHeartbeats, startProcessHeartbeat } from '../../src/metrics/process-heartbeat.js';
+import { startProcessHeartbeat } from '../../src/metrics/process-heartbeat.js';
+import { registerProcessHeartbeats } from '../../src/metrics/process-heartbeats.metrics.js';
 import { createOrderOutcomes, type OrderOutcomes } from '../../src/queue/order-outcomes.js';
 import { announced, untilHeard } from '../helpers/order-ends.js';
 import {

@@ -46,6 +46,8 @@ export interface SqliteStoreOptions extends SqliteSearchOptions {
    * wal_autocheckpoint); WORKER_CHECKPOINT_PAGES when absent.
    */
   checkpointPages?: number;
+  /** The most KiB of pages this connection keeps cached (SQLite's cache_size); SQLite's 2000 when absent. */
+  cacheKiB?: number;
   /** The log's file calls (a test's stand-in); node:fs when absent. */
   walFs?: WalFs;
   /** Called once when a flush of the log fails; stopFlushFailed (the process stops) when absent. */
@@ -67,6 +69,12 @@ export function stopFlushFailed(err: unknown): void {
  * stock, an index leaf) is copied back once per checkpoint (BENCHMARKS.md); the log is reused after each.
  */
 export const WORKER_CHECKPOINT_PAGES = 10_000;
+
+/**
+ * A worker's page cache, smaller than SQLite's 2000 KiB: its transactions touch a few pages each, and every
+ * commit of another process (the web's orders) empties the cache of a connection in WAL mode anyway.
+ */
+export const WORKER_CACHE_KIB = 512;
 /**
  * The web checkpoints only when the log has grown four times past that, i.e. when no worker or clock does: a
  * checkpoint runs synchronously inside the commit that crosses the bound, on the request path.
@@ -92,6 +100,7 @@ export async function openSqliteStore(dbPath: string, options: SqliteStoreOption
   else if (options.busyTimeoutMs !== undefined)
     db.pragma(`busy_timeout = ${Math.trunc(options.busyTimeoutMs)}`);
   db.pragma(`wal_autocheckpoint = ${Math.trunc(options.checkpointPages ?? WORKER_CHECKPOINT_PAGES)}`);
+  if (options.cacheKiB !== undefined) db.pragma(`cache_size = ${-Math.trunc(options.cacheKiB)}`);
   const itemsByStatus = db.prepare<[], { status: number; count: number }>(
     'SELECT status, count(*) AS count FROM order_items GROUP BY status',
   );
