@@ -4,6 +4,7 @@ import crypto from 'node:crypto';
 import http from 'node:http';
 import { sign } from '../src/auth/signature.js';
 import { addCard, createClient } from '../src/services/client-keys.js';
+import type { CatalogListing } from '../src/store/port/store.port.js';
 import { freshStore, type BenchStore, type StoreKind } from './bench-stores.js';
 import { LOAD_LISTINGS, LOAD_VENDOR } from './load-mix.js';
 
@@ -24,16 +25,21 @@ export const ADDRESS = {
   phone: '1',
 };
 
-/** A fresh store (named after the benchmark) with the load catalog and one client with a card. */
+/**
+ * A fresh store (named after the benchmark) with `listings` of the load vendor (the load catalog when absent) and
+ * one client with a card (named `clientName`).
+ */
 export async function prepareBuyer(
   kind: StoreKind,
   name: string,
+  listings: CatalogListing[] = LOAD_LISTINGS,
+  clientName = 'bench client',
 ): Promise<{ store: BenchStore; buyer: Buyer }> {
   const store = await freshStore(kind, name);
   const opened = await store.open('bench');
   try {
-    await opened.catalog.importCatalog([LOAD_VENDOR], LOAD_LISTINGS);
-    const client = await createClient(opened.clients, 'bench client', Date.now());
+    await opened.catalog.importCatalog([LOAD_VENDOR], listings);
+    const client = await createClient(opened.clients, clientName, Date.now());
     const card = await addCard(opened.clients, client.clientId, false, Date.now());
     return {
       store,
@@ -45,7 +51,7 @@ export async function prepareBuyer(
 }
 
 /** A real order of one copy of each of `listingIds`. */
-function orderOf(buyer: Buyer, listingIds: readonly number[]) {
+export function orderOf(buyer: Buyer, listingIds: readonly number[]) {
   return {
     shipAddr: ADDRESS,
     billAddr: ADDRESS,

@@ -35,8 +35,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
-import { addCard, createClient } from '../src/services/client-keys.js';
-import { postSigned, type Buyer } from './bench-buyer.js';
+import { postSigned, prepareBuyer, type Buyer } from './bench-buyer.js';
 import { fiftyListings, redisCommandsSoFar, twoListingOrder } from './lone-orders.js';
 import {
   buildCheckout,
@@ -47,13 +46,7 @@ import {
   waitForWeb,
   waitForWorkers,
 } from './bench-processes.js';
-import {
-  freshStore,
-  parseStoreKinds,
-  serviceEnv,
-  stopPostgresServer,
-  type StoreKind,
-} from './bench-stores.js';
+import { parseStoreKinds, serviceEnv, stopPostgresServer, type StoreKind } from './bench-stores.js';
 import { startOtlpReceiver, type ReceivedSpan } from '../test/helpers/otlp-receiver.js';
 import { stagesOf, stagesTable, tracingEnv, type StageReport } from './latency-stages.js';
 import {
@@ -64,7 +57,6 @@ import {
   redisRoundTripP50,
   type Floor,
 } from './latency-floor.js';
-import { LOAD_VENDOR } from './load-mix.js';
 import { machineBusySeconds, treeCpuSeconds } from './process-stats.js';
 import { ensureRedis, freePort, startPrivateRedis } from './redis.js';
 
@@ -215,21 +207,6 @@ async function idleCpu(children: readonly ChildProcess[], seconds: number): Prom
   return { web: web!, worker: worker!, clock: clock! };
 }
 
-/** A fresh store with the 50 listings and one client with a card. */
-async function prepare(kind: StoreKind) {
-  const store = await freshStore(kind, 'bench_latency');
-  const opened = await store.open('bench');
-  try {
-    await opened.catalog.importCatalog([LOAD_VENDOR], LISTINGS);
-    const client = await createClient(opened.clients, 'latency client', Date.now());
-    const card = await addCard(opened.clients, client.clientId, false, Date.now());
-    const buyer: Buyer = { accessKey: client.accessKey, secretKey: client.secretKey, ccToken: card.token };
-    return { store, buyer };
-  } finally {
-    await opened.close();
-  }
-}
-
 /** A service of one tree, up on a fresh store and a Redis of its own, with its client. */
 interface Service {
   name: string;
@@ -256,7 +233,7 @@ async function startService(
   extraEnv: Record<string, string> = {},
 ): Promise<Service> {
   const redisServer = values.checkout ? await startPrivateRedis() : await ensureRedis();
-  const { store, buyer } = await prepare(kind);
+  const { store, buyer } = await prepareBuyer(kind, 'bench_latency', LISTINGS, 'latency client');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-latency-'));
   const logFile = path.join(dir, 'service.log');
   const port = await freePort();

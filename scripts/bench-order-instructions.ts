@@ -18,8 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import { Redis } from 'ioredis';
-import { addCard, createClient } from '../src/services/client-keys.js';
-import { postSigned, type Buyer } from './bench-buyer.js';
+import { postSigned, prepareBuyer, type Buyer } from './bench-buyer.js';
 import { fiftyListings, redisCommandsSoFar, twoListingOrder } from './lone-orders.js';
 import {
   buildCheckout,
@@ -29,8 +28,7 @@ import {
   waitFor,
   waitForWorkers,
 } from './bench-processes.js';
-import { freshStore, parseStoreKinds, serviceEnv, stopPostgresServer } from './bench-stores.js';
-import { LOAD_VENDOR } from './load-mix.js';
+import { parseStoreKinds, serviceEnv, stopPostgresServer } from './bench-stores.js';
 import { callgrindTotal } from './process-stats.js';
 import { ensureRedis, freePort } from './redis.js';
 
@@ -102,19 +100,13 @@ async function main() {
     await redisServer.stop();
     await stopPostgresServer();
   });
-  const store = await freshStore(STORE!, 'bench_instructions');
+  const { store, buyer } = await prepareBuyer(STORE!, 'bench_instructions', LISTINGS, 'instructions client');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-instructions-'));
   const logFile = path.join(dir, 'service.log');
   const outFile = path.join(dir, 'callgrind.out');
   const children: ChildProcess[] = [];
   const redis = new Redis(redisServer.url, { maxRetriesPerRequest: null });
   try {
-    const opened = await store.open('bench');
-    await opened.catalog.importCatalog([LOAD_VENDOR], LISTINGS);
-    const client = await createClient(opened.clients, 'instructions client', Date.now());
-    const card = await addCard(opened.clients, client.clientId, false, Date.now());
-    await opened.close();
-    const buyer: Buyer = { accessKey: client.accessKey, secretKey: client.secretKey, ccToken: card.token };
     const port = await freePort();
     const baseUrl = `http://127.0.0.1:${port}`;
     const env = serviceEnv(store, {

@@ -3,7 +3,7 @@
 import crypto from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { CatalogListing } from '../src/store/port/store.port.js';
-import { ADDRESS, type Buyer } from './bench-buyer.js';
+import { orderOf, type Buyer } from './bench-buyer.js';
 import { LOAD_VENDOR } from './load-mix.js';
 
 /** 50 listings of one vendor from `firstId` on, stock enough for every run; `isbnStem`: 11 digits. */
@@ -22,14 +22,7 @@ export function fiftyListings(firstId: number, title: string, isbnStem: string):
 export function twoListingOrder(listings: readonly CatalogListing[], buyer: Buyer): string {
   const first = crypto.randomInt(listings.length);
   const second = (first + 1 + crypto.randomInt(listings.length - 1)) % listings.length;
-  return JSON.stringify({
-    shipAddr: ADDRESS,
-    billAddr: ADDRESS,
-    ccToken: buyer.ccToken,
-    listings: [first, second].map((i) => ({ listingId: listings[i]!.listingId, quantity: 1 })),
-    shippingMode: 'S',
-    domain: 'bookmarket.com',
-  });
+  return JSON.stringify(orderOf(buyer, [listings[first]!.listingId, listings[second]!.listingId]));
 }
 
 /** Commands Redis has run so far, those run by scripts included (the sum of INFO commandstats' calls). */
