@@ -53,11 +53,11 @@ import {
   commitsMs,
   fdatasyncP50,
   pgbenchOneClientMs,
-  quantile,
   redisRoundTripP50,
   type Floor,
 } from './latency-floor.js';
 import { machineBusySeconds, treeCpuSeconds } from './process-stats.js';
+import { percentile } from './bench-samples.js';
 import { ensureRedis, freePort, startPrivateRedis } from './redis.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -185,13 +185,12 @@ function summary(
   cpu: Waits['cpu'],
   redisCommands: number,
 ): Waits {
-  const sorted = [...ms].sort((a, b) => a - b);
   return {
     inFlight,
     orders: ms.length,
-    p50: quantile(sorted, 0.5),
-    p99: quantile(sorted, 0.99),
-    max: sorted.at(-1) ?? NaN,
+    p50: percentile(ms, 50),
+    p99: percentile(ms, 99),
+    max: ms.length ? Math.max(...ms) : NaN,
     blockP50s,
     cpu,
     redisCommands,
@@ -293,8 +292,7 @@ async function timedBlock(service: Service, inFlight: number, n: number, tally: 
   for (const key of ['web', 'worker', 'machine'] as const) tally.cpu[key] += after[key] - before[key];
   tally.ms.push(...ms);
   tally.posted += posted;
-  const sorted = [...ms].sort((a, b) => a - b);
-  tally.blockP50s.push(quantile(sorted, 0.5));
+  tally.blockP50s.push(percentile(ms, 50));
 }
 
 /**

@@ -8,14 +8,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
+import { percentile } from './bench-samples.js';
 import { postgresServer, type StoreKind } from './bench-stores.js';
 import { createDatabase, dropDatabase, findPostgresBinDir } from './postgres.js';
-
-/** The value at quantile `q` of `sorted` (ascending), NaN when empty. */
-export function quantile(sorted: readonly number[], q: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
-}
 
 /** One write of 4 KiB and its fdatasync, `n` times, in the folder SQLite's files are made in; ms at p50. */
 export function fdatasyncP50(n = 200): number {
@@ -34,10 +29,7 @@ export function fdatasyncP50(n = 200): number {
     fs.closeSync(fd);
     fs.rmSync(dir, { recursive: true, force: true });
   }
-  return quantile(
-    ms.sort((a, b) => a - b),
-    0.5,
-  );
+  return percentile(ms, 50);
 }
 
 /** pgbench's TPC-B-like transaction from one client (-c 1 -j 1, prepared) on the durable server; average ms. */
@@ -78,10 +70,7 @@ export async function redisRoundTripP50(url: string, n = 500): Promise<number> {
       await redis.ping();
       ms.push(performance.now() - started);
     }
-    return quantile(
-      ms.sort((a, b) => a - b),
-      0.5,
-    );
+    return percentile(ms, 50);
   } finally {
     redis.disconnect();
   }

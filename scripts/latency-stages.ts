@@ -2,6 +2,7 @@
 // takes them (JSON): the stages of each order read off its spans (web, worker, store, payments, BullMQ), lined up
 // per order on one clock. Used by `bench-latency.ts --stages`.
 import type { ReceivedSpan } from '../test/helpers/otlp-receiver.js';
+import { percentile } from './bench-samples.js';
 
 /** The environment that makes a service process export its spans to `url` as JSON, within ~100 ms of their end. */
 export const tracingEnv = (url: string): Record<string, string> => ({
@@ -105,11 +106,8 @@ export function stagesOf(spans: readonly ReceivedSpan[]): Omit<StageReport, 'sto
     }
     return { from: from.what, to: to.what, ms: gaps.length ? trimmedMean(gaps) : NaN, orders: gaps.length };
   });
-  const waits = orders
-    .map((list) => list.find((s) => s.name === 'POST')!)
-    .map((s) => endMs(s) - startMs(s))
-    .sort((a, b) => a - b);
-  return { orders: orders.length, waitP50: waits[Math.floor(waits.length / 2)] ?? NaN, stages };
+  const waits = orders.map((list) => list.find((s) => s.name === 'POST')!).map((s) => endMs(s) - startMs(s));
+  return { orders: orders.length, waitP50: percentile(waits, 50), stages };
 }
 
 /** OTLP's SpanKind of a server span. */
