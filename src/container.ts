@@ -14,7 +14,7 @@ import { startSharedClock } from './redis/shared-clock.js';
 import { CLOSE_WAIT_MS, settledWithin } from './bounded-stop.js';
 import { onServerChange } from './server-changes.js';
 import { createBackpressure } from './services/backpressure.js';
-import { createOrderIntake } from './services/order-intake.js';
+import { createOrderCheck } from './services/orders/order-check.js';
 import { openStore } from './store/open-store.js';
 import { tracedStore } from './store/decorators/traced-store.js';
 import { traced } from './tracing/tracing.js';
@@ -75,7 +75,7 @@ export async function createDeps(
     taxRules,
     authLockout: new Lockout(redis, config.REDIS_PREFIX, AUTH_LOCKOUT, logger),
     cardLockout,
-    intake: createOrderIntake({ config, store, usdPer, taxRules, clock, cardLockout }),
+    orderCheck: createOrderCheck({ config, store, usdPer, taxRules, clock, cardLockout }),
     queue: createOrderQueue(queueConnection, config.REDIS_PREFIX, config.MAX_PROCESS_ATTEMPTS, logger),
     outcomes: options.withOutcomes
       ? createOrderOutcomes(

@@ -1,7 +1,5 @@
 import { z } from 'zod';
-import { MAX_REQUEST_ID_LENGTH } from './auth.js';
-import { orderRequestSchema } from './order-request.schema.js';
-import { OrderResponseSchema } from './order-response.schema.js';
+import { MAX_REQUEST_ID_LENGTH, orderRequestSchema } from './order-request.schema.js';
 
 /** docs/api.md#batches: a batch holds 1..500 orders; otherwise it fails whole with 4002. */
 export const MAX_BATCH_ORDERS = 500;
@@ -12,12 +10,18 @@ const ordersCount = {
 };
 
 /**
- * The root of a batch as the service checks it first: its entries are checked one by one afterwards, each with
+ * The root of a batch as it is read first: its entries are checked one by one afterwards, each with
  * an answer of its own, so here they are anything.
  */
 export const orderBatchRootSchema = z.strictObject({
   orders: z.array(z.unknown()).min(1, ordersCount.min).max(MAX_BATCH_ORDERS, ordersCount.max),
 });
+
+/** The batch's 4002 problems: no orders, or too many. */
+export const isOrdersCountProblem = (issue: { path: PropertyKey[]; code: string }): boolean =>
+  issue.path.length === 1 &&
+  issue.path[0] === 'orders' &&
+  (issue.code === 'too_small' || issue.code === 'too_big');
 
 /** An entry's idempotency key: what Svc-RequestId is to a single order. */
 export const entryRequestIdSchema = z
@@ -36,27 +40,3 @@ export function orderBatchRequestSchemas(domains: readonly string[]) {
     .meta({ id: 'OrderBatchRequest' });
   return { entry, request };
 }
-
-export const OrderBatchResultSchema = z
-  .strictObject({
-    requestId: z.string().describe('The entry’s requestId as sent; "" when it sent none that is text'),
-    status: z
-      .array(z.number().int().meta({ minimum: 1000, maximum: 5999 }))
-      .min(1)
-      .describe('The Svc-Status codes this order would get alone, ascending'),
-    order: OrderResponseSchema.nullable().describe('The order (priced for a dry run); null when it failed'),
-    messages: z
-      .array(z.string())
-      .min(1)
-      .optional()
-      .describe('Present when the order failed: one readable line per problem'),
-  })
-  .meta({ id: 'OrderBatchResult' });
-
-export const OrderBatchResponseSchema = z
-  .strictObject({
-    results: z.array(OrderBatchResultSchema).describe('One result per order, in the order of the request'),
-  })
-  .meta({ id: 'OrderBatchResponse' });
-
-export type OrderBatchResult = z.output<typeof OrderBatchResultSchema>;

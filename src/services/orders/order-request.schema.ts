@@ -1,9 +1,14 @@
 import { z } from 'zod';
-import { toCents } from '../domain/money.js';
-import { isCountryCode } from '../domain/countries.js';
+import { toCents } from '../../domain/money.js';
+import { isCountryCode } from '../../domain/countries.js';
+
+// The request schemas of POST /v1/orders: what a body must be (the order check reads it with them), and what
+// the OpenAPI document describes (each named with .meta({ id })).
 
 export const MAX_LISTINGS = 100;
 export const MAX_ITEMS = 250;
+/** An order's idempotency key: Svc-RequestId, or a batch entry's requestId. */
+export const MAX_REQUEST_ID_LENGTH = 36;
 
 const text = (max = 200) => z.string().min(1).max(max);
 
@@ -66,6 +71,13 @@ export function orderRequestSchema(domains: readonly string[]) {
     })
     .meta({ id: 'OrderRequest' });
 }
+
+/** The schemas an OrderRequest names, for an endpoint's OpenAPI components. */
+export const orderRequestSchemas = (domains: readonly string[]): z.ZodType[] => [
+  AddressSchema,
+  RequestedListingSchema,
+  orderRequestSchema(domains),
+];
 
 // On the array, not the order, so that it runs even when another field of the order is bad.
 function checkListings(listings: { listingId: number; quantity: number }[], ctx: z.RefinementCtx): void {
