@@ -2,8 +2,18 @@
 // the test says (a status, or never), and checks signatures as a client's receiver would.
 import http, { type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { webhookSignatureMatches } from '../../src/auth/webhook-signature.js';
+import { signatureMatches } from '../../src/auth/signature.js';
+import { signWebhook, type WebhookSignedParts } from '../../src/auth/webhook-signature.js';
 import type { OrderEventBody } from '../../src/services/order-events.js';
+
+/** A receiver's check, in constant time, as a client's receiver would make it: whether `presented` signs these parts. */
+export function webhookSignatureMatches(
+  secret: string,
+  parts: WebhookSignedParts,
+  presented: string,
+): boolean {
+  return signatureMatches(signWebhook(secret, parts), presented.toLowerCase());
+}
 
 export interface Received {
   path: string;

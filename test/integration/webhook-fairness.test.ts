@@ -2,7 +2,7 @@
 // across the workers, its backlog waits in the queue rather than in slots, and an endpoint that keeps failing is
 // paused, its deliveries kept for when it answers again.
 import { afterEach, describe, expect, it } from 'vitest';
-import { processOrder } from '../../src/services/process-order.js';
+import { processOrder } from '../helpers/process-order.js';
 import { addWebhook } from '../../src/services/webhooks.js';
 import type { WebhookWithSecret } from '../../src/store/port/store.port.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
