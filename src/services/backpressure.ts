@@ -92,7 +92,7 @@ type Figure = ReturnType<typeof unsettledFigure>;
  * service's count is read in the background every second, a client's when it orders and its figure is older
  * than a second (a sum over the partial index orders_unsettled_client, which holds each order's item count),
  * each plus the items of the orders this process accepted since. Other processes' acceptances show at the next
- * read: each may overshoot a limit by a second of its intake.
+ * read: each may overshoot a limit by what it accepts in a second.
  */
 export function createBackpressure(deps: BackpressureDeps) {
   const refreshMs = deps.refreshMs ?? 1000;
