@@ -45,8 +45,6 @@ export interface OrderProblem {
   message: string;
 }
 
-const TOO_MANY_LISTINGS = `listings: must have at most ${MAX_LISTINGS} listings`;
-
 /** Every problem an order is refused for, with its message: the one place they are worded. */
 export const ORDER_PROBLEMS = {
   /** A zod issue of the request's shape: 'listings' for the 4002 kind (isListingsProblem), else 'field'. */
@@ -54,7 +52,7 @@ export const ORDER_PROBLEMS = {
     kind: isListingsProblem(issue) ? 'listings' : 'field',
     message: describeIssue(issue, prefix),
   }),
-  tooManyListings: { kind: 'listings', message: TOO_MANY_LISTINGS },
+  tooManyListings: { kind: 'listings', message: `listings: must have at most ${MAX_LISTINGS} listings` },
   tooManyItems: { kind: 'listings', message: `listings: must have at most ${MAX_ITEMS} items in all` },
   unknownListing: (index: number, listingId: number): OrderProblem => ({
     kind: 'field',
