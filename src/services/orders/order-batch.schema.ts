@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { MAX_REQUEST_ID_LENGTH, orderRequestSchema } from './order-request.schema.js';
 
-/** docs/api.md#batches: a batch holds 1..500 orders; otherwise it fails whole with 4002. */
+/** docs/api.md#batches: a batch holds 1..500 orders; otherwise it fails whole (an 'orders' problem). */
 export const MAX_BATCH_ORDERS = 500;
 
 const ordersCount = {
@@ -17,7 +17,7 @@ export const orderBatchRootSchema = z.strictObject({
   orders: z.array(z.unknown()).min(1, ordersCount.min).max(MAX_BATCH_ORDERS, ordersCount.max),
 });
 
-/** The batch's 4002 problems: no orders, or too many. */
+/** The 'orders' problems of a batch: no orders, or too many. */
 export const isOrdersCountProblem = (issue: { path: PropertyKey[]; code: string }): boolean =>
   issue.path.length === 1 &&
   issue.path[0] === 'orders' &&

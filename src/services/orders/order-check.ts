@@ -47,7 +47,7 @@ export interface OrderProblem {
 
 /** Every problem an order is refused for, with its message: the one place they are worded. */
 export const ORDER_PROBLEMS = {
-  /** A zod issue of the request's shape: 'listings' for the 4002 kind (isListingsProblem), else 'field'. */
+  /** A zod issue of the request's shape: 'listings' for the listings as a whole (isListingsProblem), else 'field'. */
   issue: (issue: z.core.$ZodIssue, prefix: (string | number)[] = []): OrderProblem => ({
     kind: isListingsProblem(issue) ? 'listings' : 'field',
     message: describeIssue(issue, prefix),
@@ -120,7 +120,7 @@ export interface CheckedOrder {
 
 export type OrderCheckResult = { kind: 'checked'; order: CheckedOrder } | OrderRefusal;
 
-/** The card-testing defence (docs/api.md#status-codes, 4293): failures counted per client, a lock after too many. */
+/** The card-testing defence (docs/api.md#status-codes): failures counted per client, a lock after too many. */
 export interface CardLockout {
   lockedForMs(subject: string, now: number): Promise<number>;
   recordFailure(subject: string, now: number): Promise<unknown>;

@@ -100,7 +100,7 @@ function checkListings(listings: { listingId: number; quantity: number }[], ctx:
 export type OrderRequest = z.infer<ReturnType<typeof orderRequestSchema>>;
 export type Address = z.infer<typeof AddressSchema>;
 
-/** The 4002 problems: the listings array itself, a quantity below one, too many items in all. */
+/** The 'listings' problems: the listings array itself, a quantity below one, too many items in all. */
 export function isListingsProblem(issue: z.core.$ZodIssue): boolean {
   const [head, index, field] = issue.path;
   if (head !== 'listings') return false;
