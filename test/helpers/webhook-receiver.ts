@@ -21,12 +21,15 @@ export interface Received {
   body: string;
   event: OrderEventBody;
   at: number;
-  /** What the receiver answered: a status, or 'hang'. */
-  answered?: number | 'hang';
+  /** What the receiver answered: a status, a status given late, or 'hang'. */
+  answered?: Reply;
 }
 
-/** What to answer the n-th request (0-based): a status code, or 'hang' to leave it unanswered. */
-export type Answer = (received: Received, n: number) => number | 'hang';
+/** A status code, the same given `afterMs` after the request has arrived, or 'hang' to leave it unanswered. */
+export type Reply = number | { status: number; afterMs: number } | 'hang';
+
+/** What to answer the n-th request (0-based). */
+export type Answer = (received: Received, n: number) => Reply;
 
 export interface Receiver {
   readonly port: number;
@@ -63,8 +66,10 @@ export async function startReceiver(answer: Answer = () => 204): Promise<Receive
         at: Date.now(),
       };
       received.push(entry);
-      entry.answered = current(entry, received.length - 1);
-      if (entry.answered !== 'hang') res.writeHead(entry.answered).end();
+      const reply = current(entry, received.length - 1);
+      entry.answered = reply;
+      if (typeof reply === 'number') res.writeHead(reply).end();
+      else if (reply !== 'hang') setTimeout(() => res.writeHead(reply.status).end(), reply.afterMs);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
