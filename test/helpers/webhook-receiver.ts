@@ -1,5 +1,5 @@
 // A real HTTP receiver of webhook deliveries on 127.0.0.1, for tests: it records every request and answers as
-// the test says (a status, or never), and checks signatures as a client's receiver would.
+// the test says (a status, at once or late, or never), and checks signatures as a client's receiver would.
 import http, { type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { signatureMatches } from '../../src/auth/signature.js';
