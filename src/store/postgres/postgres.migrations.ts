@@ -54,7 +54,8 @@ export interface PostgresMigrationStep {
 
 /**
  * Versioned schema migrations, applied in order, each once. Version 1 is the whole schema of the SQLite
- * adapter's versions 1 to 3: same tables, columns and indexes. Later changes append a version; none is edited.
+ * adapter's versions 1 to 3: same tables, columns and indexes. Later changes append a version; none is edited, but to
+ * move a part that scans a large table into its step (the schema at the end the same).
  */
 export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   {
