@@ -26,27 +26,12 @@ import {
   WALDEN,
   useContractStore,
 } from '../helpers/store-contract.js';
+import { toTheReleaseBefore } from '../helpers/release-before.js';
 import { TEST_STORE } from '../helpers/test-store.js';
 
 useContractStore();
 
 const DAY = 86_400_000;
-
-/** The schema as the release of 2026-11-27 left it, from the one this code made: what it did not have yet. */
-const TO_THE_RELEASE_BEFORE =
-  TEST_STORE === 'postgres'
-    ? `DROP TRIGGER order_items_updated ON order_items; DROP FUNCTION bo_order_items_updated();
-       DROP INDEX orders_client_items_updated; ALTER TABLE orders DROP COLUMN items_updated_at;
-       DROP INDEX orders_unsettled_client; ALTER TABLE orders DROP COLUMN item_count;
-       CREATE INDEX orders_unsettled_client ON orders (client_id) WHERE NOT settled;
-       DROP TABLE event_item_states; DROP TABLE migration_steps;
-       DELETE FROM schema_migrations WHERE version >= 15;`
-    : `DROP TRIGGER order_items_updated; DROP INDEX orders_client_items_updated;
-       ALTER TABLE orders DROP COLUMN items_updated_at;
-       DROP INDEX orders_unsettled_client; ALTER TABLE orders DROP COLUMN item_count;
-       CREATE INDEX orders_unsettled_client ON orders (client_id) WHERE phase <> 'settled';
-       DROP TABLE event_item_states; DROP TABLE migration_steps;
-       DELETE FROM schema_migrations WHERE version >= 14;`;
 
 const byUpdate: SearchCriteria = {
   dateStart: T0 - DAY,
@@ -88,7 +73,7 @@ describe(`the store's upgrade from the release before on ${TEST_STORE}`, () => {
     const found = (await store.search.search(clientId, byUpdate)).orders.map((o) => o.order.orderId);
     expect(found).toEqual([settled, moved]);
 
-    await probe.exec(TO_THE_RELEASE_BEFORE);
+    await toTheReleaseBefore(probe);
     const config = loadConfig(contractEnv());
     const asked: PendingMigration[] = [];
     const gate = async (_kind: string, pending: readonly PendingMigration[]) => void asked.push(...pending);

@@ -154,7 +154,7 @@ const webhookJobOfMain = z.strictObject({
 
 describe('jobs and messages between releases', () => {
   const processed = async (data: unknown) => {
-    const work = vi.fn(async () => 'completed' as const);
+    const work = vi.fn(async (_data: unknown) => 'completed' as const);
     const run = jobProcessor({
       queue: 'orders',
       schema: OrderJobs['process-order'],
