@@ -13,7 +13,7 @@ import type { SqliteMigration } from './sqlite.migrations.js';
 export const ITEMS_UPDATED_MIGRATION: SqliteMigration = {
   version: 15,
   name: 'orders keep the latest update time of their items: update-range searches read orders',
-  // A release before it reads an order's row and its items' as one row split by position (ab69f1c).
+  // The release of 2026-11-27 reads an order's row and its items' as one row split by position.
   besideOlder: false,
   // The trigger keeps every order right from here on, whoever moves its items; the step fills the orders whose
   // items moved before.

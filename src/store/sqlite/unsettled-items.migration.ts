@@ -13,7 +13,7 @@ import type { SqliteMigration } from './sqlite.migrations.js';
 export const UNSETTLED_ITEMS_MIGRATION: SqliteMigration = {
   version: 14,
   name: 'orders keep their item count: the backlog counts items',
-  // A release before it reads an order's row and its items' as one row split by position (ab69f1c): one more
+  // The release of 2026-11-27 reads an order's row and its items' as one row split by position: one more
   // column of orders shifts every item column it reads.
   besideOlder: false,
   sql: 'ALTER TABLE orders ADD COLUMN item_count INTEGER;',
