@@ -13,9 +13,6 @@ export const MIGRATION_STEPS_TABLE = `CREATE TABLE IF NOT EXISTS migration_steps
   version INTEGER PRIMARY KEY, name TEXT NOT NULL, position BIGINT NOT NULL, upto BIGINT NOT NULL,
   done_at BIGINT)`;
 
-// Held by a run of the steps for its whole length: two runs at once take turns instead of building one index twice.
-const STEPS_LOCK = 7_301_202_612;
-
 /** In the migration's transaction: its step, done at once when no order exists yet (anew if applied again). */
 export async function recordStep(
   tx: Queryable,
@@ -46,30 +43,40 @@ export function postgresMigrationSteps(
   const list = async (q: Queryable = pool) =>
     (await q.query<StepRow>(`${SELECT_STEPS} ORDER BY version`)).rows.map(progress);
 
-  // One batch of one step in its own transaction, or its finish once its batches are done (outside any
-  // transaction: an index built CONCURRENTLY): the orders passed, -1 when it finished.
+  // One batch of one step in its own transaction, or its finish once its batches are done: the orders passed, -1
+  // when it finished, 0 when there was nothing to do.
   const once = async (client: pg.PoolClient, version: number, batchSize: number): Promise<number> => {
     const step = stepOf(version);
     if (!step) return 0;
-    const current = (await client.query<StepRow>(`${SELECT_STEPS} WHERE version = $1`, [version])).rows[0];
-    if (!current || current.done_at !== null) return 0;
-    const position = Number(current.position);
-    const upto = Number(current.upto);
-    if (step.batch && position < upto) {
-      const to = Math.min(position + batchSize, upto);
-      await client.query('BEGIN');
-      try {
+    await client.query('BEGIN');
+    try {
+      // The step's row locked: a run beside this one waits for this batch, then reads where it ended.
+      const { rows } = await client.query<StepRow>(`${SELECT_STEPS} WHERE version = $1 FOR UPDATE`, [
+        version,
+      ]);
+      const current = rows[0];
+      const position = Number(current?.position);
+      const upto = Number(current?.upto);
+      if (current && current.done_at === null && step.batch && position < upto) {
+        const to = Math.min(position + batchSize, upto);
         await step.batch(client, position, to);
         await client.query('UPDATE migration_steps SET position = $1 WHERE version = $2', [to, version]);
         await client.query('COMMIT');
-      } catch (err) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw err;
+        return to - position;
       }
-      return to - position;
+      await client.query('COMMIT');
+      if (!current || current.done_at !== null) return 0;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
     }
+    // Outside any transaction (an index built CONCURRENTLY); a run beside it that builds the same index fails
+    // and says so, and the next run takes the index as built.
     await step.finish?.(client, true);
-    await client.query('UPDATE migration_steps SET done_at = $1 WHERE version = $2', [clock(), version]);
+    await client.query('UPDATE migration_steps SET done_at = $1 WHERE version = $2 AND done_at IS NULL', [
+      clock(),
+      version,
+    ]);
     return -1;
   };
 
@@ -78,23 +85,18 @@ export function postgresMigrationSteps(
     async run({ batchSize, maxBatches = Infinity }) {
       const client = await pool.connect();
       try {
-        await client.query('SELECT pg_advisory_lock($1)', [STEPS_LOCK]);
         const done: MigrationStepsRun = { batches: 0, rows: 0, steps: [] };
-        try {
-          for (const { version } of (await list(client)).filter((s) => !s.done)) {
-            for (;;) {
-              if (done.batches >= maxBatches) return { ...done, steps: await list(client) };
-              const passed = await once(client, version, batchSize);
-              if (passed === 0) break;
-              done.batches += 1;
-              if (passed < 0) break;
-              done.rows += passed;
-            }
+        for (const { version } of (await list(client)).filter((s) => !s.done)) {
+          for (;;) {
+            if (done.batches >= maxBatches) return { ...done, steps: await list(client) };
+            const passed = await once(client, version, batchSize);
+            if (passed === 0) break;
+            done.batches += 1;
+            if (passed < 0) break;
+            done.rows += passed;
           }
-          return { ...done, steps: await list(client) };
-        } finally {
-          await client.query('SELECT pg_advisory_unlock($1)', [STEPS_LOCK]);
         }
+        return { ...done, steps: await list(client) };
       } finally {
         client.release();
       }
