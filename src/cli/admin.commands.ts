@@ -48,6 +48,13 @@ export const ADMIN_COMMANDS: Record<string, Command> = {
       'run one reconciliation pass (after any pass already running); --now measures deadlines from that time',
     run: lazy(async () => (await import('./commands/reconcile.commands.js')).reconcile),
   },
+  migrate: {
+    usage: '[--batch-size N] [--max-batches N]',
+    summary:
+      "apply the store's migrations, then run their heavy steps N orders a transaction (default 1000), resumable, " +
+      'while the service serves; prints what it did and what remains (see docs/operating.md, Releases side by side)',
+    run: lazy(async () => (await import('./commands/migrate.commands.js')).migrate),
+  },
   'secrets:rotate': {
     usage: '--new-key-file FILE | [--batch-size N]',
     summary:
@@ -55,13 +62,6 @@ export const ADMIN_COMMANDS: Record<string, Command> = {
       'restart every process with it; without, re-seal what SECRETS_KEY_PREVIOUS still seals under SECRETS_KEY, ' +
       'N clients (default 500) a transaction, while processes on either key serve (see docs/operating.md, Keys and secrets)',
     run: lazy(async () => (await import('./commands/secrets.commands.js')).secretsRotate),
-  },
-  migrate: {
-    usage: '[--batch-size N] [--max-batches N]',
-    summary:
-      "apply the store's migrations, then run their heavy steps N orders a transaction (default 1000), resumable, " +
-      'while the service serves; prints what it did and what remains (see docs/operating.md, Releases side by side)',
-    run: lazy(async () => (await import('./commands/migrate.commands.js')).migrate),
   },
   'webhook:add': {
     usage: '--access-key KEY --url URL',

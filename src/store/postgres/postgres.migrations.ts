@@ -6,6 +6,9 @@ import { TRACE_CONTEXT_MIGRATION } from './trace-context.migration.js';
 import { RETENTION_MIGRATION } from '../shared/retention.sql.js';
 import { PAYMENT_TARGET_MIGRATION } from './payment-target.migration.js';
 import type pg from 'pg';
+import type { PendingMigration } from '../port/migrations.port.js';
+import { MIGRATION_STEPS_TABLE, recordStep } from './migration-steps.postgres.js';
+import type { Queryable } from './postgres.pool.js';
 import type { MigrationContext } from '../secrets/store-secrets.js';
 import { SECRETS_MIGRATION } from './secrets.migration.js';
 import { IDLE_TRANSACTION_MIGRATION, SETTINGS_MIGRATION } from './settings.migration.js';
@@ -18,9 +21,7 @@ import { eventItemStatesMigration } from '../shared/event-snapshot.js';
 import { OUTBOX_SIGNAL_MIGRATION } from './outbox-signal.migration.js';
 import { UNSETTLED_APART_MIGRATION } from './unsettled-apart.migration.js';
 import { UNSETTLED_ITEMS_MIGRATION } from './unsettled-items.migration.js';
-import { withTransaction, type Queryable } from './postgres.pool.js';
-import type { PendingMigration } from '../port/migrations.port.js';
-import { MIGRATION_STEPS_TABLE, recordStep } from './migration-steps.postgres.js';
+import { withTransaction } from './postgres.pool.js';
 
 /**
  * One schema version: its SQL, then code when rows must be rewritten too (in the same transaction), both cheap
@@ -247,7 +248,7 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   IDLE_TRANSACTION_MIGRATION,
   UNSETTLED_ITEMS_MIGRATION,
   ITEMS_UPDATED_MIGRATION,
-  { version: 18, ...eventItemStatesMigration('BIGINT', ''), besideOlder: true },
+  { version: 18, ...eventItemStatesMigration('BIGINT', '') },
   ITEMS_UPDATED_NET_MIGRATION,
   ITEMS_UPDATED_COVERING_MIGRATION,
 ];

@@ -214,5 +214,5 @@ export const MIGRATIONS: readonly SqliteMigration[] = [
   { version: 13, ...UNSETTLED_BY_AGE_MIGRATION, besideOlder: true },
   UNSETTLED_ITEMS_MIGRATION,
   ITEMS_UPDATED_MIGRATION,
-  { version: 16, ...eventItemStatesMigration('INTEGER', ' WITHOUT ROWID'), besideOlder: true },
+  { version: 16, ...eventItemStatesMigration('INTEGER', ' WITHOUT ROWID') },
 ];
