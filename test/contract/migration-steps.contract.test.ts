@@ -81,14 +81,12 @@ describe(`the store's upgrade from the release before on ${TEST_STORE}`, () => {
     const starting = openStore(config, 'test', () => undefined, { gate, stepsDone: true });
     await expect(starting).rejects.toBeInstanceOf(MigrationStepsPendingError);
     await expect(starting).rejects.toThrow(/admin -- migrate/);
-    expect(asked.map((m) => [m.version, m.besideOlder])).toEqual(
-      TEST_STORE === 'postgres'
-        ? [15, 16, 17, 18, 19, 20].map((v) => [v, true])
-        : [
-            [14, false],
-            [15, false],
-            [16, true],
-          ],
+    // Every migration since that release was asked about; on SQLite two of them cannot run beside it.
+    expect(asked.map((m) => m.version)).toEqual(
+      expect.arrayContaining(TEST_STORE === 'postgres' ? [15, 16, 17, 18, 19, 20] : [14, 15, 16]),
+    );
+    expect(asked.filter((m) => !m.besideOlder).map((m) => m.version)).toEqual(
+      TEST_STORE === 'postgres' ? [] : [14, 15],
     );
 
     let admin = await openStore(config, 'admin', () => undefined);
