@@ -3,7 +3,7 @@
 // acceptance rate only: every order ends QUEUED in the store and waiting in the queue). Single and batch phases
 // alternate for `--rounds` rounds on the same process and store. Writes the "Batches" section of BENCHMARKS.md.
 //   node --import tsx scripts/bench/batches.ts [--single 3000] [--batched 50000] [--batch 500] [--in-flight 8]
-//     [--rounds 2] [--stores sqlite,postgres] [--no-write]
+//     [--rounds 2] [--stores sqlite,postgres] [--write]
 import type { ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -23,12 +23,11 @@ import {
   stopPostgresServer,
   type StoreKind,
 } from './stores.js';
-import { replaceSection } from './benchmarks-file.js';
+import { writeSection } from './benchmarks-file.js';
 import { loadOrder, postAsyncOrder, postSigned, prepareBuyer, timed, type Buyer } from './buyer.js';
 import { treeCpuSeconds } from '../../test/helpers/process-stats.js';
 import { ensureRedis, freePort, type RunningRedis } from '../redis.js';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const { values } = parseArgs({
   options: {
     single: { type: 'string', default: '3000' },
@@ -37,7 +36,7 @@ const { values } = parseArgs({
     'in-flight': { type: 'string', default: '8' },
     rounds: { type: 'string', default: '2' },
     stores: { type: 'string', default: 'sqlite,postgres' },
-    'no-write': { type: 'boolean', default: false },
+    write: { type: 'boolean', default: false },
   },
 });
 const SINGLE = Number(values.single);
@@ -167,7 +166,7 @@ async function main() {
       runs,
     );
     process.stdout.write(`${body}\n`);
-    if (!values['no-write']) replaceSection(path.join(ROOT, 'BENCHMARKS.md'), 'Batches', body);
+    if (values.write) writeSection('Batches', body);
   } finally {
     await Promise.all([...running].map(stopProcess));
     await redis.stop();

@@ -112,10 +112,10 @@ export function aims(s: CallersSetup, runs: CallersRun[]): string[] {
 export function callersSection(s: CallersSetup, runs: CallersRun[]): string {
   const bare = s.bare.map((b) => `${f0(b.rps)} (${f0(b.cpuUsPerRequest)} µs CPU per request)`).join(', ');
   return [
-    `Command: \`${s.command}\` (${os.cpus().length} cores, ${new Date().toISOString().slice(0, 10)}; ${s.versions})`,
+    `Command: \`${s.command}\` (${os.cpus().length} cores, ${s.versions})`,
     ...(s.databaseCore !== undefined ? ['', `Cores: ${placementOf(s.databaseCore)}.`] : []),
     '',
-    `The callers' shape (issue 45): one client with ${s.inFlight} orders in flight, each order one copy of each of the`,
+    `The callers' shape: one client with ${s.inFlight} orders in flight, each order one copy of each of the`,
     `same ${s.listings} listings (bestsellers: every order takes stock of the same rows), posted with`,
     '`Prefer: respond-async`; accepted/s from the first post to the last answer, accepted→final from the first post',
     `to the last settlement, ${s.orders} orders per run. Durable commits on both stores: SQLite with`,

@@ -1,17 +1,17 @@
 // How long the operator commands take to start and finish, beside `npm run` of a script that is only
 // `node -e 0` (issue 22, point 4), alternating the commands round by round; medians. `client:create` runs on a
 // fresh SQLite file (migrated by a first, unmeasured run). Writes the "Command start times" section of BENCHMARKS.md.
-//   node --import tsx scripts/bench/cli-start.ts [rounds=7] [--no-write]
+//   node --import tsx scripts/bench/cli-start.ts [rounds=7] [--write]
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { replaceSection } from './benchmarks-file.js';
+import { writeSection } from './benchmarks-file.js';
+import { ROOT } from './processes.js';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const args = parseArgs({
-  options: { 'no-write': { type: 'boolean', default: false } },
+  options: { write: { type: 'boolean', default: false } },
   allowPositionals: true,
 });
 const ROUNDS = Number(args.positionals[0] ?? 7);
@@ -58,15 +58,14 @@ const rows = commands.map(([name], i) => {
   return `| ${name} | ${m.toFixed(2)} s | ${i === 0 ? '' : `+${(m - noop).toFixed(2)} s`} |`;
 });
 const section = [
-  `Command: \`node --import tsx scripts/bench/cli-start.ts ${ROUNDS}\` (${os.cpus().length} cores, compiled commands in dist/, ${ROUNDS} alternating rounds, medians; ${new Date().toISOString().slice(0, 10)})`,
+  `Command: \`node --import tsx scripts/bench/cli-start.ts ${ROUNDS}\` (${os.cpus().length} cores, compiled commands in dist/, ${ROUNDS} alternating rounds, medians)`,
   '',
   '| command | wall time | beyond the no-op |',
   '| --- | --- | --- |',
   ...rows,
   '',
-  'Aims of issue 22: `--help` at most 0.15 s beyond the no-op, `client:create` at most 0.25 s. The admin CLI loads',
+  'Aims: `--help` at most 0.15 s beyond the no-op, `client:create` at most 0.25 s. The admin CLI loads',
   "a command's module (and the configuration and store it uses) only when that command runs (src/cli/admin.commands.ts).",
 ].join('\n');
-if (!args.values['no-write'])
-  replaceSection(path.join(ROOT, 'BENCHMARKS.md'), 'Command start times', section);
+if (args.values.write) writeSection('Command start times', section);
 process.stdout.write(`${section}\n`);

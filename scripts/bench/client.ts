@@ -2,22 +2,21 @@
 // signed dry run's time through the real service, and `placeOrders` of N dry-run entries beside N `dryRun` calls
 // made one after another. One web process (compiled, as the Procfile runs it) on a fresh SQLite store, no worker.
 // Writes the "Client package" section of BENCHMARKS.md.
-//   node --import tsx scripts/bench/client.ts [N=10000] [--no-write]
+//   node --import tsx scripts/bench/client.ts [N=10000] [--write]
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { OrdersClient, type OrderRequest } from '../../client/src/index.js';
-import { entryArgs } from './processes.js';
+import { entryArgs, ROOT } from './processes.js';
 import { freshStore, serviceEnv } from './stores.js';
-import { replaceSection } from './benchmarks-file.js';
+import { writeSection } from './benchmarks-file.js';
 import { seedDemo, writeDemoOrders } from '../demo-data.js';
 import { ensureRedis, freePort } from '../redis.js';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const args = parseArgs({
-  options: { 'no-write': { type: 'boolean', default: false } },
+  options: { write: { type: 'boolean', default: false } },
   allowPositionals: true,
 });
 const N = Number(args.positionals[0] ?? 10_000);
@@ -104,7 +103,7 @@ async function main(): Promise<void> {
 
     const section = [
       `Command: \`node --import tsx scripts/bench/client.ts ${N}\` (${os.cpus().length} cores, SQLite store, one web`,
-      `process compiled (the Procfile command), no worker, the client in the bench's process; ${new Date().toISOString().slice(0, 10)})`,
+      `process compiled (the Procfile command), no worker, the client in the bench's process)`,
       '',
       '| what | figure |',
       '| --- | --- |',
@@ -116,8 +115,7 @@ async function main(): Promise<void> {
       "The client's own cost is measured with a `fetch` that answers at once with a recorded answer, so it also",
       'counts building that Response and reading it, which a real request has too.',
     ].join('\n');
-    if (!args.values['no-write'])
-      replaceSection(path.join(ROOT, 'BENCHMARKS.md'), 'Client package (book-order-client)', section);
+    if (args.values.write) writeSection('Client package (book-order-client)', section);
     process.stdout.write(`${section}\n`);
   } finally {
     await new Promise((resolve) =>

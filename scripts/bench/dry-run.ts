@@ -5,7 +5,7 @@
 // of BENCHMARKS.md. The web runs as the Procfile runs it, compiled (BENCH_RUNTIME=tsx: from source, through tsx).
 // The store: --store sqlite|postgres (a fresh file, or a fresh database on DATABASE_URL's server or a private
 // one); without it the environment's (DATABASE_URL, else DB_PATH) when it names one, else a fresh SQLite file.
-//   node --import tsx scripts/bench/dry-run.ts [seconds] [--store sqlite|postgres] [--no-write]
+//   node --import tsx scripts/bench/dry-run.ts [seconds] [--store sqlite|postgres] [--write]
 import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -15,7 +15,7 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { sign } from '../../src/auth/signature.js';
 import { createSigningClient } from '../../test/helpers/signed-client.js';
-import { entryArgs, profileArgs, RUNTIME } from './processes.js';
+import { entryArgs, profileArgs, ROOT, RUNTIME } from './processes.js';
 import {
   freshStore,
   parseStoreKinds,
@@ -26,12 +26,11 @@ import {
 import { seedDemo, writeDemoOrders } from '../demo-data.js';
 import { processStats } from '../../test/helpers/process-stats.js';
 import { ensureRedis, freePort } from '../redis.js';
-import { replaceSection } from './benchmarks-file.js';
+import { writeSection } from './benchmarks-file.js';
 import { hotPathSection, type HotPathRounds, type Round } from './dry-run-report.js';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const args = parseArgs({
-  options: { 'no-write': { type: 'boolean', default: false }, store: { type: 'string' } },
+  options: { write: { type: 'boolean', default: false }, store: { type: 'string' } },
   allowPositionals: true,
 });
 const seconds = Number(args.positionals[0] ?? 5);
@@ -203,10 +202,10 @@ async function main() {
   const section = hotPathSection(rounds, {
     webPeakRssMiB,
     command: `${RUNTIME === 'tsx' ? 'BENCH_RUNTIME=tsx ' : ''}node --import tsx scripts/bench/dry-run.ts ${seconds}${kind ? ` --store ${kind}` : ''}`,
-    setting: `${os.cpus().length} cores, ${storeName} store, web ${RUNTIME === 'tsx' ? 'from source through tsx' : 'compiled (the Procfile command)'}, ${CONNECTIONS} connections, ${ROUNDS} alternating rounds of ${seconds} s per server and path, medians; ${new Date().toISOString().slice(0, 10)}`,
+    setting: `${os.cpus().length} cores, ${storeName} store, web ${RUNTIME === 'tsx' ? 'from source through tsx' : 'compiled (the Procfile command)'}, ${CONNECTIONS} connections, ${ROUNDS} alternating rounds of ${seconds} s per server and path, medians`,
   });
   const title = `Dry run and get${storeName === 'SQLite' ? '' : ' (PostgreSQL)'}`;
-  if (!args.values['no-write']) replaceSection(path.join(ROOT, 'BENCHMARKS.md'), title, section);
+  if (args.values.write) writeSection(title, section);
   process.stdout.write(`${section}\n`);
 }
 

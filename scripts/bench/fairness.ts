@@ -5,7 +5,7 @@
 // the service's limits (RATE_LIMIT_PER_S 200, BATCH_CONCURRENCY_PER_CLIENT 2) and once without them (rate
 // limit off, concurrency unbounded) for comparison. Writes the "Fairness" section of BENCHMARKS.md.
 //   BENCH_RUNTIME=tsx node --import tsx scripts/bench/fairness.ts [--idle-s 10] [--load-s 25] [--loops 6]
-//     [--no-write]
+//     [--write]
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -16,17 +16,16 @@ import { ADDRESS, signedHeaders, type Buyer } from './buyer.js';
 import type { CatalogListing } from '../../src/store/port/store.port.js';
 import { running, startEntry, stopAllOnInterrupt, stopProcess, waitForWeb } from './processes.js';
 import { freshStore, serviceEnv, type BenchStore } from './stores.js';
-import { replaceSection } from './benchmarks-file.js';
+import { writeSection } from './benchmarks-file.js';
 import { LOAD_VENDOR } from './load-mix.js';
 import { ensureRedis, freePort, type RunningRedis } from '../redis.js';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const { values } = parseArgs({
   options: {
     'idle-s': { type: 'string', default: '10' },
     'load-s': { type: 'string', default: '25' },
     loops: { type: 'string', default: '6' },
-    'no-write': { type: 'boolean', default: false },
+    write: { type: 'boolean', default: false },
   },
 });
 const IDLE_S = Number(values['idle-s']);
@@ -216,7 +215,7 @@ async function main() {
     ];
     const body = report(runs, [loadAtStart, os.loadavg()[0]!]);
     process.stdout.write(`${body}\n`);
-    if (!values['no-write']) replaceSection(path.join(ROOT, 'BENCHMARKS.md'), 'Fairness', body);
+    if (values.write) writeSection('Fairness', body);
   } finally {
     await Promise.all([...running].map(stopProcess));
     await redis.stop();

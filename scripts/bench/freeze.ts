@@ -18,7 +18,7 @@ import { CLOCK_ENV, FAULT_ENV, FREEZE_MS, proxied } from '../../test/helpers/fre
 import type { TcpProxy } from '../../test/helpers/tcp-proxy.js';
 import { sleep } from '../../test/helpers/wait.js';
 import type { Probe } from '../../test/helpers/store.probe.js';
-import { replaceSection } from './benchmarks-file.js';
+import { writeSection } from './benchmarks-file.js';
 import { figuresOfLoss, runSettings, summary, type Spread, type Summary } from './fault-runs.js';
 import { createDatabase, dropDatabase, ensurePostgres } from '../postgres.js';
 import { ensureRedis } from '../redis.js';
@@ -30,7 +30,6 @@ const { values } = parseArgs({
     write: { type: 'boolean', default: false },
   },
 });
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const say = (line: string) => process.stderr.write(`[bench-freeze] ${line}\n`);
 
 interface Figures {
@@ -130,7 +129,7 @@ const uptime = () =>
 
 type Result = Summary<Figures>;
 
-function report(results: Result[], runs: number, loads: [string, string], startedAt: Date): string {
+function report(results: Result[], runs: number, loads: [string, string]): string {
   const s = (x: number) => `${x.toFixed(2)} s`;
   const pair = (f: Spread, unit: (x: number) => string) => `${unit(f.median)} / ${unit(f.worst)}`;
   const rows = results.map(
@@ -153,7 +152,7 @@ function report(results: Result[], runs: number, loads: [string, string], starte
     r.each.filter((e) => e.nothingLost !== 'yes').map((e) => `- ${r.case.split(' ')[0]}: ${e.nothingLost}`),
   );
   return [
-    `Command: \`node --import tsx scripts/bench/freeze.ts --runs ${runs} --write\` (${startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC, on the shared 2-core machine while other work ran: \`uptime\` load average ${loads[0]} before, ${loads[1]} after). Each run starts a web, a worker and a clock from source on private servers (free ports) and the load of \`test/failover\` (six callers in turn: scarce and plentiful real orders with \`Prefer: respond-async\`, dry runs, gets, searches; each request retried every 100 ms with its own \`Svc-RequestId\` until answered below 500); after 3 s the link is frozen ${FREEZE_MS / 1000} s through a TCP proxy (\`test/helpers/tcp-proxy.ts\`: the connections stay open, no byte passes either way), then thawed. The settings of \`test/integration/frozen-*.test.ts\`: \`ATTEMPT_LEASE_S=10\`, \`QUEUED_STALE_AFTER_S=2\`, \`WORKER_CONCURRENCY=4\`, reconciliation every second; (b) \`DB_POOL_SIZE=4\`.`,
+    `Command: \`node --import tsx scripts/bench/freeze.ts --runs ${runs} --write\` (on the shared 2-core machine while other work ran: \`uptime\` load average ${loads[0]} before, ${loads[1]} after). Each run starts a web, a worker and a clock from source on private servers (free ports) and the load of \`test/failover\` (six callers in turn: scarce and plentiful real orders with \`Prefer: respond-async\`, dry runs, gets, searches; each request retried every 100 ms with its own \`Svc-RequestId\` until answered below 500); after 3 s the link is frozen ${FREEZE_MS / 1000} s through a TCP proxy (\`test/helpers/tcp-proxy.ts\`: the connections stay open, no byte passes either way), then thawed. The settings of \`test/integration/frozen-*.test.ts\`: \`ATTEMPT_LEASE_S=10\`, \`QUEUED_STALE_AFTER_S=2\`, \`WORKER_CONCURRENCY=4\`, reconciliation every second; (b) \`DB_POOL_SIZE=4\`.`,
     '',
     '"Longest": the longest request in flight at some time of the freeze. "Accepted again": from the thaw until an order sent after it is answered 2010. "503s": requests answered 503 / 5030 from the freeze on (retries counted). "Settled": from the thaw until every accepted order is settled. "Nothing lost": what `test/failover` asserts held (no process exited, no answer but 503 / 5030 at 5xx, no 4xx, one order per request id and the one its caller was given, no item FAILED, stock and every payment exact).',
     '',
@@ -170,7 +169,6 @@ function report(results: Result[], runs: number, loads: [string, string], starte
 
 async function main() {
   const runs = Number(values.runs);
-  const startedAt = new Date();
   const loadBefore = uptime();
   const results: Result[] = [];
   const redis = await ensureRedis();
@@ -191,9 +189,9 @@ async function main() {
   } finally {
     await redis.stop();
   }
-  const body = report(results, runs, [loadBefore, uptime()], startedAt);
+  const body = report(results, runs, [loadBefore, uptime()]);
   process.stdout.write(`${JSON.stringify({ results }, null, 2)}\n\n${body}\n`);
-  if (values.write) replaceSection(path.join(ROOT, 'BENCHMARKS.md'), 'Frozen links', body);
+  if (values.write) writeSection('Frozen links', body);
 }
 
 main().then(

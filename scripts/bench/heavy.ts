@@ -39,7 +39,7 @@ import {
   type BenchStore,
   type StoreKind,
 } from './stores.js';
-import { replaceSection } from './benchmarks-file.js';
+import { writeSection } from './benchmarks-file.js';
 import { BENCH_STORE_SHAPE, generateOrders } from './generate-orders.js';
 import { NARROW_ORDER_SCAN, NARROW_UPDATE_SCAN } from '../../src/store/shared/search-plan.js';
 import { heavyOrder, storeHeavyOrders } from '../../test/helpers/heavy-orders.js';
@@ -378,7 +378,7 @@ async function main() {
   }
   const body = report(results, [load0, os.loadavg()[0]!]);
   process.stdout.write(`${body}\n`);
-  if (values.write) replaceSection('BENCHMARKS.md', 'Heavy clients', body);
+  if (values.write) writeSection('Heavy clients', body);
 }
 
 void main().catch((err: unknown) => {

@@ -5,7 +5,7 @@
 // on this machine in the same run: one fdatasync of 4 KiB, one transaction of a single pgbench client, one
 // Redis round trip.
 //   node --import tsx scripts/bench/latency.ts [--stores sqlite,postgres] [--orders 400] [--warmup 2000]
-//     [--block 50] [--idle 5] [--checkout DIR] [--stages | --stages-only] [--json]
+//     [--block 50] [--idle 5] [--checkout DIR] [--stages | --stages-only] [--json] [--write]
 // Each row also gives the CPU time per order of the web, the worker and the whole machine, and the Redis commands
 // per order (those run inside BullMQ's Lua scripts included), over that row; after the rows, the CPU the idle
 // processes burn per second.
@@ -28,7 +28,9 @@
 // --stages: after the rows, a separate traced pass of lone orders per tree and store (--warmup, then --orders;
 // OTLP JSON to a collector in this bench, scripts/bench/latency-stages.ts) gives the mean time of each stage of a lone
 // order, from the web taking the request to its answer written; tracing adds CPU (~1.5 ms an order), so read
-// the shares. --stages-only: that pass without the rows. --json: the results as JSON.
+// the shares. --stages-only: that pass without the rows. --json: the results as JSON. --write: the table (and
+// the stages) replace BENCHMARKS.md's "Latency of one order"; with this tree alone, as the file holds current
+// figures only (a run with --checkout compares, and its figures belong in a commit message).
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -45,6 +47,7 @@ import {
   stopProcess,
   waitForWeb,
   waitForWorkers,
+  ROOT,
 } from './processes.js';
 import { parseStoreKinds, serviceEnv, stopPostgresServer, type StoreKind } from './stores.js';
 import { startOtlpReceiver, type ReceivedSpan } from '../../test/helpers/otlp-receiver.js';
@@ -58,9 +61,9 @@ import {
 } from './latency-floor.js';
 import { machineBusySeconds, treeCpuSeconds } from '../../test/helpers/process-stats.js';
 import { percentile } from './samples.js';
+import { writeSection } from './benchmarks-file.js';
 import { ensureRedis, freePort, startPrivateRedis } from '../redis.js';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const { values } = parseArgs({
   options: {
     stores: { type: 'string', default: 'sqlite,postgres' },
@@ -72,8 +75,10 @@ const { values } = parseArgs({
     idle: { type: 'string', default: '5' },
     checkout: { type: 'string' },
     json: { type: 'boolean', default: false },
+    write: { type: 'boolean', default: false },
   },
 });
+if (values.write && values.checkout) throw new Error('--write takes this tree alone: drop --checkout');
 const STORES = parseStoreKinds(values.stores);
 const ORDERS = Number(values.orders);
 const WARMUP = Number(values.warmup);
@@ -365,7 +370,8 @@ function table(results: readonly Result[], floor: Floor): string {
       (SERVICES.length > 1
         ? `, the trees' blocks alternated A B B A …, each tree on its own store and Redis, both up at once`
         : '') +
-      `; ${SERVICES.map((s) => `${s.name}: ${s.root}`).join(', ')}.`,
+      (SERVICES.length > 1 ? `; before: ${values.checkout}` : '') +
+      '.',
     '',
     '| store | service | in flight | p50 ms | p99 ms | max ms | p99 / p50 | block p50s ms: min–max | 3 commits ms | aim | CPU ms per order: web / worker / machine | Redis commands per order |',
     '|---|---|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|',
@@ -455,8 +461,19 @@ async function main() {
         `${JSON.stringify({ orders: ORDERS, warmup: WARMUP, block: BLOCK, answeredQueued, floor, results, stages }, null, 2)}\n`,
       );
     else {
-      if (floor) process.stdout.write(`${table(results, floor)}\n`);
-      if (STAGES) process.stdout.write(`${floor ? '\n' : ''}${stagesTable(stages, ORDERS, WARMUP)}\n`);
+      const parts = [
+        ...(floor ? [table(results, floor)] : []),
+        ...(STAGES ? [stagesTable(stages, ORDERS, WARMUP)] : []),
+      ];
+      process.stdout.write(`${parts.join('\n\n')}\n`);
+      if (values.write)
+        writeSection(
+          'Latency of one order',
+          [
+            `Command: \`node --import tsx scripts/bench/latency.ts ${process.argv.slice(2).join(' ')}\``,
+            ...parts,
+          ].join('\n\n'),
+        );
     }
   } finally {
     await Promise.all([...running].map(stopProcess));

@@ -4,7 +4,7 @@
 // default follows DATABASE_URL). Writes the `## Load` section of BENCHMARKS.md (`## Load (PostgreSQL)`).
 //
 //   node --import tsx scripts/bench/load.ts [--store sqlite|postgres] [--duration 20] [--workers 1,2,4]
-//     [--latency-ms 0,50] [--web-check 2] [--rate N] [--no-write]
+//     [--latency-ms 0,50] [--web-check 2] [--rate N] [--write]
 // --rate: the mix at N requests/s in all (an open loop below saturation, for the web's event-loop delay without
 // a queue of requests in front of it) instead of as fast as the service answers.
 import type { ChildProcess } from 'node:child_process';
@@ -18,7 +18,7 @@ import { closeDeps, createDeps } from '../../src/container.js';
 import { createLogger } from '../../src/logger.js';
 import { addCard, createClient } from '../../src/services/client-keys.js';
 import { placeOrder } from '../../src/services/orders/place-order.js';
-import { replaceSection } from './benchmarks-file.js';
+import { writeSection } from './benchmarks-file.js';
 import {
   eventLoopP99Ms,
   running,
@@ -46,7 +46,6 @@ import { formatReport, runLoad, type LoadReport } from './load-test.js';
 import { treeCpuSeconds } from '../../test/helpers/process-stats.js';
 import { freePort, startPrivateRedis } from '../redis.js';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const CONNECTIONS = 20;
 const OVER_LIMIT_RATE = 300;
 const BACKLOG = 3000;
@@ -229,7 +228,7 @@ async function main() {
       'latency-ms': { type: 'string', default: '0,50' },
       'web-check': { type: 'string', default: '2' },
       rate: { type: 'string' },
-      'no-write': { type: 'boolean', default: false },
+      write: { type: 'boolean', default: false },
     },
   });
   const ratePerS = values.rate ? Number(values.rate) : undefined;
@@ -253,7 +252,7 @@ async function main() {
     `${RUNTIME === 'tsx' ? 'BENCH_RUNTIME=tsx ' : ''}node --import tsx scripts/bench/load.ts --store ${kind} --duration ${durationS} --workers ${values.workers} ` +
     `--latency-ms ${values['latency-ms']} --web-check ${values['web-check']}${ratePerS ? ` --rate ${ratePerS}` : ''}`;
   const body = [
-    `Command: \`${command}\` (${os.cpus().length} cores, ${new Date().toISOString().slice(0, 10)}; ${CONNECTIONS} connections, ` +
+    `Command: \`${command}\` (${os.cpus().length} cores, ${CONNECTIONS} connections, ` +
       `one access key each, plus one key at ${OVER_LIMIT_RATE} requests/s against RATE_LIMIT_PER_S=200, the deliberate 4291s).`,
     '',
     `Each run starts a fresh store (${kind === 'sqlite' ? 'a SQLite file' : 'a database on a private PostgreSQL server'}) and queue with the Procfile processes (web, N workers, clock; ${RUNTIME === 'tsx' ? 'from source through tsx' : 'compiled, the Procfile commands as written'}). **Backlog drain**: ` +
@@ -279,7 +278,7 @@ async function main() {
   process.stdout.write(`${body}\n`);
   // Runs from source keep the sections of the figures before the compiled build.
   const title = `Load${kind === 'sqlite' ? '' : ' (PostgreSQL)'}${RUNTIME === 'tsx' ? '' : ', compiled'}`;
-  if (!values['no-write']) replaceSection(path.join(ROOT, 'BENCHMARKS.md'), title, body);
+  if (values.write) writeSection(title, body);
 }
 
 main().catch((err: unknown) => {

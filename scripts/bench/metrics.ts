@@ -20,7 +20,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { replaceSection } from './benchmarks-file.js';
+import { writeSection } from './benchmarks-file.js';
 import { percentile, sampleCells, sleep } from './samples.js';
 import { running, startEntry, stopAllOnInterrupt, stopProcess, waitFor, waitForWeb } from './processes.js';
 import { freshStore, parseStoreKinds, serviceEnv, stopPostgresServer } from './stores.js';
@@ -232,15 +232,10 @@ async function main(): Promise<void> {
         'counts and the heartbeats in one pipeline (one round trip), so its cost does not ' +
         'grow with the store; and a text collected less than `METRICS_REUSE_MS` (1000) ago is served again, so ' +
         'scrapers in a loop cost the web one collection per second however many they are. A target scraped at a ' +
-        'steady interval has its text collected 250 ms before each scrape is due. Aim (issue 19): a scrape at most 10 ms, `/healthz` p99 at most 25 ms while 5 clients scrape.',
+        'steady interval has its text collected 250 ms before each scrape is due. Aim: a scrape at most 10 ms, `/healthz` p99 at most 25 ms while 5 clients scrape.',
     ].join('\n');
     process.stdout.write(`${section}\n`);
-    if (values.write)
-      replaceSection(
-        path.resolve(import.meta.dirname, '../../BENCHMARKS.md'),
-        `Metrics (${KIND === 'sqlite' ? 'SQLite' : 'PostgreSQL'})`,
-        section,
-      );
+    if (values.write) writeSection(`Metrics (${KIND === 'sqlite' ? 'SQLite' : 'PostgreSQL'})`, section);
   } finally {
     await stopProcess(web);
     await stopProcess(clock);

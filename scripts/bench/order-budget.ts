@@ -5,26 +5,25 @@
 // synchronous_commit on, as operators run it (or DATABASE_URL's server, which must preload pg_stat_statements,
 // with pg_stat_statements.track_planning on for the plans). Writes the "Order budget on PostgreSQL" section of
 // BENCHMARKS.md.
-//   node --import tsx scripts/bench/order-budget.ts [--orders 1000] [--label now] [--top 12] [--no-write]
+//   node --import tsx scripts/bench/order-budget.ts [--orders 1000] [--label now] [--top 12] [--write]
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { replaceSection } from './benchmarks-file.js';
+import { writeSection } from './benchmarks-file.js';
 import { postAsyncOrder, prepareBuyer, timed } from './buyer.js';
 import { serviceEnv } from './stores.js';
 import { running, startEntry, stopProcess, waitFor, waitForWeb, waitForWorkers } from './processes.js';
 import { startPrivatePostgres, type RunningPostgres } from '../postgres.js';
 import { ensureRedis, freePort } from '../redis.js';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const { values } = parseArgs({
   options: {
     orders: { type: 'string', default: '1000' },
     label: { type: 'string', default: 'now' },
     top: { type: 'string', default: '12' },
-    'no-write': { type: 'boolean', default: false },
+    write: { type: 'boolean', default: false },
   },
 });
 const ORDERS = Number(values.orders);
@@ -220,8 +219,7 @@ async function main() {
     ];
     const body = lines.join('\n');
     process.stdout.write(`${body}\n`);
-    if (!values['no-write'])
-      replaceSection(path.join(ROOT, 'BENCHMARKS.md'), `Order budget on PostgreSQL (${values.label})`, body);
+    if (values.write) writeSection(`Order budget on PostgreSQL (${values.label})`, body);
   } finally {
     await Promise.all([...running].map(stopProcess));
     await redis.stop();

@@ -27,12 +27,12 @@ import {
   stopProcess,
   waitFor,
   waitForWorkers,
+  ROOT,
 } from './processes.js';
 import { parseStoreKinds, serviceEnv, stopPostgresServer } from './stores.js';
 import { callgrindTotal } from '../../test/helpers/process-stats.js';
 import { ensureRedis, freePort } from '../redis.js';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const { values } = parseArgs({
   options: {
     process: { type: 'string', default: 'worker' },

@@ -189,7 +189,7 @@ export function ordersSection(s: Setup, runs: Run[]): string {
     `${s.concurrency !== DEFAULT_CONCURRENCY ? ` --concurrency ${s.concurrency}` : ''}${s.warmup ? ` --warmup ${s.warmup}` : ''}` +
     `${s.databaseCore !== undefined ? ` --database-core ${s.databaseCore}` : ''}`;
   return [
-    `Command: \`${command}\` (${os.cpus().length} cores, ${new Date().toISOString().slice(0, 10)}; ${s.versions})`,
+    `Command: \`${command}\` (${os.cpus().length} cores, ${s.versions})`,
     ...(s.databaseCore !== undefined
       ? [
           '',

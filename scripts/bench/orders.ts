@@ -4,10 +4,10 @@
 // BullMQ's own rate for no-op jobs on the same Redis. Writes the "Orders end to end" section of BENCHMARKS.md.
 //   node --import tsx scripts/bench/orders.ts [--orders 2000] [--stores sqlite,postgres] [--workers 1,2,4]
 //     [--rounds 1] [--pooling direct,pgbouncer] [--durable] [--pgbench] [--latency-ms 0] [--concurrency N]
-//     [--warmup 0] [--database-core N] [--no-write]
+//     [--warmup 0] [--database-core N] [--write]
 //   node --import tsx scripts/bench/orders.ts --shape callers [--orders 2000] [--stores sqlite,postgres]
 //     [--start cold,warm] [--in-flight 64] [--warmup 1000] [--workers 1] [--rounds 1] [--bare-seconds 5]
-//     [--database-core N] [--no-write]
+//     [--database-core N] [--write]
 // --shape callers (issue 45): the callers' shape instead of the backlog and end-to-end phases: one client with
 // --in-flight orders at once (64), each one copy of each of the same 3 listings (bestsellers), posted with
 // Prefer: respond-async until every one is final; processes started cold from the Procfile (measured from the
@@ -25,7 +25,7 @@
 // on a host of its own. The SQLite runs then have those other cores only.
 // --pooling: on PostgreSQL, each run once on a direct connection and once through a private PgBouncer in
 // transaction mode (DATABASE_POOLING=transaction) in front of the same server, in the same round; the runs
-// through PgBouncer are printed, not written (use --no-write).
+// through PgBouncer are printed, not written (run them without --write).
 import type { ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -37,7 +37,7 @@ import { Redis } from 'ioredis';
 import { loadConfig } from '../../src/config.js';
 import { ORDER_QUEUE } from '../../src/queue/order.queue.js';
 import type { Probe } from '../../test/helpers/store.probe.js';
-import { replaceSection } from './benchmarks-file.js';
+import { writeSection } from './benchmarks-file.js';
 import autocannon from 'autocannon';
 import {
   HOT_LISTINGS,
@@ -77,7 +77,6 @@ import { runPgbench } from './pgbench.js';
 import { ensureRedis, freePort, type RunningRedis } from '../redis.js';
 import { DEFAULT_CONCURRENCY, MACHINE, ordersSection, type Phase, type Run } from './orders-report.js';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const { values } = parseArgs({
   options: {
     orders: { type: 'string', default: '2000' },
@@ -95,7 +94,7 @@ const { values } = parseArgs({
     concurrency: { type: 'string' },
     warmup: { type: 'string' },
     'database-core': { type: 'string' },
-    'no-write': { type: 'boolean', default: false },
+    write: { type: 'boolean', default: false },
   },
 });
 if (values.shape !== 'load' && values.shape !== 'callers')
@@ -513,8 +512,7 @@ async function main() {
     if (CALLERS) {
       const section = await callers(redis, stores);
       process.stdout.write(`${section}\n`);
-      if (!values['no-write'])
-        replaceSection(path.join(ROOT, 'BENCHMARKS.md'), "Orders, the callers' shape", section);
+      if (values.write) writeSection("Orders, the callers' shape", section);
       return;
     }
     const noop = await noopRate(redis.url, ORDERS * 5);
@@ -567,7 +565,7 @@ async function main() {
       runs,
     );
     process.stdout.write(`${body}\n`);
-    if (!values['no-write']) replaceSection(path.join(ROOT, 'BENCHMARKS.md'), 'Orders end to end', body);
+    if (values.write) writeSection('Orders end to end', body);
   } finally {
     await Promise.all([...running].map(stopProcess));
     await redis.stop();

@@ -5,7 +5,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { compiledEntry, fromSource, readProcfile } from '../procfile.js';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
+/** The project's root: this tree, whose service a bench runs unless given another checkout. */
+export const ROOT = path.resolve(import.meta.dirname, '../..');
 
 /**
  * How benchmarks run the service's entries: `dist` (the default) as production does, the Procfile's command on

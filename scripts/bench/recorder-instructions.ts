@@ -17,8 +17,8 @@ import { pino } from 'pino';
 import { redisCommandsSoFar } from './lone-orders.js';
 import { callgrindTotal } from '../../test/helpers/process-stats.js';
 import { ensureRedis } from '../redis.js';
+import { ROOT } from './processes.js';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const { values } = parseArgs({
   options: {
     jobs: { type: 'string', default: '2000' },

@@ -21,7 +21,7 @@ import Database from 'better-sqlite3';
 import type { RetentionCounts } from '../../src/services/retention.js';
 import { incrementalVacuum } from '../../src/store/sqlite/sqlite.db.js';
 import type { Probe } from '../../test/helpers/store.probe.js';
-import { replaceSection } from './benchmarks-file.js';
+import { writeSection } from './benchmarks-file.js';
 import { sampleCells, sleep } from './samples.js';
 import { running, startEntry, stopAllOnInterrupt, stopProcess, waitForWeb } from './processes.js';
 import { freshStore, parseStoreKinds, serviceEnv, stopPostgresServer } from './stores.js';
@@ -428,12 +428,7 @@ async function main(): Promise<void> {
       ...steady,
     ].join('\n');
     process.stdout.write(`${section}\n`);
-    if (values.write)
-      replaceSection(
-        path.resolve(import.meta.dirname, '../../BENCHMARKS.md'),
-        `Retention (${sqlite ? 'SQLite' : 'PostgreSQL'})`,
-        section,
-      );
+    if (values.write) writeSection(`Retention (${sqlite ? 'SQLite' : 'PostgreSQL'})`, section);
   } finally {
     await side.close();
     await stopProcess(web);

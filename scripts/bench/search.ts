@@ -18,7 +18,7 @@ import { openDb } from '../../src/store/sqlite/sqlite.db.js';
 import { sqliteSearch } from '../../src/store/sqlite/search.sqlite.js';
 import type { SearchCriteria, Store } from '../../src/store/port/store.port.js';
 import type { Probe } from '../../test/helpers/store.probe.js';
-import { replaceSection } from './benchmarks-file.js';
+import { writeSection } from './benchmarks-file.js';
 import {
   defaultStoreKind,
   freshStore,
@@ -416,7 +416,7 @@ async function main(): Promise<void> {
     const body = sectionBody(bench, stats, largest, drawn, biggest);
     const title = KIND === 'sqlite' ? 'Search' : 'Search (PostgreSQL)';
     console.log(`## ${title}\n\n${body}`);
-    if (values.write) replaceSection('BENCHMARKS.md', title, body);
+    if (values.write) writeSection(title, body);
   } finally {
     await bench.close();
   }
@@ -470,16 +470,14 @@ ${KIND === 'postgres' ? POSTGRES_LIMITS : ''}`;
 const POSTGRES_LIMITS = `
 What limits these figures: every search is at least one round trip to the server with a statement planned
 afresh (bare p50 0.4–0.9 ms for the paths that read few rows), and a page given a \`next\` first reads the key of
-the order it names (one more round trip; until issue 41 a page with more orders after it wrote its cursor
-instead, a DELETE and an INSERT). The p95 over 5 ms:
+the order it names (one more round trip). The p95 over 5 ms:
 
 - an item update range over 2,000 items: its probe (one statement) counts up to 2,000 items of the range, then up
   to 30,000 entries of the window in result order, then up to 2,000 orders, as \`chooseDriver\` needs them; the
   page then reads what the chosen path reads. A larger client's wide range pays the probe's entries twice (the
   probe and the page read the same ones).
-- vendorId with a narrow update range: a run before issue 41 found PostgreSQL running that page with a parallel
-  worker (Gather Merge), whose start alone took 5–7 ms; in \`EXPLAIN (ANALYZE, BUFFERS)\` at 200,000 and 1,000,000
-  orders during issue 41 no plan had one. Should it come back, \`max_parallel_workers_per_gather = 0\` for the
+- vendorId with a narrow update range: should PostgreSQL run that page with a parallel worker (Gather Merge,
+  whose start alone took 5–7 ms when an earlier plan had one), \`max_parallel_workers_per_gather = 0\` for the
   adapter's sessions is the setting to try.
 - limit=100: 101 orders with their items in one JSON document; the server runs it in about 2 ms at p95, the rest
   is the transfer, JSON parsing in Node and the shared machine.

@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { benchClient, importBenchListing } from './webhook-clients.js';
-import { replaceSection } from './benchmarks-file.js';
+import { writeSection } from './benchmarks-file.js';
 import { running, startEntry, stopProcess, waitFor, waitForWorkers } from './processes.js';
 import { freshStore, serviceEnv, type BenchStore } from './stores.js';
 import { ensureRedis, type RunningRedis } from '../redis.js';
@@ -27,7 +27,6 @@ const { values } = parseArgs({
 const BACKLOG = Number(values.backlog);
 const SECONDS = Number(values.seconds);
 const EVERY_MS = 250;
-const ROOT = path.resolve(import.meta.dirname, '../..');
 
 interface Receiver {
   url: string;
@@ -141,7 +140,7 @@ function section(results: Result[]): string {
   const flag = results.length > 1 ? ' --before' : '';
   return `Command: \`node --import tsx scripts/bench/webhook-fairness.ts --backlog ${BACKLOG} --seconds ${SECONDS}${flag}\` \
 (${os.cpus().length} cores shared with other sessions, SQLite, one worker process, WEBHOOK_CONCURRENCY=32, \
-WEBHOOK_TIMEOUT_MS=10000; ${new Date().toISOString().slice(0, 10)})
+WEBHOOK_TIMEOUT_MS=10000)
 
 One client's receiver never answers and has ${BACKLOG} deliveries waiting; meanwhile another client's orders record an
 event every ${EVERY_MS} ms for ${SECONDS} s. Latency: from the event recorded to its arrival at the healthy receiver (the
@@ -171,7 +170,7 @@ async function main(): Promise<void> {
   }
   const text = section(results);
   process.stdout.write(`${text}\n`);
-  if (values.write) replaceSection(path.join(ROOT, 'BENCHMARKS.md'), 'Webhook fairness', text);
+  if (values.write) writeSection('Webhook fairness', text);
 }
 
 await main();

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Store } from '../../src/store/port/store.port.js';
 import { benchClient, importBenchListing } from './webhook-clients.js';
-import { replaceSection } from './benchmarks-file.js';
+import { writeSection } from './benchmarks-file.js';
 import { running, startEntry, stopProcess, waitFor, waitForWorkers } from './processes.js';
 import {
   freshStore,
@@ -38,7 +38,6 @@ const CONCURRENCY = Number(values.concurrency);
 const PER_ENDPOINT = Number(values['per-endpoint']);
 // Distinct events; the rest of the backlog is replays of them, which take the same path.
 const EVENTS = Math.min(200, DELIVERIES);
-const ROOT = path.resolve(import.meta.dirname, '../..');
 
 interface Result {
   store: string;
@@ -143,7 +142,7 @@ function section(results: Result[]): string {
     return `| ${r.store} | ${r.deliveries} | ${r.seconds.toFixed(2)} | ${rate} | ${cpu} | ${r.machineCores.toFixed(1)} |`;
   });
   return `Command: \`node --import tsx scripts/bench/webhooks.ts --deliveries ${DELIVERIES}\` (${os.cpus().length} cores, \
-WEBHOOK_CONCURRENCY=${CONCURRENCY}, one worker process; ${new Date().toISOString().slice(0, 10)})
+WEBHOOK_CONCURRENCY=${CONCURRENCY}, one worker process)
 
 A backlog of pending deliveries in the store's outbox (${EVENTS} events of settled orders, the rest replays of
 them) drained by one worker process into a local HTTP receiver answering 204: per delivery the relay hands it to
@@ -178,7 +177,7 @@ async function main(): Promise<void> {
   }
   const text = section(results);
   process.stdout.write(`${text}\n`);
-  if (values.write) replaceSection(path.join(ROOT, 'BENCHMARKS.md'), 'Webhook deliveries', text);
+  if (values.write) writeSection('Webhook deliveries', text);
 }
 
 await main();
