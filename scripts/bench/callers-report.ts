@@ -23,6 +23,8 @@ export interface CallersRun {
   cpu: Record<string, number>;
   seconds: number;
   exitedCleanly: boolean;
+  /** Commands Redis ran per order over the run (INFO commandstats: those run inside scripts included). */
+  redisCommands: number;
 }
 
 export interface CallersSetup {

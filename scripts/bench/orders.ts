@@ -7,14 +7,17 @@
 //     [--warmup 0] [--database-core N] [--write]
 //   node --import tsx scripts/bench/orders.ts --shape callers [--orders 2000] [--stores sqlite,postgres]
 //     [--start cold,warm] [--in-flight 64] [--warmup 1000] [--workers 1] [--rounds 1] [--bare-seconds 5]
-//     [--database-core N] [--write]
-// --shape callers (issue 45): the callers' shape instead of the backlog and end-to-end phases: one client with
+//     [--database-core N] [--floor] [--write]
+// --shape callers: the callers' shape instead of the backlog and end-to-end phases: one client with
 // --in-flight orders at once (64), each one copy of each of the same 3 listings (bestsellers), posted with
 // Prefer: respond-async until every one is final; processes started cold from the Procfile (measured from the
 // first request) and warm (after --warmup orders of the same shape, 1000 unless given); durable commits on both
 // stores (implies --durable and --pgbench); beside it, in the same run, a bare Express handler's requests/s for
 // the same body (--bare-seconds per round, after a warm-up) and pgbench on the same server. Writes the
 // "Orders, the callers' shape" section.
+// --floor (with --shape callers): after each run, BullMQ's own no-op job on the same Redis at the same number in
+// flight (noop-floor.ts), and the orders against it: orders/s ÷ jobs/s, CPU per order ÷ CPU per job of each side,
+// Redis commands per order ÷ per job.
 // --durable: PostgreSQL with fsync and synchronous_commit on; --pgbench: pgbench against the same server before
 // and after the runs; --latency-ms: SANDBOX_PAYMENT_LATENCY_MS; --concurrency: WORKER_CONCURRENCY (the service's default
 // unless given).
@@ -76,6 +79,8 @@ import { startPgBouncer, type RunningPgBouncer } from '../pgbouncer.js';
 import { runPgbench } from './pgbench.js';
 import { ensureRedis, freePort, type RunningRedis } from '../redis.js';
 import { DEFAULT_CONCURRENCY, MACHINE, ordersSection, type Phase, type Run } from './orders-report.js';
+import { floorTable, noopFloor, type FloorRow } from './noop-floor.js';
+import { redisCommandsSoFar } from './lone-orders.js';
 
 const { values } = parseArgs({
   options: {
@@ -95,6 +100,7 @@ const { values } = parseArgs({
     warmup: { type: 'string' },
     'database-core': { type: 'string' },
     write: { type: 'boolean', default: false },
+    floor: { type: 'boolean', default: false },
   },
 });
 if (values.shape !== 'load' && values.shape !== 'callers')
@@ -338,6 +344,7 @@ async function runCallers(context: RunContext, start: Start): Promise<Omit<Calle
   const { store, workers, buyer } = context;
   const service = await startService(context);
   const { baseUrl, probe, readCpu, label } = service;
+  const counter = new Redis(context.redis.url);
   try {
     await service.startWorkers();
     if (start === 'warm') {
@@ -345,10 +352,14 @@ async function runCallers(context: RunContext, start: Start): Promise<Omit<Calle
       await lastSettlement(probe);
     }
     const before = readCpu();
+    const commandsBefore = await redisCommandsSoFar(counter);
     const started = Date.now();
     const acceptSeconds = await postHotOrders(baseUrl, buyer, ORDERS);
     const end = await lastSettlement(probe);
+    // The INFO call that reads the count is itself one command.
+    const redisCommands = ((await redisCommandsSoFar(counter)) - commandsBefore - 1) / ORDERS;
     const run = {
+      redisCommands,
       store: store.kind,
       start,
       workers,
@@ -366,6 +377,7 @@ async function runCallers(context: RunContext, start: Start): Promise<Omit<Calle
     if (refusedBusy.count > 0) say(`${refusedBusy.count} answers of 5030 so far, each sent again`);
     return { ...run, exitedCleanly: await service.stop() };
   } finally {
+    counter.disconnect();
     await service.close();
   }
 }
@@ -419,6 +431,7 @@ async function callers(redis: RunningRedis, stores: string): Promise<string> {
   };
   await pgbenchOnce('before the runs');
   const runs: CallersRun[] = [];
+  const floors: FloorRow[] = [];
   for (let round = 1; round <= ROUNDS; round++) {
     for (const kind of STORES) {
       for (const workers of WORKERS) {
@@ -427,7 +440,9 @@ async function callers(redis: RunningRedis, stores: string): Promise<string> {
           const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-callers-'));
           try {
             if (bare.length < round) bare.push(await bareRate(buyer, dir));
-            runs.push({ round, ...(await runCallers({ redis, store, workers, buyer, dir }, start)) });
+            const run = { round, ...(await runCallers({ redis, store, workers, buyer, dir }, start)) };
+            runs.push(run);
+            if (values.floor) floors.push(await floorBeside(redis, run));
           } finally {
             await store.remove();
             fs.rmSync(dir, { recursive: true, force: true });
@@ -441,9 +456,9 @@ async function callers(redis: RunningRedis, stores: string): Promise<string> {
     `node --import tsx scripts/bench/orders.ts --shape callers --orders ${ORDERS} --stores ${STORES.join(',')} ` +
     `--start ${STARTS.join(',')} --in-flight ${IN_FLIGHT} --warmup ${WARMUP} --workers ${WORKERS.join(',')}` +
     `${ROUNDS > 1 ? ` --rounds ${ROUNDS}` : ''}${DATABASE_CORE !== undefined ? ` --database-core ${DATABASE_CORE}` : ''}`;
-  return callersSection(
+  const section = callersSection(
     {
-      command,
+      command: `${command}${values.floor ? ' --floor' : ''}`,
       stores: STORES,
       starts: STARTS,
       orders: ORDERS,
@@ -458,6 +473,35 @@ async function callers(redis: RunningRedis, stores: string): Promise<string> {
     },
     runs,
   );
+  return floors.length > 0 ? `${section}\n\n${floorTable(floors, IN_FLIGHT, FLOOR_PAYLOAD_BYTES)}` : section;
+}
+
+/** About the bytes of an order's job as the web adds it. */
+const FLOOR_PAYLOAD_BYTES = 600;
+
+/** BullMQ's no-op floor on the run's Redis, right after the run, at its number in flight. */
+async function floorBeside(redis: RunningRedis, run: CallersRun): Promise<FloorRow> {
+  const floor = await noopFloor(redis.url, {
+    jobs: run.orders,
+    inFlight: IN_FLIGHT,
+    payloadBytes: FLOOR_PAYLOAD_BYTES,
+    redisPid: redis.process?.pid,
+  });
+  const label = `${run.round} ${run.store} ${run.start}`;
+  say(
+    `${label}: floor ${floor.jobsPerSecond.toFixed(0)} no-op jobs/s, ${floor.redisCommands.toFixed(1)} Redis commands per job`,
+  );
+  return {
+    label,
+    ordersPerSecond: run.finalRate,
+    cpuMs: {
+      web: msPerOrder(run, (n) => n === 'web'),
+      workers: msPerOrder(run, (n) => n.startsWith('worker')),
+      redis: msPerOrder(run, (n) => n === 'redis'),
+    },
+    redisCommands: run.redisCommands,
+    floor,
+  };
 }
 
 async function versions(): Promise<string> {
