@@ -75,6 +75,8 @@ async function runStore(redis: RunningRedis, kind: StoreKind): Promise<BatchRun[
     PORT: String(port),
     // No worker settles anything here: the limit must not refuse the benchmark's own orders.
     MAX_UNSETTLED_ORDERS: String(10 * (SINGLE + BATCHED) * ROUNDS),
+    // One client sends every order: its share of the backlog is the whole of it.
+    MAX_UNSETTLED_PER_CLIENT: String(10 * (SINGLE + BATCHED) * ROUNDS),
   });
   const web = startEntry('src/server.ts', env, path.join(dir, 'web.log'));
   const connection = new Redis(redis.url, { maxRetriesPerRequest: null });

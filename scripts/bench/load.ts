@@ -84,7 +84,14 @@ async function drainBacklog(
   env: NodeJS.ProcessEnv,
   startWorkers: () => Promise<void>,
 ): Promise<Drain> {
-  const config = loadConfig({ ...env, LOG_LEVEL: 'silent' });
+  // One client places the whole backlog while the queue is paused: its share of the backlog must not refuse it.
+  const limit = String(10 * BACKLOG);
+  const config = loadConfig({
+    ...env,
+    LOG_LEVEL: 'silent',
+    MAX_UNSETTLED_ORDERS: limit,
+    MAX_UNSETTLED_PER_CLIENT: limit,
+  });
   const logger = createLogger(config, 'bench');
   const deps = await createDeps(config, logger, { role: 'bench' });
   const probe = store.probe();
