@@ -1,4 +1,4 @@
-// The backpressure figures at a large store (issue 41: the backlog counts items): the sum of the items of the
+// The backpressure figures at a large store (the backlog counts items): the sum of the items of the
 // unsettled orders, in all and of one client, as the store adapters run it (index-only over
 // orders_unsettled_client, which includes each order's item count), beside the count of orders it replaced (run
 // on the same store, so on the migrated index), on a fresh store of each kind with a history of settled orders and

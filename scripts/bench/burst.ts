@@ -1,4 +1,4 @@
-// The SQLite contention burst of issue 17: N real orders (Prefer: respond-async) at C in flight against
+// The SQLite contention burst: N real orders (Prefer: respond-async) at C in flight against
 // WEB_CONCURRENCY web processes and W workers on one SQLite file, all running; counts the answers 503 / 5030 (the
 // web's wait for the write lock, WEB_DB_BUSY_TIMEOUT_MS, ran out), each sent again with the same request id.
 //   node --import tsx scripts/bench/burst.ts [--orders 600] [--in-flight 50] [--webs 2] [--workers 3] [--rounds 3]

@@ -1,6 +1,6 @@
 // The "Orders, the callers' shape" section of BENCHMARKS.md from scripts/bench/orders.ts --shape callers: one
 // client with many orders in flight on a few hot listings, durable commits on both stores, cold and warm
-// processes, beside the references the aims of issue 45 are stated against (a bare Express handler, pgbench).
+// processes, beside the references the aims are stated against (a bare Express handler, pgbench).
 import os from 'node:os';
 import { placementOf } from './cpu-affinity.js';
 import type { StoreKind } from './stores.js';
@@ -71,7 +71,7 @@ function runsTable(runs: CallersRun[]): string {
   ].join('\n');
 }
 
-/** The aims of issue 45 against the means of the runs of each start. */
+/** The aims of the callers' shape against the means of the runs of each start. */
 export function aims(s: CallersSetup, runs: CallersRun[]): string[] {
   const bare = mean(s.bare.map((b) => b.rps));
   const pgbench = s.pgbench.length > 0 ? mean(s.pgbench) : NaN;

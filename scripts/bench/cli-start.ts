@@ -1,5 +1,5 @@
 // How long the operator commands take to start and finish, beside `npm run` of a script that is only
-// `node -e 0` (issue 22, point 4), alternating the commands round by round; medians. `client:create` runs on a
+// `node -e 0`, alternating the commands round by round; medians. `client:create` runs on a
 // fresh SQLite file (migrated by a first, unmeasured run). Writes the "Command start times" section of BENCHMARKS.md.
 //   node --import tsx scripts/bench/cli-start.ts [rounds=7] [--write]
 import { execFileSync, spawnSync } from 'node:child_process';

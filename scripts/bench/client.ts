@@ -1,4 +1,4 @@
-// The client package's aims (issue 22): its own cost per request (signing, headers, JSON in and out) beside a
+// The client package's aims: its own cost per request (signing, headers, JSON in and out) beside a
 // signed dry run's time through the real service, and `placeOrders` of N dry-run entries beside N `dryRun` calls
 // made one after another. One web process (compiled, as the Procfile runs it) on a fresh SQLite store, no worker.
 // Writes the "Client package" section of BENCHMARKS.md.

@@ -1,4 +1,4 @@
-// Failover figures (issue 43), seconds-scale: for (a) the Redis primary SIGKILLed behind three Sentinels and (b) the
+// Failover figures, seconds-scale: for (a) the Redis primary SIGKILLed behind three Sentinels and (b) the
 // PostgreSQL primary stopped with -m immediate and its synchronous standby promoted, under the load of the failover
 // tests (six callers, test/helpers/failover-load.ts): the time from the loss until an order is accepted again, until
 // every accepted order is settled, and how many requests were answered 503 meanwhile; --runs of each, median and

@@ -1,11 +1,11 @@
-// Frozen-link figures (issue 42), seconds-scale: for (a) the Redis link and (b) the PostgreSQL store's link frozen
+// Frozen-link figures, seconds-scale: for (a) the Redis link and (b) the PostgreSQL store's link frozen
 // FREEZE_MS through a TCP proxy (test/helpers/tcp-proxy.ts: the connections stay open, no byte passes) and then
 // thawed, under the load of the failover tests (six callers, test/helpers/failover-load.ts): the longest request in
 // flight during the freeze, the time from the thaw until an order sent after it is answered 2010, how many requests
 // were answered 503 from the freeze on, the time from the thaw until every accepted order is settled, and whether
 // nothing was lost (what test/failover asserts: money and stock exact, every accepted order final, one order per
 // request id); --runs of each, median and worst. The servers are private, on free ports; --write puts the section
-// "Frozen links (issue 42)" in BENCHMARKS.md.
+// "Frozen links" in BENCHMARKS.md.
 //   node --import tsx scripts/bench/freeze.ts [--runs 5] [--only redis|store] [--write]
 import { execFileSync } from 'node:child_process';
 import crypto from 'node:crypto';

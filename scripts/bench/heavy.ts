@@ -1,4 +1,4 @@
-// Heavy clients (issue 41): on a store of --orders orders (generate-orders.ts), one client holds --heavy-orders
+// Heavy clients: on a store of --orders orders (generate-orders.ts), one client holds --heavy-orders
 // orders of --items items each, priced out a minute after each was placed. Measured through one web process (no
 // worker): the heavy search (`vendorId=V&itemUpdateDateStart=T&limit=1`, T reaching only the last 40% of those
 // orders, both sort orders in turn) and a cheap one (`limit=1` of another client), p50/p99 side by side, one after

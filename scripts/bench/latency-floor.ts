@@ -76,7 +76,7 @@ export async function redisRoundTripP50(url: string, n = 500): Promise<number> {
   }
 }
 
-/** The commits one order needs (acceptance, reservation, settlement), as issue 45 counts them. */
+/** The commits one order needs (acceptance, reservation, settlement): three durable commits. */
 const COMMITS = 3;
 
 export interface Floor {

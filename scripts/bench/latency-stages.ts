@@ -1,4 +1,4 @@
-// Where a lone order's wait goes (issue 45), from the service's own OpenTelemetry spans as the tests' OTLP receiver
+// Where a lone order's wait goes, from the service's own OpenTelemetry spans as the tests' OTLP receiver
 // takes them (JSON): the stages of each order read off its spans (web, worker, store, payments, BullMQ), lined up
 // per order on one clock. Used by `bench-latency.ts --stages`.
 import type { ReceivedSpan } from '../../test/helpers/otlp-receiver.js';

@@ -1,4 +1,4 @@
-// The wait a caller sees (issue 45): real orders posted without `Prefer: respond-async`, each answered once its
+// The wait a caller sees: real orders posted without `Prefer: respond-async`, each answered once its
 // outcome is known, timed from the request sent to the answer read. The service runs as the Procfile runs it
 // (web, worker, clock, compiled), on each store made durable (SQLite's commits flushed, PostgreSQL with fsync),
 // one client posting 2-listing orders over 50 listings, first one order in flight, then 16; beside it the floor

@@ -1,4 +1,4 @@
-// The order shape of the latency benches (issue 45): 50 listings of one vendor, each order one copy of two of
+// The order shape of the latency benches: 50 listings of one vendor, each order one copy of two of
 // them picked at random; and the count of commands Redis has run, to give Redis commands per order.
 import crypto from 'node:crypto';
 import type { Redis } from 'ioredis';

@@ -1,4 +1,4 @@
-// What one order costs PostgreSQL, counted by the server itself (issue 17): transactions (pg_stat_database's
+// What one order costs PostgreSQL, counted by the server itself: transactions (pg_stat_database's
 // xact_commit + xact_rollback of the service's database), statements (pg_stat_statements calls, by
 // statement) and the plans the server made (pg_stat_statements plans, track_planning) over a run of real
 // orders, one web and one worker, divided by the orders. The server is a private one with fsync and

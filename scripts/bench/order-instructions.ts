@@ -1,4 +1,4 @@
-// Instructions per lone order (issue 45), load-independent: the CPU a synchronous real order (no
+// Instructions per lone order, load-independent: the CPU a synchronous real order (no
 // `Prefer: respond-async`, 2 listings over 50, one in flight) costs the web or the worker, counted by valgrind's
 // callgrind instead of timed. The service runs as the Procfile runs it (compiled), on a fresh durable store and
 // a private Redis; the process measured (--process web|worker) runs under callgrind with instrumentation off,

@@ -105,7 +105,7 @@ const { values } = parseArgs({
 });
 if (values.shape !== 'load' && values.shape !== 'callers')
   throw new Error(`--shape: load or callers, not ${values.shape}`);
-/** The callers' shape (issue 45) rather than today's backlog and end-to-end phases. */
+/** The callers' shape rather than today's backlog and end-to-end phases. */
 const CALLERS = values.shape === 'callers';
 // --durable: the private PostgreSQL server keeps fsync and synchronous_commit on, as operators run it.
 if (values.durable || CALLERS) process.env.BENCH_POSTGRES_DURABLE = 'true';

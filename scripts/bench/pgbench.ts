@@ -1,5 +1,5 @@
 // pgbench's TPC-B-like transactions (5 statements each, prepared) against a server, on a database of its own:
-// what that server commits per second in the same window as a benchmark of the service (issue 17).
+// what that server commits per second in the same window as a benchmark of the service.
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';

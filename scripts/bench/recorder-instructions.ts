@@ -1,4 +1,4 @@
-// Instructions the worker's metrics cost per order job (issue 45), load-independent: what the order worker does
+// Instructions the worker's metrics cost per order job, load-independent: what the order worker does
 // with its metrics recorder for each job (the order's end announced along, the order's outcome counted, the job
 // timed and awaited until written), one job after another against a private Redis, in this process, on a
 // connection that BullMQ's scripts are defined on (as the worker's is). Run under callgrind with instrumentation
