@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { childPids, processStats } from '../../scripts/process-stats.js';
+import { childPids, processStats } from '../helpers/process-stats.js';
 import { freePort } from '../../scripts/redis.js';
 import { createSigningClient, type OrderResponse } from '../helpers/signed-client.js';
 import { placeOrder } from '../../src/services/orders/place-order.js';
