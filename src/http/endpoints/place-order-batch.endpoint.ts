@@ -25,7 +25,7 @@ import {
   OrderResponseSchema,
 } from '../order-response.schema.js';
 import { backpressureError, placedCode } from '../order-answers.js';
-import { chargeMore } from '../rate-limit.js';
+import { chargeMore, giveBack } from '../rate-limit.js';
 import { perClientSlots } from '../batch-slots.js';
 import { ORDER_COST_RULE, orderCost } from '../order-cost.js';
 import { parseInput } from '../request-input.js';
@@ -131,6 +131,7 @@ export function postOrderBatch(deps: PlaceOrderBatchDeps & { intake: OrderIntake
     };
     // No variable of their own for the results: a suspended handler keeps its variables, so the answers would stay
     // alive through the stream; `outcomes` alone holds them, and lets each go once written (answersOf).
+    let unspent = 0;
     const outcomes = (
       await submitOrderBatch(deps, {
         clientId,
@@ -141,7 +142,12 @@ export function postOrderBatch(deps: PlaceOrderBatchDeps & { intake: OrderIntake
         read,
         log: req.log,
       })
-    ).map(({ entry, result }) => outcomeOf(entry, result));
+    ).map(({ entry, result }, index) => {
+      if (result?.kind === 'busy') unspent += orderCost(entries[index]);
+      return outcomeOf(entry, result);
+    });
+    // Orders refused by backpressure stored nothing: their cost is given back, the one request paid on arrival kept.
+    await giveBack(res, Math.min(unspent, cost - 1));
     const retryAfter = Math.max(
       0,
       ...outcomes.map((o) => Number(('error' in o && o.error.headers['Retry-After']) || 0)),

@@ -8,7 +8,7 @@ import { bindLogContext } from '../request-context.js';
 import { jsonObjectBody } from '../json-body.js';
 import { json, responses } from '../openapi-responses.js';
 import { ORDER_COST_RULE, orderCost } from '../order-cost.js';
-import { chargeMore } from '../rate-limit.js';
+import { chargeMore, giveBack } from '../rate-limit.js';
 import { backpressureError, placedCode } from '../order-answers.js';
 import { createOrderRequestReader, ORDER_JSON_LIMITS, refusalError } from '../order-request.check.js';
 import { AddressSchema, RequestedListingSchema, orderRequestSchema } from '../order-request.schema.js';
@@ -99,6 +99,8 @@ export function postOrder(deps: PlaceOrderDeps & { intake: OrderIntake }): Reque
           'Svc-RequestId: already used by this access key for a different request',
         );
       case 'busy':
+        // Refused by backpressure, nothing stored: its cost is given back, the one request paid on arrival kept.
+        await giveBack(res, cost - 1);
         throw backpressureError(result);
       case 'placed': {
         // On the request's log line: the order it placed, whether it was placed before, whether it waits.
