@@ -16,7 +16,7 @@ import {
 } from '../../src/store/shared/search-plan.js';
 import { sqliteSearch, type SqliteSearchOptions } from '../../src/store/sqlite/search.sqlite.js';
 import { openDb, type Db } from '../../src/store/sqlite/sqlite.db.js';
-import type { SearchCriteria, SearchStore } from '../../src/store/port/store.port.js';
+import type { SearchCriteria, SearchPage, SearchStore } from '../../src/store/port/store.port.js';
 import type { Probe } from '../helpers/store.probe.js';
 import { TEST_STORE, openProbe, testStoreEnv, type TestStoreEnv } from '../helpers/test-store.js';
 
@@ -178,8 +178,16 @@ function randomCriteria(): SearchCriteria {
   if (rnd() < 0.15) c.referenceId = pick(['r1', 'r2', 'r3', 'r9']);
   if (rnd() < 0.15) c.orderIds = Array.from({ length: 1 + int(40) }, () => 1 + int(900));
   if (rnd() < 0.15) c.orderItemIds = Array.from({ length: 1 + int(60) }, () => 1 + int(items.length));
+  // Drawn apart, so that the criteria above stay those they were before pages had a size.
+  if (rndSize() < 0.4) c.maxItems = Math.floor(rndSize() * 12);
   return c;
 }
+
+const rndSize = random(7);
+
+/** The items each order of a page holds in all (what SearchCriteria.maxItems counts), in page order. */
+const allItemsOf = (page: SearchPage): number[] =>
+  page.orders.map(({ order }) => items.filter((i) => i.order_id === order.orderId).length);
 
 /** The PostgreSQL adapter's statement for a search, after the probe of the update range it runs first. */
 async function postgresPlan(clientId: number, c: SearchCriteria, caps: ScanCaps) {
@@ -301,6 +309,9 @@ describe('order search of the store port, paged to the end, against the model of
             })),
           );
           expect(page.more, JSON.stringify(criteria)).toBe(seen.length < expected.length);
+          // A page past its size is its first order alone.
+          const pageItems = allItemsOf(page).reduce((sum, n) => sum + n, 0);
+          if (page.orders.length > 1) expect(pageItems).toBeLessThanOrEqual(criteria.maxItems ?? Infinity);
           const last = page.orders.at(-1)?.order;
           if (!page.more || !last || pages > expected.length) break;
           after = { createdAt: last.createdAt, orderId: last.orderId };
