@@ -203,6 +203,8 @@ describe('rate limit charged by what a read returns', () => {
     await service.importCatalog(VENDORS, LISTINGS);
     reader = await service.client('reader of large orders');
     await storeHeavyClient(service, reader, { listing: LISTINGS[0]!, t0: now - DAY, orders: 5, items: 250 });
+    // Priced as bought, so that the answers are ones the OpenAPI document describes (a cost above 0).
+    await service.probe.exec(`UPDATE order_items SET cost_cents = 1250 WHERE client_id = ${reader.clientId}`);
     orderIds = (
       await service.probe.all<{ order_id: number }>(
         'SELECT order_id FROM orders WHERE client_id = ? ORDER BY order_id',
@@ -218,7 +220,8 @@ describe('rate limit charged by what a read returns', () => {
     expect(statusOf(next)).toBe('4291');
     // A burst of 2 and 1 a second: 25 taken from 2 leaves a debt of 23, and one more is needed.
     expect(next.headers['retry-after']).toBe('24');
-    now += 24_000;
+    // Its debt paid and the burst back: a full bucket for the next test.
+    now += 25_000;
   });
 
   it('when a client asks for 100 orders of 250 items, then the page ends at 500 items, costs 50, and the next page goes on', async () => {
