@@ -24,7 +24,9 @@ const clientOf = (creds: Credentials): SigningClient => createSigningClient({ ba
 beforeAll(async () => {
   // What is measured is the event loop: backpressure, which counts items, would refuse most of the heavy client's
   // 50,000-item batch past its share (test/integration/backpressure.test.ts shows that).
-  h = await startHeavyWeb({ orders: ORDERS, items: ITEMS, t0: T0 });
+  // Its searches all at once: what is measured is each one's plan, not the bound on a client's searches in flight.
+  const env = { SEARCH_CONCURRENCY_PER_CLIENT: String(HEAVY_CLIENTS) };
+  h = await startHeavyWeb({ orders: ORDERS, items: ITEMS, t0: T0, env });
 }, 120_000);
 
 afterAll(async () => {

@@ -511,12 +511,11 @@ if (TEST_STORE === 'postgres') {
         expect(above).toContain('Limit');
         expect(above.slice(above.lastIndexOf('Limit'))).not.toContain('Sort');
       }
-      // Each order's items by a seek, and its item count by another where an older version left it unset.
-      const items = plan.scans('order_items_order', true);
-      expect(items.map(({ node }) => node['Index Cond'])).toEqual([
-        expect.stringMatching(/^\(order_id = /),
-        expect.stringMatching(/^\(order_id = /),
-      ]);
+      // Each order's items of the page by a seek; any other reading of them a seek too: an order's item count
+      // where an older version left it unset.
+      const seeks = plan.scans('order_items_order', true).map(({ node }) => node['Index Cond'] ?? '');
+      expect(seeks.filter((cond) => !/^\(order_id = [op]\.order_id\)$/.test(cond))).toEqual([]);
+      expect(seeks.filter((cond) => cond === '(order_id = p.order_id)')).toHaveLength(1);
     });
 
     it("tests an order's other conditions by one index seek each, whatever its items (issue 41)", async () => {
