@@ -11,9 +11,9 @@ export const DEFAULT_WINDOW_MS = 90 * DAY_MS;
  * Most items a page of a search holds (docs/api.md#search): a page ends before the order that would take it past
  * this many, counted with all the items of each order, and `next` goes on from there; its first order is always
  * there (an order has at most 250 items). A page's cost to the web (read, mapped, written on its one thread) and
- * its bytes (~100 an item, some 50 KB at most) are known before its items are read.
+ * its bytes (~100 an item, some 25 KB at most) are known before its items are read.
  */
-export const MAX_PAGE_ITEMS = 500;
+export const MAX_PAGE_ITEMS = 250;
 
 /** A validated GET /v1/orders query: dates in epoch ms, absent when not given. */
 export interface OrderSearchRequest {

@@ -224,24 +224,24 @@ describe('rate limit charged by what a read returns', () => {
     now += 25_000;
   });
 
-  it('when a client asks for 100 orders of 250 items, then the page ends at 500 items, costs 50, and the next page goes on', async () => {
+  it('when a client asks for 100 orders of 250 items, then the page ends at 250 items, costs 25, and the next page goes on', async () => {
     type Page = { orders: { orderId: number }[]; metadata: { orderResponseSize: number; next?: number } };
     const first = await signed(app, reader, 'GET', '/v1/orders?limit=100');
     expect(statusOf(first)).toBe('2000');
     const page = first.body as Page;
-    expect(page.orders.map((o) => o.orderId)).toEqual(orderIds.slice(0, 2));
-    expect(page.metadata.orderResponseSize).toBe(2);
+    expect(page.orders.map((o) => o.orderId)).toEqual(orderIds.slice(0, 1));
+    expect(page.metadata.orderResponseSize).toBe(1);
     expect(page.metadata.next).toBeDefined();
     const refused = await signed(app, reader, 'GET', `/v1/orders?limit=100&next=${page.metadata.next}`);
     expect(statusOf(refused)).toBe('4291');
-    // 50 taken from 2: a debt of 48, and one more.
-    expect(refused.headers['retry-after']).toBe('49');
-    now += 49_000;
+    // 25 taken from 2: a debt of 23, and one more.
+    expect(refused.headers['retry-after']).toBe('24');
+    now += 24_000;
     const second = await signed(app, reader, 'GET', `/v1/orders?limit=100&next=${page.metadata.next}`);
     expect(statusOf(second)).toBe('2000');
-    expect((second.body as Page).orders.map((o) => o.orderId)).toEqual(orderIds.slice(2, 4));
+    expect((second.body as Page).orders.map((o) => o.orderId)).toEqual(orderIds.slice(1, 2));
     expect((second.body as Page).metadata.next).toBeDefined();
-    now += 50_000;
+    now += 25_000;
   });
 
   it('when a search returns 10 items or fewer, then it costs one request, as before', async () => {

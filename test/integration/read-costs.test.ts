@@ -176,8 +176,8 @@ describe('a client asking for the largest pages of a long history', () => {
     expect(Object.keys(statuses).sort()).toEqual(
       Object.keys(statuses).length === 1 ? ['200'] : ['200', '429'],
     );
-    // A page of 500 items at most: 2 orders of 250, some 50 KB.
-    expect(largest).toBeLessThan(80_000);
+    // A page of 250 items at most: one order of 250, some 25 KB.
+    expect(largest).toBeLessThan(40_000);
   }, 120_000);
 });
 
