@@ -108,6 +108,8 @@ const ConfigSchema = z.object({
   RATE_LIMIT_PER_S: nonNegativeInt.default(200),
   // Batches of one client in flight at once in one web process; one more is 4291.
   BATCH_CONCURRENCY_PER_CLIENT: positiveInt.default(2),
+  // Searches of one client in flight at once in one web process; one more is 4291.
+  SEARCH_CONCURRENCY_PER_CLIENT: positiveInt.default(2),
   WORKER_CONCURRENCY: positiveInt.default(32),
   WEB_CONCURRENCY: positiveInt.default(1),
   MAX_PROCESS_ATTEMPTS: positiveInt.default(5),

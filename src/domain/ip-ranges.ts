@@ -30,20 +30,47 @@ const V6_RANGES = ranges([
   ['ff00::', 8, 'multicast'],
 ]);
 
-/** IPv6 forms that carry an IPv4 address (at a byte offset): they are judged by that address. */
-const EMBEDDING_V4 = [
-  ['::ffff:0:0', 96, 12], // IPv4-mapped
-  ['::ffff:0:0:0', 96, 12], // IPv4-translated (SIIT)
-  ['::', 96, 12], // IPv4-compatible (deprecated)
-  ['64:ff9b::', 96, 12], // NAT64
-  ['2002::', 16, 2], // 6to4
-].map(([first, bits, offset]) => [parseIp(first as string)!, bits as number, offset as number] as const);
+/** The IPv4 address at `offset` of an IPv6 address's bytes, each byte XORed with `xor`. */
+const v4At =
+  (offset: number, xor = 0) =>
+  (bytes: Uint8Array): Uint8Array =>
+    bytes.subarray(offset, offset + 4).map((byte) => byte ^ xor);
+
+/**
+ * IPv6 forms that carry IPv4 addresses, each with where they are: such an address is judged by every IPv4 address
+ * it carries, since traffic to it may reach any of them. Teredo carries its server's, and its client's inverted
+ * (RFC 4380: the client is where the relay sends the packets); ISATAP carries one in its interface identifier,
+ * under any prefix (RFC 5214), which `first` and `bits` then match instead of the prefix.
+ */
+const EMBEDDING_V4 = (
+  [
+    ['::ffff:0:0', 96, [v4At(12)]], // IPv4-mapped
+    ['::ffff:0:0:0', 96, [v4At(12)]], // IPv4-translated (SIIT)
+    ['::', 96, [v4At(12)]], // IPv4-compatible (deprecated)
+    ['64:ff9b::', 96, [v4At(12)]], // NAT64
+    ['2002::', 16, [v4At(2)]], // 6to4
+    ['2001::', 32, [v4At(4), v4At(12, 0xff)]], // Teredo: server, then client
+  ] as const
+).map(([first, bits, carried]) => ({ first: parseIp(first)!, bits, carried }));
+
+/** ISATAP's interface identifiers (RFC 5214): 0000:5efe or, universal, 0200:5efe, then the IPv4 address. */
+const ISATAP_IDS = ['::5efe:0:0', '::200:5efe:0:0'].map((id) => parseIp(id)!.subarray(8, 12));
+
+const isIsatap = (bytes: Uint8Array): boolean =>
+  ISATAP_IDS.some((id) => id.every((byte, i) => bytes[8 + i] === byte));
+
+/** The IPv4 addresses an IPv6 address carries (EMBEDDING_V4, ISATAP), none for any other. */
+function carriedV4(bytes: Uint8Array): Uint8Array[] {
+  for (const { first, bits, carried } of EMBEDDING_V4)
+    if (inPrefix(bytes, first, bits)) return carried.map((at) => at(bytes));
+  return isIsatap(bytes) ? [v4At(12)(bytes)] : [];
+}
 
 /**
  * Why `address` may not be a webhook's target: the name of its range (loopback, private, link-local,
  * unspecified, shared, multicast, reserved…), or null for a public unicast address. An IPv6 address that
- * carries an IPv4 one (mapped, translated, NAT64, 6to4) is judged by the IPv4 address; anything that is not an IP
- * address is refused.
+ * carries IPv4 ones (mapped, translated, compatible, NAT64, 6to4, Teredo, ISATAP) is judged by each of them;
+ * anything that is not an IP address is refused.
  */
 export function forbiddenRange(address: string): string | null {
   const bytes = parseIp(address);
@@ -51,11 +78,9 @@ export function forbiddenRange(address: string): string | null {
   if (bytes.length === 4) return rangeOf(bytes, V4_RANGES);
   const own = rangeOf(bytes, V6_RANGES);
   if (own) return own;
-  for (const [first, bits, offset] of EMBEDDING_V4) {
-    if (inPrefix(bytes, first, bits)) {
-      const range = rangeOf(bytes.subarray(offset, offset + 4), V4_RANGES);
-      return range && `${range} (IPv4 ${bytes.subarray(offset, offset + 4).join('.')} inside IPv6)`;
-    }
+  for (const v4 of carriedV4(bytes)) {
+    const range = rangeOf(v4, V4_RANGES);
+    if (range) return `${range} (IPv4 ${v4.join('.')} inside IPv6)`;
   }
   return null;
 }

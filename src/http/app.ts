@@ -9,6 +9,7 @@ import { ENDPOINTS } from './endpoints/index.js';
 import { ApiError, errorHandler } from './errors.js';
 import { sharedInFlight } from '../services/read-cache.js';
 import { openApiDocument } from './openapi.js';
+import { queryGuard } from './query-guard.js';
 import { decodeBody, rawBody } from './raw-body.js';
 import { requestContext } from './request-context.js';
 import { signedRoutes, type SignedRoute } from './signed-routes.js';
@@ -44,28 +45,6 @@ const announcedBodyLimit: RequestHandler = (req, _res, next) => {
   next();
 };
 
-// A `%` not followed by two hex digits, or escapes that are not UTF-8 (`%FF`), would be kept as text by the
-// canonical query and sign the same as their escaped form (`%25FF`): such a query is refused first of all.
-const queryEscapes: RequestHandler = (req, _res, next) => {
-  const at = req.url.indexOf('?');
-  if (at !== -1 && !validEscapes(req.url.slice(at + 1)))
-    throw new ApiError(
-      SvcStatus.INVALID,
-      'query: an invalid percent escape; each % must start %XX escapes of UTF-8 (a % itself is %25)',
-    );
-  next();
-};
-
-function validEscapes(rawQuery: string): boolean {
-  if (!rawQuery.includes('%')) return true;
-  try {
-    decodeURIComponent(rawQuery);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** 4060 before anyone is asked to authenticate. */
 const acceptGuard: RequestHandler = (req, _res, next) => {
   if (!acceptsJson(req)) throw new ApiError(SvcStatus.NOT_ACCEPTABLE, 'Accept: must allow application/json');
@@ -95,7 +74,7 @@ export function createApp(deps: Deps, options: AppOptions = {}): App {
     app,
     context: [context],
     guards: [
-      queryEscapes,
+      queryGuard,
       acceptGuard,
       announcedBodyLimit,
       rawBody(MAX_BODY_BYTES),

@@ -5,8 +5,9 @@ import { SvcStatus } from './status-codes.js';
 
 /**
  * At most `limit` requests of one client in flight at once in this web process (BATCH_CONCURRENCY_PER_CLIENT
- * for batches): one more is refused 4291 with `Retry-After: 1` before its body is parsed, so one client's heavy
- * work takes a bounded share of the process whatever its rate limit leaves it. A slot is given back when the
+ * for batches, SEARCH_CONCURRENCY_PER_CLIENT for searches): one more is refused 4291 with `Retry-After: 1` before
+ * its body or query is parsed, so one client's heavy work takes a bounded share of the process whatever its rate
+ * limit leaves it. A slot is given back when the
  * answer is sent or the connection closes. The slot is taken after authentication and the rate limit, which
  * wait for the store and Redis: a caller who hung up meanwhile (its `close` already fired) takes none, and its
  * request goes no further, since no one is left to answer.

@@ -1,8 +1,10 @@
 /**
- * What an order costs against the rate limit, alone or in a batch, read from its body before it is checked (a
- * malformed order costs at least one): a real order one request per item, the work it stores and settles (an
- * order of 250 items costs what 250 orders of one item would, issue 41); a dry run one per 10 listings, the work
- * of pricing it (an order of 100 listings costs 10, as 10 orders of 10 would). At least one either way.
+ * What a request costs against the rate limit (docs/api.md#limits), each at least one. An order, alone or in a
+ * batch, read from its body before it is checked (a malformed order costs at least one): a real order one request
+ * per item, the work it stores and settles (an order of 250 items costs what 250 orders of one item would); a dry
+ * run one per 10 listings, the work of pricing it (an order of 100 listings costs 10, as 10 orders of 10 would). A
+ * read (a search's page, an order got) one per 10 items it returns: what reading, mapping and writing them takes
+ * of the web's one thread, about what an ordinary search does.
  */
 import { MAX_ITEMS } from '../services/orders/order-request.schema.js';
 
@@ -32,3 +34,9 @@ export function orderCost(order: unknown): number {
     ),
   );
 }
+
+/** Items of a read that cost one request. */
+export const ITEMS_PER_READ = 10;
+
+/** What a read returning `items` items costs. */
+export const readCost = (items: number): number => Math.max(1, Math.ceil(items / ITEMS_PER_READ));

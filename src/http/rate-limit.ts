@@ -11,7 +11,9 @@ import { groupCalls } from '../group-calls.js';
 // deployment share one: deps.clock, Redis's time): `capacity` tokens at most, `perMs` tokens added per ms.
 // A request takes `cost` tokens; one that costs more than the whole bucket is let through when the bucket is
 // full and leaves it in debt, so that the key's next requests wait until the debt is paid back. `paid`: tokens
-// the same request took already (its cost charged in two steps), so that "full" still means full.
+// the same request took already (its cost charged in two steps), so that "full" still means full; past the
+// bucket's capacity (OWED) the take is never refused: a cost known once the work is done (a page read), or given
+// back (a negative cost: an order refused by backpressure). Never more than `capacity` tokens.
 // Each key of KEYS is one request's, in the order asked (a key may come twice), with its `now`, `cost` and `paid`
 // at ARGV[3i], ARGV[3i+1], ARGV[3i+2]; for each, in order, {1, 0} when the tokens were taken, else
 // {0, milliseconds until enough will be there}, as one flat array.
@@ -33,7 +35,7 @@ for i, key in ipairs(KEYS) do
   local need = math.min(cost, capacity - paid)
   local allowed, waitMs = 0, 0
   if tokens >= need then
-    tokens = tokens - cost
+    tokens = math.min(capacity, tokens - cost)
     allowed = 1
   else
     waitMs = math.ceil((need - tokens) / perMs)
@@ -94,9 +96,18 @@ export function createRateLimiter({ redis, prefix, perSecond, clock }: Omit<Rate
     takeTogether({ accessKey, cost, paid, now: clock() });
 }
 
-/** Charges this request `tokens` more than the one it paid on arrival; 4291 when the key's bucket refuses. */
-type ExtraCharge = (tokens: number, what: string) => Promise<void>;
-const EXTRA_CHARGE = Symbol('rate limit extra charge');
+/** `paid` for a take that is never refused: more than any bucket holds (see TAKE_TOKENS). */
+const OWED = Number.MAX_SAFE_INTEGER;
+
+/** What a request may be charged beyond the token it paid on arrival, by the rate limit of its key. */
+interface Charges {
+  /** `tokens` more; 4291 naming `what` when the key's bucket refuses. */
+  more(tokens: number, what: string): Promise<void>;
+  /** `tokens` more whatever the bucket holds (in debt if need be), or given back when negative. */
+  owed(tokens: number): Promise<void>;
+}
+const CHARGES = Symbol('rate limit charges');
+const chargesOf = (res: Response) => (res.locals as { [CHARGES]?: Charges })[CHARGES];
 
 /**
  * For a request whose cost is known only once its body is read (a batch: by its orders and their listings):
@@ -104,8 +115,27 @@ const EXTRA_CHARGE = Symbol('rate limit extra charge');
  * limit is off.
  */
 export async function chargeMore(res: Response, tokens: number, what: string): Promise<void> {
-  const charge = (res.locals as { [EXTRA_CHARGE]?: ExtraCharge })[EXTRA_CHARGE];
-  if (charge && tokens > 0) await charge(tokens, what);
+  const charges = chargesOf(res);
+  if (charges && tokens > 0) await charges.more(tokens, what);
+}
+
+/**
+ * For a request whose cost is known only once its work is done (a page read: by its items): takes `tokens` more
+ * from the key's bucket whatever it holds, leaving it in debt that the key's next requests wait out. Never
+ * refuses: the work is done, and the answer is sent. Nothing when the rate limit is off.
+ */
+export async function chargeOwed(res: Response, tokens: number): Promise<void> {
+  const charges = chargesOf(res);
+  if (charges && tokens > 0) await charges.owed(tokens);
+}
+
+/**
+ * Gives back `tokens` this request was charged for work it then did not do (orders refused by backpressure),
+ * never filling the key's bucket past full. Nothing when the rate limit is off.
+ */
+export async function giveBack(res: Response, tokens: number): Promise<void> {
+  const charges = chargesOf(res);
+  if (charges && tokens > 0) await charges.owed(-tokens);
 }
 
 /** Keys remembered as refused at once (see rateLimit); past this many, the longest remembered is forgotten. */
@@ -117,8 +147,9 @@ const MAX_REFUSED_KEYS = 10_000;
  * limit protects the service and should not be the reason every client is refused.
  *
  * A key refused on arrival is refused again by this process, without asking Redis, until its bucket holds a
- * token again: no process adds tokens (they only take them; the refill follows the clock that the bucket already
- * takes the processes to share), so until then Redis would refuse it too, and a caller sending in a loop past its
+ * token again: processes add tokens only by giving back what a request of theirs was charged (giveBack, which
+ * forgets the key here; the refill follows the clock that the bucket already takes the processes to share), so
+ * until then Redis would refuse it too, and a caller sending in a loop past its
  * limit costs Redis nothing more. The time is the one Redis gave less its rounding up (1 ms), counted from this
  * process's clock read before asking: a key is never refused here longer than Redis would refuse it.
  */
@@ -163,9 +194,16 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
     const { accessKey } = authOf(res);
     stillRefused(accessKey);
     await spend(accessKey, 1, 0);
-    const charge: ExtraCharge = (tokens, what) =>
-      spend(accessKey, tokens, 1, `${what}, more than ${options.perSecond} requests per second allow now`);
-    (res.locals as { [EXTRA_CHARGE]?: ExtraCharge })[EXTRA_CHARGE] = charge;
+    const charges: Charges = {
+      more: (tokens, what) =>
+        spend(accessKey, tokens, 1, `${what}, more than ${options.perSecond} requests per second allow now`),
+      owed: async (tokens) => {
+        // Tokens given back may let the key in before the time remembered: forget it.
+        if (tokens < 0) refusedUntil.delete(accessKey);
+        await spend(accessKey, tokens, OWED);
+      },
+    };
+    (res.locals as { [CHARGES]?: Charges })[CHARGES] = charges;
     next();
   };
 }

@@ -1,10 +1,19 @@
 import crypto from 'node:crypto';
 import type { OrderKey, SortOrder, Store } from '../store/port/store.port.js';
+import { nextTurn } from './loop-turns.js';
 import { toOrderResponse, type OrderResponse } from './order-view.js';
 import { decodeCursor, encodeCursor, quarterOf, type CursorScope } from './search-cursor.js';
 
 const DAY_MS = 86_400_000;
 export const DEFAULT_WINDOW_MS = 90 * DAY_MS;
+
+/**
+ * Most items a page of a search holds (docs/api.md#search): a page ends before the order that would take it past
+ * this many, counted with all the items of each order, and `next` goes on from there; its first order is always
+ * there (an order has at most 250 items). A page's cost to the web (read, mapped, written on its one thread) and
+ * its bytes (~100 an item, some 25 KB at most) are known before its items are read.
+ */
+export const MAX_PAGE_ITEMS = 250;
 
 /** A validated GET /v1/orders query: dates in epoch ms, absent when not given. */
 export interface OrderSearchRequest {
@@ -26,8 +35,9 @@ export interface OrderSearchResponse {
   metadata: { orderResponseSize: number; next?: number };
 }
 
+/** `items`: how many the page holds, what it is charged by. */
 export type SearchOutcome =
-  { kind: 'found'; body: OrderSearchResponse } | { kind: 'bad-cursor'; message: string };
+  { kind: 'found'; body: OrderSearchResponse; items: number } | { kind: 'bad-cursor'; message: string };
 
 export interface SearchDeps {
   clock: () => number;
@@ -92,6 +102,9 @@ export async function searchOrders(
       message:
         'next: not a cursor issued to this client for these criteria in the last 24 hours; repeat the criteria of the first page, or search again without it',
     };
+  // Its page is read and mapped in a turn of the event loop of its own: searches let in together (their tokens
+  // taken by one call to Redis) do not hold the loop one after another, other requests waiting behind them all.
+  await nextTurn();
   const page = await deps.store.search.search(clientId, {
     ...start.window,
     itemUpdateStart: q.itemUpdateDateStart,
@@ -102,6 +115,7 @@ export async function searchOrders(
     orderItemIds: q.orderItemId && uniqueSorted(q.orderItemId),
     sortOrder: q.sortOrder,
     limit: q.limit,
+    maxItems: MAX_PAGE_ITEMS,
     after: start.after,
   });
   const orders = page.orders.map(({ order, items }) => toOrderResponse(order, items));
@@ -111,7 +125,8 @@ export async function searchOrders(
       ? encodeCursor(scope, { origin: start.origin, issued: quarterOf(now), orderId: last.orderId })
       : undefined;
   const metadata = { orderResponseSize: orders.length, ...(next !== undefined ? { next } : {}) };
-  return { kind: 'found', body: { orders, metadata } };
+  const items = page.orders.reduce((sum, { items }) => sum + items.length, 0);
+  return { kind: 'found', body: { orders, metadata }, items };
 }
 
 interface Start {
@@ -134,12 +149,15 @@ async function resume(
   return { origin: cursor.origin, window: resolveWindow(q, cursor.origin, now + 1), after };
 }
 
-/** The client's order with every item and its itemUpdateDate; null when absent or another client's. */
+/**
+ * The client's order with every item and its itemUpdateDate, and how many items it holds (what reading it is
+ * charged by); null when absent or another client's.
+ */
 export async function getClientOrder(
   deps: Pick<SearchDeps, 'store'>,
   clientId: number,
   orderId: number,
-): Promise<OrderResponse | null> {
+): Promise<{ order: OrderResponse; items: number } | null> {
   const stored = await deps.store.orders.getForClient(clientId, orderId);
-  return stored ? toOrderResponse(stored.order, stored.items) : null;
+  return stored && { order: toOrderResponse(stored.order, stored.items), items: stored.items.length };
 }

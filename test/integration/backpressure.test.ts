@@ -5,7 +5,7 @@ import { createSigningClient } from '../helpers/signed-client.js';
 import { createProcessMetrics } from '../../src/metrics/http.metrics.js';
 import { REQUEST_LABELS } from '../../src/http/request-labels.js';
 import { publishStoreCounts } from '../../src/metrics/order-store.metrics.js';
-import { createMetricsListener } from '../../src/processes/web.process.js';
+import { createMetricsListener, createWebApp } from '../../src/processes/web.process.js';
 import { entry, postBatch, resultsOf, statusesOf } from '../helpers/batches.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
 import { valueOf } from '../helpers/prometheus-text.js';
@@ -61,6 +61,37 @@ describe(`when more than MAX_UNSETTLED_ORDERS (${LIMIT}) orders are unsettled`, 
     expect(res.body.messages).toEqual([expect.stringMatching(/too many orders/)]);
     const batch = await postBatch(service, buyer, [entry('b5', buyer.ccToken), entry('b6', buyer.ccToken)]);
     expect(statusesOf(batch)).toEqual([[5030], [5030]]);
+    expect(await ordersStored()).toBe(3);
+  });
+
+  it('then an order refused 5030 costs one request of the rate limit, its items given back, alone or in a batch', async () => {
+    // One request a second, a burst of two: an order of 5 items charged and kept would leave a debt of 3.
+    const limited = createWebApp({
+      ...service.deps,
+      config: { ...service.deps.config, RATE_LIMIT_PER_S: 1 },
+    });
+    const redis = service.deps.redis;
+    if (redis.status !== 'ready') await new Promise((resolve) => redis.once('ready', resolve));
+    const fiveItems = (ccToken: string) => ({
+      ...orderBody(ccToken),
+      listings: [{ listingId: LISTINGS[0]!.listingId, quantity: 5 }],
+    });
+    const alone = async (client: Credentials) => {
+      const res = await signed(limited, client, 'POST', '/v1/orders', fiveItems(client.ccToken), ASYNC);
+      expect(res.headers['svc-status']).toBe('5030');
+    };
+    const inBatch = async (client: Credentials) => {
+      const body = { orders: [{ ...fiveItems(client.ccToken), requestId: 'refused' }] };
+      const res = await signed(limited, client, 'POST', '/v1/order-batches', body);
+      expect(statusesOf(res)).toEqual([[5030]]);
+    };
+    for (const send of [alone, inBatch]) {
+      const client = await service.client('buyer told to come back');
+      await send(client);
+      // The burst's second token is still there: the next request is answered, not 4291.
+      const next = await signed(limited, client, 'GET', '/v1/orders/1');
+      expect(next.headers['svc-status']).toBe('4041');
+    }
     expect(await ordersStored()).toBe(3);
   });
 

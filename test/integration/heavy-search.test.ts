@@ -1,10 +1,8 @@
-import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../scripts/redis.js';
 import { createSigningClient, type SigningClient } from '../helpers/signed-client.js';
-import { LISTINGS, orderBody, VENDORS } from '../helpers/fixtures.js';
-import { storeHeavyClient } from '../helpers/heavy-client.js';
-import { createTestService, stopChild, type Credentials, type TestService } from '../helpers/test-service.js';
+import { LISTINGS, orderBody } from '../helpers/fixtures.js';
+import { p99, startHeavyWeb, timedUntil, type HeavyWeb } from '../helpers/heavy-web.js';
+import type { Credentials } from '../helpers/test-service.js';
 
 // Issue 41, finding 2: a client's 200 orders of 250 items each, searched by vendor and item update date with
 // limit=1, held SQLite's event loop seconds per search (4 at once: another client's cheap search waited 30 s,
@@ -20,44 +18,20 @@ const P99_BOUND_MS = 2000;
 const T0 = Date.now() - 10 * 86_400_000;
 const listing = LISTINGS[0]!;
 
-let service: TestService;
-let web: ChildProcess;
-let baseUrl: string;
-let heavy: Credentials;
-let other: Credentials;
-const clientOf = (creds: Credentials): SigningClient => createSigningClient({ baseUrl, ...creds });
+let h: HeavyWeb;
+const clientOf = (creds: Credentials): SigningClient => createSigningClient({ baseUrl: h.baseUrl, ...creds });
 
 beforeAll(async () => {
   // What is measured is the event loop: backpressure, which counts items, would refuse most of the heavy client's
   // 50,000-item batch past its share (test/integration/backpressure.test.ts shows that).
-  const env = { MAX_UNSETTLED_ORDERS: '10000000', MAX_UNSETTLED_PER_CLIENT: '10000000' };
-  service = await createTestService({ env });
-  await service.importCatalog(VENDORS, LISTINGS);
-  heavy = await service.client('heavy searcher');
-  other = await service.client('another client');
-  await storeHeavyClient(service, heavy, { listing, t0: T0, orders: ORDERS, items: ITEMS });
-  const port = await freePort();
-  baseUrl = `http://127.0.0.1:${port}`;
-  web = await service.spawn('src/server.ts', { PORT: String(port) }, 'web listening');
+  // Its searches all at once: what is measured is each one's plan, not the bound on a client's searches in flight.
+  const env = { SEARCH_CONCURRENCY_PER_CLIENT: String(HEAVY_CLIENTS) };
+  h = await startHeavyWeb({ orders: ORDERS, items: ITEMS, t0: T0, env });
 }, 120_000);
 
 afterAll(async () => {
-  if (web) await stopChild(web);
-  await service?.close({ checkMoney: false });
+  await h?.close();
 });
-
-const p99 = (ms: number[]) => [...ms].sort((a, b) => a - b)[Math.ceil(ms.length * 0.99) - 1]!;
-
-/** Times `fn` again and again until `done` says stop (at least once). */
-async function timedUntil(done: () => boolean, fn: () => Promise<void>): Promise<number[]> {
-  const times: number[] = [];
-  do {
-    const began = performance.now();
-    await fn();
-    times.push(performance.now() - began);
-  } while (!done());
-  return times;
-}
 
 describe('heavy searches of one client (issue 41)', () => {
   // Orders 120..199 have items updated at or after this: the last 80 orders, 20,000 items (a wide range).
@@ -65,7 +39,7 @@ describe('heavy searches of one client (issue 41)', () => {
   const heavyQuery = `/v1/orders?vendorId=${listing.vendorId}&itemUpdateDateStart=${from}&limit=1`;
 
   it('answer correctly, in both sort orders', async () => {
-    const c = clientOf(heavy);
+    const c = clientOf(h.heavy);
     type Page = { orders: { orderId: number; listings: { orderItems: unknown[] }[] }[] };
     const ascending = await c.request<Page>('GET', heavyQuery);
     expect(ascending.status).toBe(200);
@@ -85,7 +59,7 @@ describe('heavy searches of one client (issue 41)', () => {
     const heavyTimes: number[] = [];
     const statuses = new Set<number>();
     const heavyRuns = Array.from({ length: HEAVY_CLIENTS }, async (_, k) => {
-      const c = clientOf(heavy);
+      const c = clientOf(h.heavy);
       for (let round = 0; round < ROUNDS; round++) {
         const began = performance.now();
         const res = await c.request('GET', `${heavyQuery}${k % 2 ? '&sortOrder=descending' : ''}`);
@@ -94,12 +68,12 @@ describe('heavy searches of one client (issue 41)', () => {
       }
       heavyLeft--;
     });
-    const cheap = clientOf(other);
+    const cheap = clientOf(h.other);
     const [healthz, search] = await Promise.all([
       timedUntil(
         () => heavyLeft === 0,
         async () => {
-          expect((await fetch(`${baseUrl}/healthz`)).status).toBe(200);
+          expect((await fetch(`${h.baseUrl}/healthz`)).status).toBe(200);
         },
       ),
       timedUntil(
@@ -122,21 +96,21 @@ describe('a batch of 50,000 items (issue 41)', () => {
   it(`leaves /healthz and another client's search answered, p99 within ${P99_BOUND_MS} ms, while it is accepted`, async () => {
     const batch = {
       orders: Array.from({ length: ORDERS }, (_, i) => ({
-        ...orderBody(heavy.ccToken),
+        ...orderBody(h.heavy.ccToken),
         requestId: `big-${i}`,
         listings: [{ listingId: listing.listingId, quantity: ITEMS }],
       })),
     };
     let posting = true;
-    const posted = clientOf(heavy)
+    const posted = clientOf(h.heavy)
       .request<{ results: { status: number[]; order: unknown }[] }>('POST', '/v1/order-batches', batch)
       .finally(() => (posting = false));
-    const cheap = clientOf(other);
+    const cheap = clientOf(h.other);
     const [healthz, search] = await Promise.all([
       timedUntil(
         () => !posting,
         async () => {
-          expect((await fetch(`${baseUrl}/healthz`)).status).toBe(200);
+          expect((await fetch(`${h.baseUrl}/healthz`)).status).toBe(200);
         },
       ),
       timedUntil(

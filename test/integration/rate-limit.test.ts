@@ -4,7 +4,8 @@ import { freePort } from '../../scripts/redis.js';
 import { createRateLimiter } from '../../src/http/rate-limit.js';
 import { createSigningClient } from '../helpers/signed-client.js';
 import { createWebApp } from '../../src/processes/web.process.js';
-import { orderBody } from '../helpers/fixtures.js';
+import { LISTINGS, orderBody, VENDORS } from '../helpers/fixtures.js';
+import { storeHeavyClient } from '../helpers/heavy-client.js';
 import { createTestService, signed, type Credentials, type TestService } from '../helpers/test-service.js';
 
 let service: TestService;
@@ -190,6 +191,64 @@ describe('rate limit charged by the cost of a batch', () => {
     expect(res.body.messages).toEqual([
       'Svc-Access-Key: this batch costs 2 requests (one per item of a real order, one per 10 listings of a dry run, at least one per order), more than 1 requests per second allow now; retry after 1 s',
     ]);
+  });
+});
+
+describe('rate limit charged by what a read returns', () => {
+  const DAY = 86_400_000;
+  let reader: Credentials;
+  let orderIds: number[];
+
+  beforeAll(async () => {
+    await service.importCatalog(VENDORS, LISTINGS);
+    reader = await service.client('reader of large orders');
+    await storeHeavyClient(service, reader, { listing: LISTINGS[0]!, t0: now - DAY, orders: 5, items: 250 });
+    // Priced as bought, so that the answers are ones the OpenAPI document describes (a cost above 0).
+    await service.probe.exec(`UPDATE order_items SET cost_cents = 1250 WHERE client_id = ${reader.clientId}`);
+    orderIds = (
+      await service.probe.all<{ order_id: number }>(
+        'SELECT order_id FROM orders WHERE client_id = ? ORDER BY order_id',
+        reader.clientId,
+      )
+    ).map((row) => Number(row.order_id));
+  });
+
+  it('when a client gets an order of 250 items, then it costs 25 requests (one per 10 items): the key waits out its debt', async () => {
+    const got = await signed(app, reader, 'GET', `/v1/orders/${orderIds[0]}`);
+    expect(statusOf(got)).toBe('2000');
+    const next = await signed(app, reader, 'GET', '/v1/orders/1');
+    expect(statusOf(next)).toBe('4291');
+    // A burst of 2 and 1 a second: 25 taken from 2 leaves a debt of 23, and one more is needed.
+    expect(next.headers['retry-after']).toBe('24');
+    // Its debt paid and the burst back: a full bucket for the next test.
+    now += 25_000;
+  });
+
+  it('when a client asks for 100 orders of 250 items, then the page ends at 250 items, costs 25, and the next page goes on', async () => {
+    type Page = { orders: { orderId: number }[]; metadata: { orderResponseSize: number; next?: number } };
+    const first = await signed(app, reader, 'GET', '/v1/orders?limit=100');
+    expect(statusOf(first)).toBe('2000');
+    const page = first.body as Page;
+    expect(page.orders.map((o) => o.orderId)).toEqual(orderIds.slice(0, 1));
+    expect(page.metadata.orderResponseSize).toBe(1);
+    expect(page.metadata.next).toBeDefined();
+    const refused = await signed(app, reader, 'GET', `/v1/orders?limit=100&next=${page.metadata.next}`);
+    expect(statusOf(refused)).toBe('4291');
+    // 25 taken from 2: a debt of 23, and one more.
+    expect(refused.headers['retry-after']).toBe('24');
+    now += 24_000;
+    const second = await signed(app, reader, 'GET', `/v1/orders?limit=100&next=${page.metadata.next}`);
+    expect(statusOf(second)).toBe('2000');
+    expect((second.body as Page).orders.map((o) => o.orderId)).toEqual(orderIds.slice(1, 2));
+    expect((second.body as Page).metadata.next).toBeDefined();
+    now += 25_000;
+  });
+
+  it('when a search returns 10 items or fewer, then it costs one request, as before', async () => {
+    const client = await service.client('light reader');
+    expect(statusOf(await signed(app, client, 'GET', '/v1/orders?limit=100'))).toBe('2000');
+    expect(statusOf(await signed(app, client, 'GET', '/v1/orders/1'))).toBe('4041');
+    expect(statusOf(await signed(app, client, 'GET', '/v1/orders/1'))).toBe('4291');
   });
 });
 

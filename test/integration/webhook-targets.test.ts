@@ -72,6 +72,8 @@ describe('when an operator adds a webhook whose URL reaches a private address', 
       ['http://10.1.2.3/hooks', 'private'],
       ['https://169.254.169.254/latest', 'link-local'],
       ['http://[::ffff:127.0.0.1]/', 'loopback'],
+      // Teredo: the client's address inverted in the last 32 bits, here 127.0.0.1.
+      ['http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/', 'loopback'],
       ['http://0.0.0.0:8080/', 'unspecified'],
       ['http://100.64.0.7/', 'shared (CGNAT)'],
       ['ftp://example.com/', 'must be https:// or http://'],

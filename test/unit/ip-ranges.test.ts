@@ -45,6 +45,16 @@ describe('forbiddenRange: which addresses a webhook may not reach', () => {
     ['::127.0.0.1', 'loopback'],
     ['::ffff:0:127.0.0.1', 'loopback'],
     ['::ffff:0:a00:1', 'private'],
+    // Teredo (2001::/32): its server's address, or its client's, inverted, in the last 32 bits.
+    ['2001:0:7f00:1::', 'loopback'],
+    ['2001:0:4136:e378:8000:63bf:80ff:fffe', 'loopback'],
+    ['2001:0:808:808::80ff:fffe', 'loopback'],
+    ['2001:0:4136:e378::f5ff:fffe', 'private'],
+    ['2001:0:a9fe:a9fe::', 'link-local'],
+    // ISATAP: the interface identifier 0000:5efe or 0200:5efe, then the IPv4 address, under any prefix.
+    ['2606:4700::5efe:7f00:1', 'loopback'],
+    ['2606:4700::200:5efe:a9fe:a9fe', 'link-local'],
+    ['2606:4700::200:5efe:c0a8:101', 'private'],
   ])('judges an IPv6 address carrying IPv4 (%s) by that address', (address, range) => {
     expect(forbiddenRange(address)).toMatch(new RegExp(`^${range.replace(/[()]/g, '\\$&')} \\(IPv4 `));
   });
@@ -62,6 +72,12 @@ describe('forbiddenRange: which addresses a webhook may not reach', () => {
     '198.17.255.255',
     '198.20.0.1',
     '64:ff9b:2::1',
+    // Teredo with a public server and client (8.8.8.8 inverted is f7f7:f7f7), ISATAP of a public address.
+    '2001:0:4136:e378:8000:63bf:f7f7:f7f7',
+    '2606:4700::5efe:808:808',
+    // Neither Teredo (2001:0::/32) nor ISATAP (0000:5efe): last 32 bits that would read as loopback.
+    '2001:1::ffff:fffe',
+    '2606:4700::5eff:7f00:1',
   ])('allows the public address %s', (address) => {
     expect(forbiddenRange(address)).toBeNull();
   });
@@ -70,6 +86,9 @@ describe('forbiddenRange: which addresses a webhook may not reach', () => {
     expect(forbiddenRange('::ffff:127.0.0.1')).toBe('loopback (IPv4 127.0.0.1 inside IPv6)');
     expect(forbiddenRange('::ffff:127.0.0.1%eth0')).toBe('loopback (IPv4 127.0.0.1 inside IPv6)');
     expect(forbiddenRange('2002:c0a8:0101::1')).toBe('private (IPv4 192.168.1.1 inside IPv6)');
+    expect(forbiddenRange('2001:0:4136:e378:8000:63bf:80ff:fffe')).toBe(
+      'loopback (IPv4 127.0.0.1 inside IPv6)',
+    );
   });
 
   it('refuses what is not an address', () => {

@@ -8,7 +8,9 @@ import {
   OrderItemSummarySchema,
   OrderResponseSchema,
 } from '../order-response.schema.js';
+import { readCost } from '../order-cost.js';
 import { unexpectedParams } from '../order-search.schema.js';
+import { chargeOwed } from '../rate-limit.js';
 import { rawQueryOf } from '../request-input.js';
 import { authOf, sendOk } from '../respond.js';
 import { SvcStatus } from '../status-codes.js';
@@ -40,7 +42,10 @@ export const getOrderEndpoint: Endpoint = {
   handlers: (deps) => [getOrder(deps)],
 };
 
-/** GET /v1/orders/{orderId}; runs after the auth middleware. */
+/**
+ * GET /v1/orders/{orderId}; runs after the auth middleware. The order is charged by its items once read, before
+ * it is sent (readCost: the request paid one on arrival, the rest is owed).
+ */
 export function getOrder(deps: Deps): RequestHandler {
   return async (req, res) => {
     const { clientId } = authOf(res);
@@ -50,9 +55,10 @@ export function getOrder(deps: Deps): RequestHandler {
     const text = typeof sent === 'string' ? sent : '';
     const orderId = /^\d+$/.test(text) ? Number(text) : 0;
     // 0 is a dry run's id and never stored; other clients' orders are reported exactly like absent ones.
-    const order =
+    const found =
       Number.isSafeInteger(orderId) && orderId > 0 ? await getClientOrder(deps, clientId, orderId) : null;
-    if (!order) throw new ApiError(SvcStatus.ORDER_NOT_FOUND, `orderId: no order ${text}`);
-    sendOk(res, SvcStatus.RETRIEVED, order);
+    if (!found) throw new ApiError(SvcStatus.ORDER_NOT_FOUND, `orderId: no order ${text}`);
+    await chargeOwed(res, readCost(found.items) - 1);
+    sendOk(res, SvcStatus.RETRIEVED, found.order);
   };
 }

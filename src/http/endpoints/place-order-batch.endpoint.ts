@@ -17,7 +17,7 @@ import {
   orderResponseSchemas,
   type OrderBatchResult,
 } from '../order-response.schema.js';
-import { chargeMore } from '../rate-limit.js';
+import { chargeMore, giveBack } from '../rate-limit.js';
 import { perClientSlots } from '../batch-slots.js';
 import { ORDER_COST_RULE, orderCost } from '../order-cost.js';
 import { authOf, streamOk } from '../respond.js';
@@ -96,6 +96,13 @@ export function postOrderBatch(deps: PlaceOrderBatchDeps): RequestHandler {
       requestOf: `${req.method}\n${req.path}`,
       log: req.log,
     });
+    // Orders refused by backpressure stored nothing: their cost is given back, the one request paid on arrival kept.
+    let unspent = 0;
+    outcomes.forEach((o, index) => {
+      if (o?.result.kind === 'refused' && o.result.problems.some((p) => p.kind === 'busy'))
+        unspent += orderCost(batch.entries[index]);
+    });
+    await giveBack(res, Math.min(unspent, cost - 1));
     const retryAfter = Math.max(
       0,
       ...outcomes.map((o) => (o!.result.kind === 'refused' && o!.result.retryAfterS) || 0),

@@ -7,7 +7,7 @@ import { bindLogContext } from '../request-context.js';
 import { jsonObjectBody, type JsonLimits } from '../json-body.js';
 import { json, responses } from '../openapi-responses.js';
 import { ORDER_COST_RULE, orderCost } from '../order-cost.js';
-import { chargeMore } from '../rate-limit.js';
+import { chargeMore, giveBack } from '../rate-limit.js';
 import { placedCode, refusalError } from '../order-answers.js';
 import { orderResponseSchemas } from '../order-response.schema.js';
 import { authOf, bodySha256Of, sendOk } from '../respond.js';
@@ -83,7 +83,11 @@ export function postOrder(deps: PlaceOrderDeps): RequestHandler {
       respondAsync,
       log: req.log,
     });
-    if (result.kind === 'refused') throw refusalError(result);
+    if (result.kind === 'refused') {
+      // Refused by backpressure, nothing stored: its cost is given back, the one request paid on arrival kept.
+      if (result.problems.some((p) => p.kind === 'busy')) await giveBack(res, cost - 1);
+      throw refusalError(result);
+    }
     if (result.kind === 'placed') {
       // On the request's log line: the order it placed, whether it was placed before, whether it waits.
       bindLogContext(req, {

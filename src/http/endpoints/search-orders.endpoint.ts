@@ -9,7 +9,10 @@ import {
   OrderResponseSchema,
   OrderSearchResponseSchema,
 } from '../order-response.schema.js';
+import { perClientSlots } from '../batch-slots.js';
+import { readCost } from '../order-cost.js';
 import { orderSearchParameters, parseOrderSearchQuery } from '../order-search.schema.js';
+import { chargeOwed } from '../rate-limit.js';
 import { rawQueryOf } from '../request-input.js';
 import { authOf, sendOk } from '../respond.js';
 import { SvcStatus } from '../status-codes.js';
@@ -35,10 +38,16 @@ export const searchOrdersEndpoint: Endpoint = {
     OrderResponseSchema,
     OrderSearchResponseSchema,
   ],
-  handlers: (deps) => [getOrders(deps)],
+  handlers: (deps) => [
+    perClientSlots(deps.config.SEARCH_CONCURRENCY_PER_CLIENT, 'searches'),
+    getOrders(deps),
+  ],
 };
 
-/** GET /v1/orders: the search; runs after the auth middleware. */
+/**
+ * GET /v1/orders: the search; runs after the auth middleware. Its page is charged by its items once read, before
+ * it is sent (readCost: the request paid one on arrival, the rest is owed).
+ */
 export function getOrders(deps: Deps): RequestHandler {
   return async (req, res) => {
     const { clientId } = authOf(res);
@@ -46,6 +55,7 @@ export function getOrders(deps: Deps): RequestHandler {
     if (!query.success) throw new ApiError(SvcStatus.INVALID, query.messages);
     const outcome = await searchOrders(deps, clientId, query.data);
     if (outcome.kind === 'bad-cursor') throw new ApiError(SvcStatus.INVALID, outcome.message);
+    await chargeOwed(res, readCost(outcome.items) - 1);
     sendOk(res, SvcStatus.RETRIEVED, outcome.body);
   };
 }

@@ -21,6 +21,12 @@ export interface SearchCriteria {
   orderItemIds?: readonly number[];
   sortOrder: SortOrder;
   limit: number;
+  /**
+   * The page ends before the order that would take its items past this many, each order counted by all its items
+   * (an upper bound of those the item criteria keep), so that a page's size is known before its items are read;
+   * its first order is always read (an order holds at most 250 items). No bound when absent.
+   */
+  maxItems?: number;
   /** Continue strictly after this key (keyset paging). */
   after?: OrderKey;
 }

@@ -3,7 +3,7 @@ import type { Currency } from '../../domain/money.js';
 import type { OrderKey, OrderView, SearchStore } from '../port/store.port.js';
 import { toItemView, type ItemTuple } from '../shared/order.rows.js';
 import { canBeId } from './postgres.rows.js';
-import { scanCaps, type RangeCounts, type ScanCaps } from '../shared/search-plan.js';
+import { pageLength, scanCaps, type RangeCounts, type ScanCaps } from '../shared/search-plan.js';
 import { planSearch, updateRangeProbe } from './search.sql.js';
 
 /** Tests lower or raise the caps to force each path for an update range. */
@@ -16,6 +16,7 @@ interface PageRow {
   tax_cents: number | null;
   tax_model: string | null;
   reference_id: string | null;
+  item_count: number;
   items: ItemTuple[] | null;
 }
 
@@ -41,12 +42,18 @@ export function postgresSearch(
       const counted = probe ? (await pool.query<RangeCounts>(probe.sql, probe.params)).rows[0] : undefined;
       const plan = planSearch(clientId, criteria, { counted, caps });
       const { rows } = await pool.query<PageRow>(plan.sql, plan.params);
+      // The statement read the items of these orders alone (its `kept`, the same rule).
+      const length = pageLength(
+        rows.map((r) => r.item_count),
+        criteria.limit,
+        criteria.maxItems,
+      );
       return {
-        orders: rows.slice(0, criteria.limit).map((r) => ({
+        orders: rows.slice(0, length).map((r) => ({
           order: toOrderView(r),
           items: (r.items ?? []).map(toItemView),
         })),
-        more: rows.length > criteria.limit,
+        more: rows.length > length,
       };
     },
     async orderKey(clientId, orderId) {

@@ -20,6 +20,7 @@ import {
 } from '../shared/search-plan.js';
 import { canBeId } from './postgres.rows.js';
 import { ITEM_VIEW_COLUMNS } from '../shared/order.rows.js';
+import { ITEMS_OF_ORDER } from './unsettled-items.migration.js';
 
 const PG_ITEM_IDS = (column: string) => `${column} = ANY(@orderItemIds::bigint[])`;
 
@@ -132,6 +133,7 @@ function bind(clientId: number, c: SearchCriteria): Record<string, unknown> {
     // An id no row can have matches nothing, as in SQLite, instead of failing the statement.
     orderIds: c.orderIds ? [...new Set(c.orderIds.filter(canBeId))] : null,
     orderItemIds: c.orderItemIds ? [...new Set(c.orderItemIds.filter(canBeId))] : null,
+    maxItems: c.maxItems ?? Number.MAX_SAFE_INTEGER,
   };
 }
 
@@ -159,8 +161,10 @@ const ITEM_TERMS: Partial<Record<Driver, (s: SearchShape) => string[]>> = {
 };
 
 // What the page's outer statement reads of each order, named rather than `o.*`: the statements' result types do
-// not change when a column is added, so they are prepared once per connection (postgres.pool.ts).
-const PAGE_COLUMNS = 'o.order_id, o.created_at, o.currency, o.tax_cents, o.tax_model, o.reference_id';
+// not change when a column is added, so they are prepared once per connection (postgres.pool.ts). Its items are
+// counted too, for where the page ends (pageLength).
+const PAGE_COLUMNS = `o.order_id, o.created_at, o.currency, o.tax_cents, o.tax_model, o.reference_id,
+  ${ITEMS_OF_ORDER} AS item_count`;
 
 function pageSql(s: SearchShape): string {
   const dir = s.desc ? 'DESC' : 'ASC';
@@ -211,9 +215,15 @@ function searchSql(s: SearchShape): string {
   // order ids, a generic plan (prepared) reads the client's orders by date instead of the ids by key: 1 ms → 10 ms
   // at p50 for the largest client (BENCHMARKS.md, Search (PostgreSQL)), so that one is planned for its values.
   const planned = s.driver === 'order-ids' ? `${PLAN_EACH_CALL} ` : '';
+  // Only the orders of the page have their items read (`kept`: pageLength's rule, from the orders' item counts);
+  // the one after them, and any past @maxItems, tell that more follow.
   return `${planned}SELECT p.order_id, p.created_at, p.currency, p.tax_cents, p.tax_model, p.reference_id,
-                 (SELECT json_agg(json_build_array(${tuple}) ORDER BY i.order_item_id)
-                    FROM order_items i WHERE ${items.join(' AND ')}) AS items
-            FROM (${pageSql(s)}) p
+                 p.item_count,
+                 CASE WHEN p.kept THEN (SELECT json_agg(json_build_array(${tuple}) ORDER BY i.order_item_id)
+                    FROM order_items i WHERE ${items.join(' AND ')}) END AS items
+            FROM (SELECT q.*, row_number() OVER w < @limit
+                          AND (row_number() OVER w = 1 OR sum(q.item_count) OVER w <= @maxItems) AS kept
+                    FROM (${pageSql(s)}) q
+                  WINDOW w AS (ORDER BY q.created_at ${dir}, q.order_id ${dir})) p
            ORDER BY p.created_at ${dir}, p.order_id ${dir}`;
 }

@@ -181,6 +181,19 @@ export function choosePath(
   return bounded(c.vendorId !== undefined ? 'vendor-items' : 'orders');
 }
 
+/**
+ * How many of a result's first orders, whose items number `itemCounts` in result order, make its page: at most
+ * `limit`, and none that would take the page past `maxItems` items (SearchCriteria.maxItems), but always the first.
+ */
+export function pageLength(itemCounts: readonly number[], limit: number, maxItems = Infinity): number {
+  let items = 0;
+  for (let n = 0; n < Math.min(limit, itemCounts.length); n++) {
+    items += itemCounts[n]!;
+    if (n > 0 && items > maxItems) return n;
+  }
+  return Math.min(limit, itemCounts.length);
+}
+
 /** Which terms a search's statement has: the adapters build their SQL from this. */
 export interface SearchShape {
   driver: Driver;

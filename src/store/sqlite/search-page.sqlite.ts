@@ -5,6 +5,8 @@
 import type { Database, Statement } from 'better-sqlite3';
 import type { ItemView, OrderView, SearchPage } from '../port/store.port.js';
 import { toItemView, type ItemTuple } from '../shared/order.rows.js';
+import { pageLength } from '../shared/search-plan.js';
+import { ITEMS_OF_ORDER } from './unsettled-items.migration.js';
 
 export type Bindings = Record<string, number | string | null>;
 
@@ -16,6 +18,8 @@ export interface PageStatements {
   params: Bindings;
   /** pageSql's rows, when the plan read them already. */
   rows?: unknown[][];
+  /** SearchCriteria.maxItems: the page ends before the order that would take it past this many items. */
+  maxItems?: number;
 }
 
 /** Each statement prepared once per connection, by its text. */
@@ -34,8 +38,9 @@ export function statementCache(db: Database): (sql: string) => Statement {
  * what better-sqlite3's row objects do.
  */
 export function readPage(prepared: (sql: string) => Statement, p: PageStatements, limit: number): SearchPage {
-  const rows = ((p.rows ?? prepared(p.pageSql).raw(true).all(p.params)) as OrderTuple[]).map(toOrderView);
-  const page = rows.slice(0, limit);
+  const rows = (p.rows ?? prepared(p.pageSql).raw(true).all(p.params)) as OrderTuple[];
+  // Cut before its items are read: the page's size is known from the orders' item counts.
+  const page = rows.slice(0, pageLength(rows.map(itemCountOf), limit, p.maxItems)).map(toOrderView);
   if (page.length === 0) return { orders: [], more: false };
   const pageIds = JSON.stringify(page.map((o) => o.orderId));
   const items = prepared(p.itemsSql)
@@ -50,13 +55,15 @@ export function readPage(prepared: (sql: string) => Statement, p: PageStatements
   }
   return {
     orders: page.map((order) => ({ order, items: byOrder.get(order.orderId) ?? [] })),
-    more: rows.length > limit,
+    more: rows.length > page.length,
   };
 }
 
-/** The columns pageSql selects, in toOrderView's order. */
-export const ORDER_COLUMNS = 'o.order_id, o.created_at, o.currency, o.tax_cents, o.tax_model, o.reference_id';
-type OrderTuple = [number, number, string, number | null, string | null, string | null];
+/** The columns pageSql selects, in toOrderView's order, then the order's items (its count, for pageLength). */
+export const ORDER_COLUMNS = `o.order_id, o.created_at, o.currency, o.tax_cents, o.tax_model, o.reference_id,
+  ${ITEMS_OF_ORDER}`;
+type OrderTuple = [number, number, string, number | null, string | null, string | null, number];
+const itemCountOf = (tuple: OrderTuple): number => tuple[6];
 const toOrderView = ([
   orderId,
   createdAt,

@@ -33,6 +33,8 @@ export interface SearchPlan {
   params: Bindings;
   /** The page's rows when the dense probe read them already (pageSql, bound to its first items: see denseProbe). */
   rows?: unknown[][];
+  /** SearchCriteria.maxItems, which readPage applies. */
+  maxItems?: number;
 }
 
 /** Tests lower or raise the caps to force each path for an update range. */
@@ -89,6 +91,7 @@ export function sqliteSearch(
       itemsSql: itemsSql(s),
       params: full ? dense!.params : params,
       ...(full ? { rows: dense!.rows } : {}),
+      ...(c.maxItems !== undefined ? { maxItems: c.maxItems } : {}),
     };
   }
 
