@@ -98,7 +98,7 @@ export interface DeployOptions {
   /** How long the load runs before the first stop, and after the last start. */
   beforeMs?: number;
   afterMs?: number;
-  /** SHUTDOWN_DRAIN_MS of every process (of a release that has it). */
+  /** SHUTDOWN_DRAIN_MS of every process (of a release that has it); 0 shows what callers see without a drain. */
   drainMs?: number;
 }
 
@@ -122,7 +122,6 @@ export async function rollingDeploy(options: DeployOptions): Promise<DeployRun> 
   const webPorts = [await freePort(), await freePort()];
   const balancer = await startBalancer(webPorts);
   const running = new Map<string, Running>();
-  const finalExits: DeployRun['finalExits'] = [];
   try {
     const callers = await seedWith(from, env, `http://127.0.0.1:${balancer.port}`);
     const start = (name: string, role: Role, release: string) =>
@@ -138,35 +137,24 @@ export async function rollingDeploy(options: DeployOptions): Promise<DeployRun> 
     let step = 'before';
     const load = startLoad(callers, () => step, { synchronous: true });
     await sleep(options.beforeMs ?? 2_000);
-    const steps: Step[] = [];
-    let refused: DeployRun['refused'];
-    for (const { name, role } of PROCESSES) {
-      step = `stop ${name}`;
-      const old = running.get(name)!;
-      const drains = hasDrain(old.release);
-      const stopping = Date.now();
-      const exitCode = await stopChild(old.child);
-      const stopMs = Date.now() - stopping;
-      step = `start ${name}`;
-      const starting = Date.now();
-      const replacement = await start(name, role, to).catch((err: Error) => err);
-      if (replacement instanceof Error) {
-        steps.push({ name, drains, stopMs, exitCode });
-        refused = { name, output: replacement.message };
-        // As an operator would: the one stopped comes back on the release it ran, and the roll stops there.
-        running.set(name, await start(name, role, from));
-        break;
-      }
-      running.set(name, replacement);
-      if (role === 'web') await until(() => balancer.live().length === 2, 30_000, `${name} live again`);
-      steps.push({ name, drains, stopMs, exitCode, readyMs: Date.now() - starting });
-    }
+    const { steps, refused } = await roll({
+      running,
+      start,
+      to,
+      from,
+      onStep: (now) => (step = now),
+      live: () => balancer.live().length === 2,
+    });
     step = 'after';
     await sleep(options.afterMs ?? 2_000);
     await load.stop();
     await allSettled(probe, 90_000, tails);
     const findings = await storeFindings(probe, load.accepted);
-    for (const one of running.values()) finalExits.push({ name: one.name, code: await stopChild(one.child) });
+    const exits = [...running.values()].map(async (one) => ({
+      name: one.name,
+      code: await stopChild(one.child),
+    }));
+    const finalExits = await Promise.all(exits);
     return {
       answers: load.answers,
       failures: load.failures,
@@ -184,6 +172,43 @@ export async function rollingDeploy(options: DeployOptions): Promise<DeployRun> 
     await store.drop();
     fs.rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Replaces each process in turn: SIGTERM, its exit, its replacement from `to` started and ready (a web: `live()`
+ * again) before the next. A replacement that will not start ends the roll; the process it replaced is started
+ * again from `from`, as an operator would.
+ */
+async function roll(deploy: {
+  running: Map<string, Running>;
+  start: (name: string, role: Role, release: string) => Promise<Running>;
+  from: string;
+  to: string;
+  onStep: (step: string) => void;
+  live: () => boolean;
+}): Promise<Pick<DeployRun, 'steps' | 'refused'>> {
+  const { running, start, from, to, onStep } = deploy;
+  const steps: Step[] = [];
+  for (const { name, role } of PROCESSES) {
+    onStep(`stop ${name}`);
+    const old = running.get(name)!;
+    const drains = hasDrain(old.release);
+    const stopping = Date.now();
+    const exitCode = await stopChild(old.child);
+    const stopMs = Date.now() - stopping;
+    onStep(`start ${name}`);
+    const starting = Date.now();
+    const replacement = await start(name, role, to).catch((err: Error) => err);
+    if (replacement instanceof Error) {
+      steps.push({ name, drains, stopMs, exitCode });
+      running.set(name, await start(name, role, from));
+      return { steps, refused: { name, output: replacement.message } };
+    }
+    running.set(name, replacement);
+    if (role === 'web') await until(deploy.live, 30_000, `${name} live again`);
+    steps.push({ name, drains, stopMs, exitCode, readyMs: Date.now() - starting });
+  }
+  return { steps };
 }
 
 /** Whether the webs of `release` drain before they stop (releases before this one close at once). */
