@@ -5,10 +5,11 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../scripts/redis.js';
-import { LISTINGS, VENDORS } from '../helpers/fixtures.js';
+import { REQUESTS_WAIT_MS } from '../../src/bounded-stop.js';
+import { LISTINGS, orderBody, VENDORS } from '../helpers/fixtures.js';
 import { createSigningClient } from '../helpers/signed-client.js';
 import { createTestService, stopChild, type TestService } from '../helpers/test-service.js';
-import { sleep } from '../helpers/wait.js';
+import { sleep, until } from '../helpers/wait.js';
 
 let service: TestService;
 
@@ -78,6 +79,36 @@ describe('SIGTERM to a web behind a balancer', () => {
     expect(Date.now() - stopping).toBeGreaterThanOrEqual(drainMs);
     await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
     agent.destroy();
+  });
+});
+
+describe('SIGTERM to a web with a request that outlasts its stop', () => {
+  it('then that connection is closed once requests had their time, and the process still exits 0 within its grace', async () => {
+    const port = await freePort();
+    // No worker: a synchronous order waits its whole ORDER_WAIT_MS, longer than a stop gives requests in flight.
+    const web = await service.spawn(
+      'src/server.ts',
+      { PORT: String(port), ORDER_WAIT_MS: '60000', SHUTDOWN_DRAIN_MS: '0' },
+      'web listening',
+    );
+    const buyer = await service.client('hard stop buyer');
+    const client = createSigningClient({ baseUrl: `http://127.0.0.1:${port}`, ...buyer });
+    const orders = () => service.probe.scalar('SELECT count(*) FROM orders');
+    const before = await orders();
+    const answer = client.request('POST', '/v1/orders', orderBody(buyer.ccToken)).then(
+      () => 'answered',
+      () => 'closed',
+    );
+    await until(async () => (await orders()) === before + 1, 20_000, 'the order accepted');
+
+    const stopping = Date.now();
+    web.kill('SIGTERM');
+    expect(await answer).toBe('closed');
+    expect(await exited(web)).toBe(0);
+    const took = Date.now() - stopping;
+    expect(took).toBeGreaterThanOrEqual(REQUESTS_WAIT_MS);
+    // The shutdown grace of every process (src/processes/run-process.ts): past it, the process exits 1.
+    expect(took).toBeLessThan(30_000);
   });
 });
 
