@@ -19,6 +19,14 @@ const shared = {
 } as const;
 
 const storeTests = ['test/integration/**/*.test.ts', 'test/contract/**/*.test.ts'];
+// A web's drain and rolling deploys, from this tree and from previous releases, on each store; the upgrade from
+// the release of 2026-11-27 on SQLite alone (its PostgreSQL reads named their columns).
+const deployTests = [
+  'test/deploy/drain.test.ts',
+  'test/deploy/rolling-restart.test.ts',
+  'test/deploy/previous-release.test.ts',
+];
+const sqliteDeployTests = ['test/deploy/upgrade-2026-11-27.test.ts'];
 
 export default defineConfig({
   test: {
@@ -31,7 +39,7 @@ export default defineConfig({
         test: {
           ...shared,
           name: 'sqlite',
-          include: [...storeTests, 'test/start/**/*.test.ts'],
+          include: [...storeTests, 'test/start/**/*.test.ts', ...deployTests, ...sqliteDeployTests],
           env: { TEST_STORE: 'sqlite' },
         },
       },
@@ -40,7 +48,7 @@ export default defineConfig({
         test: {
           ...shared,
           name: 'postgres',
-          include: [...storeTests, 'test/hosts/**/*.test.ts'],
+          include: [...storeTests, 'test/hosts/**/*.test.ts', ...deployTests],
           env: { TEST_STORE: 'postgres' },
         },
       },

@@ -16,3 +16,11 @@ export function settledWithin(promise: Promise<unknown>, ms: number): Promise<un
   const waited = new Promise((resolve) => (timer = setTimeout(resolve, ms)));
   return Promise.race([promise.catch(() => undefined), waited]).finally(() => clearTimeout(timer));
 }
+
+/**
+ * For a web's requests in flight once its drain is over and it stops listening: longer than a synchronous order's
+ * default wait (ORDER_WAIT_MS, 10 s). Then the connections still open are closed, so that drain (at most 10 s),
+ * requests and closing the connections to Redis and the store all end inside the shutdown grace of 30 s
+ * (run-process.ts), with exit 0.
+ */
+export const REQUESTS_WAIT_MS = 12_000;

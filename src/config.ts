@@ -97,6 +97,9 @@ const ConfigSchema = z.object({
   LOG_PRETTY: z.enum(['auto', 'true', 'false']).default('auto'),
   ORDER_WAIT_MS: nonNegativeInt.default(10_000),
   HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
+  // On SIGTERM a web answers /readyz 503 and every answer with `Connection: close` for this long, serving as
+  // before, so that a balancer stops sending it connections before it stops listening (docs/operating.md).
+  SHUTDOWN_DRAIN_MS: nonNegativeInt.max(10_000).default(5000),
   MARKETPLACE_NAMES: z
     .string()
     .regex(

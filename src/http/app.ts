@@ -24,6 +24,11 @@ export interface AppOptions {
   afterAuth?: RequestHandler[];
   /** Extra routes outside /v1 (metrics, dashboard). */
   extend?: (app: express.Express) => void;
+  /**
+   * True once the process is stopping (SIGTERM): /readyz answers 503 and every answer carries `Connection: close`,
+   * so that a balancer sends new connections elsewhere and callers open their next one there.
+   */
+  draining?: () => boolean;
 }
 
 const MAX_BODY_BYTES = 1024 * 1024;
@@ -61,7 +66,7 @@ export function createApp(deps: Deps, options: AppOptions = {}): App {
   app.use(context);
 
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
-  app.get('/readyz', readiness(deps));
+  app.get('/readyz', readiness(deps, options.draining));
   const openApi = openApiDocument([...marketplaceDomains(deps.config.marketplaceNames).keys()]);
   app.get('/v1/openapi.json', (_req, res) => void res.json(openApi));
   options.extend?.(app);
@@ -90,7 +95,10 @@ export function createApp(deps: Deps, options: AppOptions = {}): App {
     routes: routesOf(ENDPOINTS, deps),
     onError: errorHandler,
   });
+  const draining = options.draining ?? (() => false);
   const listener = (req: IncomingMessage, res: ServerResponse) => {
+    // Node then closes the connection once this answer is written, and the caller knows not to reuse it.
+    if (draining()) res.setHeader('Connection', 'close');
     if (!answerSigned(req, res)) app(req, res);
   };
   return Object.assign(listener, { express: app });
@@ -110,13 +118,12 @@ function routesOf(endpoints: readonly Endpoint[], deps: Deps): SignedRoute[] {
   return [...routes.values()];
 }
 
-/**
- * GET /readyz: concurrent probes share one check of the store and Redis (at most one of each in flight). A host
- * clock off the shared one by more than the bound is said (`clockOffsetMs`): the process still serves right, on
- * the shared clock, but the host needs its time fixed.
- */
-function readiness(deps: Pick<Deps, 'store' | 'redis' | 'sharedClock'>): RequestHandler {
-  const check = sharedInFlight(async () => {
+/** What a readiness check found: the kinds of server that did not answer (`sqlite`, `postgres`, `redis`). */
+export type ReadinessCheck = () => Promise<string[]>;
+
+/** Asks the store and Redis, each within a second; concurrent callers share one check (one of each in flight). */
+export function readinessCheck(deps: Pick<Deps, 'store' | 'redis'>): ReadinessCheck {
+  return sharedInFlight(async () => {
     const down: string[] = [];
     try {
       await withTimeout(deps.store.ping(), 1000);
@@ -130,8 +137,38 @@ function readiness(deps: Pick<Deps, 'store' | 'redis' | 'sharedClock'>): Request
     }
     return down;
   });
+}
+
+/**
+ * GET /readyz on the API port, unsigned: ready or not, what kind of server is down, or draining; never where the
+ * servers are (an anonymous caller learns no host or port): the operators' detail is on the metrics port.
+ */
+function readiness(deps: Pick<Deps, 'store' | 'redis'>, draining = () => false): RequestHandler {
+  const check = readinessCheck(deps);
   return async (_req, res) => {
+    if (draining()) {
+      res.status(503).json({ status: 'draining' });
+      return;
+    }
     const down = await check();
+    res
+      .status(down.length ? 503 : 200)
+      .json(down.length ? { status: 'unavailable', down } : { status: 'ready' });
+  };
+}
+
+/**
+ * GET /readyz on the metrics port, for operators: the same check, with the server each link is on now (and since
+ * when, how often it changed), and a host clock off the shared one by more than the bound (`clockOffsetMs`): the
+ * process still serves right, on the shared clock, but the host needs its time fixed.
+ */
+export function readinessDetail(
+  deps: Pick<Deps, 'sharedClock'>,
+  check: ReadinessCheck,
+  draining = () => false,
+): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+  return async (_req, res) => {
+    const down = draining() ? [] : await check();
     const servers = Object.fromEntries(
       Object.entries(serverStates()).map(([link, s]) => [
         link,
@@ -140,13 +177,10 @@ function readiness(deps: Pick<Deps, 'store' | 'redis' | 'sharedClock'>): Request
     );
     const offsetMs = deps.sharedClock?.offsetMs() ?? 0;
     const clock = Math.abs(offsetMs) > CLOCK_SKEW_BOUND_MS ? { clockOffsetMs: offsetMs } : {};
-    res
-      .status(down.length ? 503 : 200)
-      .json(
-        down.length
-          ? { status: 'unavailable', down, servers, ...clock }
-          : { status: 'ready', servers, ...clock },
-      );
+    const status = draining() ? 'draining' : down.length ? 'unavailable' : 'ready';
+    const body = { status, ...(down.length ? { down } : {}), servers, ...clock };
+    res.writeHead(status === 'ready' ? 200 : 503, { 'Content-Type': 'application/json; charset=utf-8' });
+    res.end(JSON.stringify(body));
   };
 }
 

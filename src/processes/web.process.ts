@@ -1,10 +1,12 @@
 // One web process: the HTTP app and its start and stop. Loaded (src/processes/run-process.ts) only where it serves
 // (a single web process, or a worker of the cluster): a cluster's primary never loads the app it does not run.
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { REQUESTS_WAIT_MS, settledWithin } from '../bounded-stop.js';
 import type { Config } from '../config.js';
 import { whenReady } from '../redis/redis-lock.js';
 import type { Deps } from '../deps.js';
-import { createApp } from '../http/app.js';
+import { createApp, readinessCheck, readinessDetail } from '../http/app.js';
 import { createHttpServer, createMetricsServer } from '../http/http-server.js';
 import { createDeploymentRegistry, metricsListener } from '../http/metrics.js';
 import { DASHBOARD_LOCKOUT, Lockout } from '../redis/lockout.js';
@@ -20,11 +22,12 @@ import type { RunningProcess } from './run-process.js';
 /**
  * The web process's HTTP front: the API of createApp with the per-key rate limit after authentication and the
  * operators' queue dashboard; the request metrics see every request first. /metrics is not here (404): it is
- * served by createMetricsListener on METRICS_PORT.
+ * served by createMetricsListener on METRICS_PORT. `draining` tells it that the process is stopping.
  */
 export function createWebApp(
   deps: Deps,
   processMetrics: ProcessMetrics = createProcessMetrics(REQUEST_LABELS),
+  draining?: () => boolean,
 ) {
   const { config } = deps;
   const afterAuth =
@@ -42,6 +45,7 @@ export function createWebApp(
   return createApp(deps, {
     observe: processMetrics.observe,
     afterAuth,
+    draining,
     extend(app) {
       const { ADMIN_USER: user, ADMIN_PASSWORD: password } = config;
       const lockout = new Lockout(deps.redis, config.REDIS_PREFIX, DASHBOARD_LOCKOUT, deps.logger);
@@ -61,6 +65,19 @@ export function createMetricsListener(deps: Deps, processMetrics: ProcessMetrics
     createDeploymentRegistry(deps),
     reuseMs,
   );
+}
+
+/** The metrics listener with the operators' GET /readyz beside /metrics: which server each link is on now. */
+function withReadinessDetail(
+  metrics: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
+  deps: Deps,
+  draining: () => boolean,
+) {
+  const detail = readinessDetail(deps, readinessCheck(deps), draining);
+  return (req: IncomingMessage, res: ServerResponse) =>
+    req.method === 'GET' && (req.url ?? '').split('?')[0] === '/readyz'
+      ? detail(req, res)
+      : metrics(req, res);
 }
 
 /** Listens on `port` and `host`; resolves once listening (in a cluster worker, on the primary's shared socket). */
@@ -88,16 +105,22 @@ async function serveWeb(deps: Deps): Promise<ProcessPart> {
     logger.warn({ err: err.message }, 'web listening before redis is ready; lockout checks fail open'),
   );
   const processMetrics = createProcessMetrics(REQUEST_LABELS);
+  let draining = false;
+  const isDraining = () => draining;
   // Metrics first: a web process whose metrics port is taken stops before it takes API requests. In a
   // WEB_CONCURRENCY cluster every worker listens on the same METRICS_PORT, which node's cluster turns into one
   // listener, the primary's, handing each scrape to one worker; that worker answers for the whole cluster.
   // Prometheus keeps its connection to a target open between scrapes (15 s or 1 min apart); node's default of 5 s
   // closed it before each, so that every scrape paid a new connection. Its connections are bounded (see there).
   const metricsServer = createMetricsServer(
-    createMetricsListener(deps, processMetrics, config.METRICS_REUSE_MS),
+    withReadinessDetail(
+      createMetricsListener(deps, processMetrics, config.METRICS_REUSE_MS),
+      deps,
+      isDraining,
+    ),
   );
   const metricsPort = await listening(metricsServer, config.METRICS_PORT, config.METRICS_HOST);
-  const server = createHttpServer(createWebApp(deps, processMetrics), config, logger);
+  const server = createHttpServer(createWebApp(deps, processMetrics, isDraining), config, logger);
   const port = await listening(server, config.PORT, config.HOST).catch((err: unknown) => {
     metricsServer.close();
     throw err;
@@ -108,11 +131,19 @@ async function serveWeb(deps: Deps): Promise<ProcessPart> {
   );
   return {
     async stop() {
-      // Stop taking connections and let requests in flight finish; keep-alive connections are closed as
-      // soon as they fall idle, so a client mid-request still gets its answer.
+      // The drain: /readyz says 503 and every answer closes its connection, while the process serves as before,
+      // until the balancer has seen it and sends new connections elsewhere. Closed at once, a kept-alive
+      // connection could be closed just as its caller sends on it, and the caller would see it closed unanswered.
+      draining = true;
+      logger.info({ drainMs: config.SHUTDOWN_DRAIN_MS }, 'draining');
+      await sleep(config.SHUTDOWN_DRAIN_MS);
+      // Then stop taking connections and let requests in flight finish; a connection is closed as soon as it is
+      // idle, and those still busy after REQUESTS_WAIT_MS are closed all the same (the hard stop).
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       const idle = setInterval(() => server.closeIdleConnections(), 100);
-      await closed.finally(() => clearInterval(idle));
+      await settledWithin(closed, REQUESTS_WAIT_MS).finally(() => clearInterval(idle));
+      server.closeAllConnections();
+      await closed;
       metricsServer.closeAllConnections();
       await new Promise<void>((resolve) => metricsServer.close(() => resolve()));
     },

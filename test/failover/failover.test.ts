@@ -42,7 +42,7 @@ function baseEnv(): Record<string, string> {
 
 /**
  * Loses the server (`lose`) under load, checks that nothing is lost, and that what the operator sees names
- * `server()`, the new one: /readyz, each of the three processes' counter (one change), each one's log (once).
+ * `server()`, the new one: /readyz on the metrics port, each of the three processes' counter (one change), each one's log (once).
  */
 async function failOver(
   env: Record<string, string>,
@@ -65,7 +65,8 @@ async function failOver(
           .filter((s) => s.name === 'bookorders_process_server_changes_total' && s.labels.link === link)
           .map((s) => s.value);
       await expect.poll(changes, { timeout: 30_000 }).toEqual([1, 1, 1]);
-      ready = await (await fetch(`${urls.api}/readyz`)).json();
+      // The operators' readiness, on the metrics port: the API port's names no server.
+      ready = await (await fetch(urls.metrics.replace(/\/metrics$/, '/readyz'))).json();
     },
   });
   await expectNothingLost(probe, run);

@@ -6,7 +6,12 @@
 import type { ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import { expect } from 'vitest';
-import { createSigningClient, type SignedResponse, type SigningClient } from './signed-client.js';
+import {
+  createSigningClient,
+  type OrderResponse,
+  type SignedResponse,
+  type SigningClient,
+} from './signed-client.js';
 import { loadConfig } from '../../src/config.js';
 import { ItemStatus } from '../../src/domain/item-status.js';
 import { addCard, createClient } from '../../src/services/client-keys.js';
@@ -30,6 +35,21 @@ export interface Answer<At = number> {
   what: string;
   status: number;
   svcStatus: number[];
+  /** The `Retry-After` header, when the answer had one. */
+  retryAfter?: string;
+}
+
+/** A request that got no answer (a reset, a connection closed unanswered), or an answer that was wrong. */
+export interface Failure<At = number> {
+  at: At;
+  what: string;
+  kind: 'unanswered' | 'wrong';
+  message: string;
+}
+
+export interface LoadOptions {
+  /** Every other plentiful order is synchronous (no `Prefer: respond-async`): it waits for the worker's outcome. */
+  synchronous?: boolean;
 }
 
 export interface FailoverRun {
@@ -59,19 +79,21 @@ export interface Caller {
   ccToken: string;
 }
 
+/** The listings of the load: the fixtures', with SCARCE and PLENTY copies. */
+export const LOAD_LISTINGS = LISTINGS.map((l) =>
+  l.listingId === SCARCE.listingId
+    ? { ...l, quantity: SCARCE.copies }
+    : l.listingId === PLENTY.listingId
+      ? { ...l, quantity: PLENTY.copies }
+      : l,
+);
+
 /** The catalog (SCARCE and PLENTY copies), and the callers with their keys and cards, in the store of `env`. */
 export async function seedCallers(env: Record<string, string>, baseUrl: string): Promise<Caller[]> {
   const store = await openStore(loadConfig(env), 'seed', () => undefined);
   const CALLERS = 6;
   try {
-    const listings = LISTINGS.map((l) =>
-      l.listingId === SCARCE.listingId
-        ? { ...l, quantity: SCARCE.copies }
-        : l.listingId === PLENTY.listingId
-          ? { ...l, quantity: PLENTY.copies }
-          : l,
-    );
-    await store.catalog.importCatalog(VENDORS, listings);
+    await store.catalog.importCatalog(VENDORS, LOAD_LISTINGS);
     const callers: Caller[] = [];
     for (let i = 0; i < CALLERS; i += 1) {
       const client = await createClient(store.clients, `caller ${i}`, Date.now());
@@ -87,32 +109,52 @@ export async function seedCallers(env: Record<string, string>, baseUrl: string):
   }
 }
 
+/** What is wrong with an answered order (a real one's, a dry run's, a get's) for one copy of `listingId`. */
+function wrongOrder(body: unknown, listingId: number, orderId?: number): string | undefined {
+  const order = body as Partial<OrderResponse>;
+  const listing = order.listings?.[0];
+  if (orderId !== undefined && order.orderId !== orderId) return `orderId ${order.orderId}, not ${orderId}`;
+  if (order.listings?.length !== 1 || listing?.listingId !== listingId || listing.quantity !== 1)
+    return `listings ${JSON.stringify(order.listings)}, not one copy of ${listingId}`;
+  if (listing.orderItems?.length !== 1) return `${listing.orderItems?.length} items, not 1`;
+  return undefined;
+}
+
 /**
  * The load: each caller in turn orders a scarce and a plentiful listing, asks for a dry run, gets one of its orders
  * and searches; every request is retried with its own Svc-RequestId until it is answered below 500. Each answer is
  * stamped with `at()` when it was sent; stop() ends the load once every caller's request in flight is answered.
+ * Each request that got no answer, and each order answered 200 that is not the one asked for, is a failure.
  */
-export function startLoad<At>(callers: Caller[], at: () => At) {
+export function startLoad<At>(callers: Caller[], at: () => At, options: LoadOptions = {}) {
   let loading = true;
   const answers: Answer<At>[] = [];
   const accepted = new Map<string, number>();
   const networkErrors: string[] = [];
+  const failures: Failure<At>[] = [];
   const send = async <T>(what: string, call: (requestId: string) => Promise<SignedResponse<T>>) => {
     const requestId = crypto.randomUUID();
     for (;;) {
       const sentAt = at();
       const started = Date.now();
       const answer = await call(requestId).catch((err: unknown) => {
-        networkErrors.push(`${what}: ${(err as Error).message}`);
+        const cause = (err as Error).cause as Error | undefined;
+        const message = `${(err as Error).message}${cause ? `: ${cause.message}` : ''}`;
+        networkErrors.push(`${what}: ${message}`);
+        failures.push({ at: sentAt, what, kind: 'unanswered', message });
         return null;
       });
       const ms = Date.now() - started;
-      if (answer) answers.push({ at: sentAt, ms, what, status: answer.status, svcStatus: answer.svcStatus });
+      if (answer) {
+        const retryAfter = answer.headers['retry-after'];
+        const { status, svcStatus } = answer;
+        answers.push({ at: sentAt, ms, what, status, svcStatus, ...(retryAfter ? { retryAfter } : {}) });
+      }
       if (answer && answer.status < 500) return { requestId, answer };
       await sleep(100);
     }
   };
-  const order = async (caller: Caller, what: string, listingId: number, dryrun: boolean) => {
+  const order = async (caller: Caller, what: string, listingId: number, dryrun: boolean, async = true) => {
     const body = orderBody(caller.ccToken, {
       listings: [{ listingId, quantity: 1 }],
       ...(dryrun ? { dryrun } : {}),
@@ -120,30 +162,39 @@ export function startLoad<At>(callers: Caller[], at: () => At) {
     const { requestId, answer } = await send(what, (requestId) =>
       caller.client.request('POST', '/v1/orders', body, {
         requestId,
-        headers: { Prefer: 'respond-async' },
+        headers: async ? { Prefer: 'respond-async' } : {},
       }),
     );
     const orderId = (answer.body as { orderId?: number }).orderId;
     if (!dryrun && answer.status === 200 && orderId !== undefined) accepted.set(requestId, orderId);
-    return dryrun ? undefined : orderId;
+    const wrong = answer.status === 200 ? wrongOrder(answer.body, listingId) : undefined;
+    if (wrong) failures.push({ at: at(), what, kind: 'wrong', message: wrong });
+    return dryrun || orderId === undefined ? undefined : { orderId, listingId };
   };
   const running = callers.map(async (caller, n) => {
-    const mine: number[] = [];
+    const mine: { orderId: number; listingId: number }[] = [];
     for (let i = n; loading; i += 1) {
       switch (i % 5) {
         case 0:
           mine.push((await order(caller, 'scarce order', SCARCE.listingId, false))!);
           break;
-        case 1:
-          mine.push((await order(caller, 'order', PLENTY.listingId, false))!);
+        case 1: {
+          const async = !options.synchronous || i % 10 === 1;
+          mine.push((await order(caller, 'order', PLENTY.listingId, false, async))!);
           break;
+        }
         case 2:
           await order(caller, 'dry run', PLENTY.listingId, true);
           break;
         case 3: {
-          const orderId = mine.at(-1);
-          if (orderId !== undefined)
-            await send('get', (id) => caller.client.getOrder(orderId, { requestId: id }));
+          const last = mine.at(-1);
+          if (last === undefined) break;
+          const { answer } = await send('get', (id) =>
+            caller.client.getOrder(last.orderId, { requestId: id }),
+          );
+          const wrong =
+            answer.status === 200 ? wrongOrder(answer.body, last.listingId, last.orderId) : undefined;
+          if (wrong) failures.push({ at: at(), what: 'get', kind: 'wrong', message: wrong });
           break;
         }
         default:
@@ -156,6 +207,7 @@ export function startLoad<At>(callers: Caller[], at: () => At) {
     /** Svc-RequestId → the order it was given. */
     accepted,
     networkErrors,
+    failures,
     async stop() {
       loading = false;
       await Promise.all(running);
@@ -332,15 +384,26 @@ export async function expectNothingLost(
   expect(run.networkErrors).toEqual([]);
   expect(run.answers.filter((a) => a.status >= 400 && a.status < 500)).toEqual([]);
   expect(run.acceptedAgainMs).toBeLessThanOrEqual(acceptWithinMs);
-  const found = await storeFindings(probe, run.accepted);
-  expect(found.orders).toEqual(run.accepted);
+  expectFindingsExact(await storeFindings(probe, run.accepted), run.accepted, run.answers);
+}
+
+/**
+ * One order per accepted request (the one its caller was given), none FAILED nor near its last attempt, stock and
+ * every payment exact, and the scarce listing sold out when it was asked for more often than it had copies.
+ */
+export function expectFindingsExact<At>(
+  found: Awaited<ReturnType<typeof storeFindings>>,
+  accepted: Map<string, number>,
+  answers: Answer<At>[],
+): void {
+  expect(found.orders).toEqual(accepted);
   expect(found.failedItems).toBe(0);
   expect(found.maxAttempts).toBeLessThan(MAX_PROCESS_ATTEMPTS);
   expect(found.stock).toEqual([
     { listingId: SCARCE.listingId, total: SCARCE.copies },
     { listingId: PLENTY.listingId, total: PLENTY.copies },
   ]);
-  const scarceAsked = run.answers.filter((a) => a.what === 'scarce order' && a.status === 200).length;
+  const scarceAsked = answers.filter((a) => a.what === 'scarce order' && a.status === 200).length;
   if (scarceAsked > SCARCE.copies) expect(found.scarceLeft).toBe(0);
   expect(found.unbalanced).toEqual([]);
 }

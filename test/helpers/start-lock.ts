@@ -18,16 +18,21 @@ const alive = (pid: number) => {
 };
 
 /** Waits for the checkout's npm start lock (a holder that died leaves it free); returns its release. */
-export async function holdStartLock(waitMs = 600_000): Promise<() => void> {
+export function holdStartLock(waitMs = 600_000): Promise<() => void> {
+  return holdLock(LOCK, waitMs);
+}
+
+/** Waits for the lock file `file` (taken by writing our pid; a holder that died leaves it free); returns its release. */
+export async function holdLock(file: string, waitMs: number): Promise<() => void> {
   for (const deadline = Date.now() + waitMs; ; await sleep(500)) {
     try {
-      fs.writeFileSync(LOCK, String(process.pid), { flag: 'wx' });
-      return () => fs.rmSync(LOCK, { force: true });
+      fs.writeFileSync(file, String(process.pid), { flag: 'wx' });
+      return () => fs.rmSync(file, { force: true });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
-    const holder = Number(fs.readFileSync(LOCK, 'utf8').trim() || 0);
-    if (holder > 0 && !alive(holder)) fs.rmSync(LOCK, { force: true });
-    else if (Date.now() > deadline) throw new Error(`${LOCK} still held by ${holder}`);
+    const holder = Number(fs.readFileSync(file, 'utf8').trim() || 0);
+    if (holder > 0 && !alive(holder)) fs.rmSync(file, { force: true });
+    else if (Date.now() > deadline) throw new Error(`${file} still held by ${holder}`);
   }
 }

@@ -20,11 +20,45 @@ export interface TcpProxy {
   close(): Promise<void>;
 }
 
-interface Link {
+export interface Link {
   client: net.Socket;
   server: net.Socket;
   /** What was held while frozen, in order: chunks for a socket, or the end of one side (its FIN or its close). */
   held: [net.Socket, Buffer | 'end' | 'destroy'][];
+}
+
+type Passed = Buffer | 'end' | 'destroy';
+
+/** Does to `to` what came from the other side: a chunk written, its end (FIN) or its close. */
+export function apply(to: net.Socket, what: Passed): void {
+  if (to.destroyed) return;
+  if (what === 'end') to.end();
+  else if (what === 'destroy') to.destroy();
+  else to.write(what);
+}
+
+/**
+ * Joins a client's connection to its upstream both ways, chunks, ends and closes each handed to `forward` (by
+ * default passed at once); `gone` is called once both are closed.
+ */
+export function join(
+  client: net.Socket,
+  upstream: net.Socket,
+  gone: (link: Link) => void,
+  forward: (link: Link, to: net.Socket, what: Passed) => void = (_link, to, what) => apply(to, what),
+): Link {
+  const link: Link = { client, server: upstream, held: [] };
+  for (const socket of [client, upstream]) socket.setNoDelay(true).on('error', () => undefined);
+  client.on('data', (chunk) => forward(link, upstream, chunk));
+  upstream.on('data', (chunk) => forward(link, client, chunk));
+  client.on('end', () => forward(link, upstream, 'end'));
+  upstream.on('end', () => forward(link, client, 'end'));
+  client.once('close', () => forward(link, upstream, 'destroy'));
+  upstream.once('close', () => forward(link, client, 'destroy'));
+  const closed = () => client.destroyed && upstream.destroyed && gone(link);
+  client.once('close', closed);
+  upstream.once('close', closed);
+  return link;
 }
 
 /** Starts a proxy on a free port of 127.0.0.1 to `target` (`host:port`), passing bytes. */
@@ -32,14 +66,8 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
   let mode: LinkMode = 'pass';
   const links = new Set<Link>();
 
-  const apply = (to: net.Socket, what: Buffer | 'end' | 'destroy') => {
-    if (to.destroyed) return;
-    if (what === 'end') to.end();
-    else if (what === 'destroy') to.destroy();
-    else to.write(what);
-  };
   // A frozen link passes nothing, a FIN or a close included: the other side sees the link as it was.
-  const forward = (link: Link, to: net.Socket, what: Buffer | 'end' | 'destroy') => {
+  const forward = (link: Link, to: net.Socket, what: Passed) => {
     if (mode === 'freeze') link.held.push([to, what]);
     else if (mode === 'pass') apply(to, what);
     else setTimeout(() => apply(to, what), mode.delayMs);
@@ -47,18 +75,7 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
 
   const server = net.createServer({ allowHalfOpen: true }, (client) => {
     const upstream = net.connect({ port: targetPort, host: targetHost, allowHalfOpen: true });
-    const link: Link = { client, server: upstream, held: [] };
-    links.add(link);
-    for (const socket of [client, upstream]) socket.setNoDelay(true).on('error', () => undefined);
-    client.on('data', (chunk) => forward(link, upstream, chunk));
-    upstream.on('data', (chunk) => forward(link, client, chunk));
-    client.on('end', () => forward(link, upstream, 'end'));
-    upstream.on('end', () => forward(link, client, 'end'));
-    client.once('close', () => forward(link, upstream, 'destroy'));
-    upstream.once('close', () => forward(link, client, 'destroy'));
-    const gone = () => client.destroyed && upstream.destroyed && links.delete(link);
-    client.once('close', gone);
-    upstream.once('close', gone);
+    links.add(join(client, upstream, (link) => links.delete(link), forward));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as net.AddressInfo;

@@ -58,6 +58,8 @@ function baseEnv(
     RATE_LIMIT_PER_S: '0',
     // A spawned web process's metrics listener on a free port of its own (tests that scrape one choose it).
     METRICS_PORT: '0',
+    // No balancer in front to wait for: a web stops at once (test/deploy sets its drain itself).
+    SHUTDOWN_DRAIN_MS: '0',
     ...extra,
   };
 }
@@ -139,8 +141,9 @@ export async function createTestService(options: TestServiceOptions = {}) {
 export type TestService = Awaited<ReturnType<typeof createTestService>>;
 
 /**
- * Spawns a process entry (`src/server.ts`, `workers/…`) with tsx, in `cwd` (the project by default), and waits
- * for `readyLine` on its stdout when given; `env` is added to this process's own unless `isolated`.
+ * Spawns a process entry (`src/server.ts`, `workers/…`) of the tree at `root` (this one by default; another
+ * release's, test/helpers/previous-release.ts) with tsx, in `cwd` (`root` by default), and waits for `readyLine`
+ * on its stdout when given; `env` is added to this process's own unless `isolated`.
  */
 export async function spawnProcess(
   children: Set<ChildProcess>,
@@ -148,12 +151,14 @@ export async function spawnProcess(
   env: Record<string, string | undefined>,
   readyLine?: string,
   {
-    cwd = ROOT,
+    root = ROOT,
+    cwd = root,
     isolated = false,
     readyMs = 30_000,
-  }: { cwd?: string; isolated?: boolean; readyMs?: number } = {},
+  }: { root?: string; cwd?: string; isolated?: boolean; readyMs?: number } = {},
 ): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', TSX, '--import', TRACING, path.join(ROOT, entry)], {
+  const tracing = path.join(root, path.relative(ROOT, TRACING));
+  const child = spawn(process.execPath, ['--import', TSX, '--import', tracing, path.join(root, entry)], {
     cwd,
     env: {
       ...(isolated ? { PATH: process.env.PATH } : process.env),

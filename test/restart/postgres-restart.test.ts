@@ -101,6 +101,16 @@ describe.each(['direct', 'pgbouncer'] as const)('a PostgreSQL server restart (%s
     phase = 'back';
     const clockLinesAway = clockLog.length;
     await server.control!.start();
+    // Orders served again within 10 s of the server's return (it accepts connections once start resolves).
+    const returned = Date.now();
+    const sentBefore = answers.length;
+    await until(
+      () => answers.slice(sentBefore).some((a) => a.status === 200 && a.what.endsWith('order')),
+      30_000,
+      'an order accepted after the return',
+    );
+    const servedAgainMs = Date.now() - returned;
+    console.log(`${via}: orders served again ${servedAgainMs} ms after the server's return`);
     await until(async () => (await readyz()) === 200, 30_000, 'the web ready again');
     await sleep(2_000);
     await load.stop();
@@ -115,6 +125,7 @@ describe.each(['direct', 'pgbouncer'] as const)('a PostgreSQL server restart (%s
     // Every request was answered in the end, and after the return the web served store requests again.
     expect(answers.filter((a) => a.status >= 400 && a.status < 500)).toEqual([]);
     expect(answers.some((a) => a.at === 'back' && a.status === 200 && a.what === 'order')).toBe(true);
+    expect(servedAgainMs).toBeLessThanOrEqual(10_000);
 
     // Every process is still running and serves again: the worker settles every order, the clock passes.
     await allSettled(probe, 60_000, tails);

@@ -1,0 +1,119 @@
+// A balancer in front of several web processes, as an operator runs haproxy or nginx in TCP mode: each new
+// connection goes to the next live backend in turn and stays with it (its kept-alive requests included); a backend
+// is live while its `GET /readyz` answers 200, checked every second, and is taken out at once when its port refuses
+// a connection (which then goes to another one: nothing was sent yet). What a balancer cannot do, and callers then
+// see, is what a web does to the connections it already has: the drain of src/processes/web.process.ts is for that.
+import http from 'node:http';
+import net from 'node:net';
+import { join, type Link } from './tcp-proxy.js';
+import { sleep } from './wait.js';
+
+export interface Balancer {
+  /** The balancer's port on 127.0.0.1. */
+  port: number;
+  /** The backends' ports that are live now, in the order given. */
+  live(): number[];
+  /** How many connections the balancer has passed to the backend on `port` since it started. */
+  connections(port: number): number;
+  close(): Promise<void>;
+}
+
+export interface BalancerOptions {
+  /** How often each backend's /readyz is asked (haproxy's `inter`). */
+  checkEveryMs?: number;
+  /** How long a new connection waits for a live backend when none is, before it is closed. */
+  waitForLiveMs?: number;
+}
+
+/** Starts a balancer on a free port of 127.0.0.1 over the web processes listening on `ports` of 127.0.0.1. */
+export async function startBalancer(ports: number[], options: BalancerOptions = {}): Promise<Balancer> {
+  const { checkEveryMs = 1000, waitForLiveMs = 10_000 } = options;
+  const isLive = new Map(ports.map((port) => [port, false]));
+  const passed = new Map(ports.map((port) => [port, 0]));
+  const links = new Set<Link>();
+  let turn = 0;
+  let closing = false;
+
+  const check = (port: number) =>
+    new Promise<boolean>((resolve) => {
+      const req = http.get({ host: '127.0.0.1', port, path: '/readyz', agent: false, timeout: checkEveryMs });
+      req.once('response', (res) => {
+        res.resume();
+        resolve(res.statusCode === 200);
+      });
+      req.once('timeout', () => req.destroy());
+      req.once('error', () => resolve(false));
+    });
+  const checking = (async () => {
+    while (!closing) {
+      const found = await Promise.all(ports.map(check));
+      ports.forEach((port, i) => isLive.set(port, found[i]!));
+      await sleep(checkEveryMs);
+    }
+  })();
+
+  /** The next live backend after the last one chosen, or undefined when none is live (or all of `tried` were). */
+  const next = (tried: Set<number>) => {
+    for (let i = 0; i < ports.length; i += 1) {
+      const port = ports[(turn + i) % ports.length]!;
+      if (isLive.get(port) && !tried.has(port)) {
+        turn = (turn + i + 1) % ports.length;
+        return port;
+      }
+    }
+    return undefined;
+  };
+
+  /** Connects to a live backend; one that refuses is taken out and the next is tried. */
+  const connect = async (): Promise<[number, net.Socket] | undefined> => {
+    const tried = new Set<number>();
+    for (const deadline = Date.now() + waitForLiveMs; Date.now() < deadline && !closing;) {
+      const port = next(tried);
+      if (port === undefined) {
+        tried.clear();
+        await sleep(50);
+        continue;
+      }
+      tried.add(port);
+      const upstream = net.connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+      const connected = await new Promise<boolean>((resolve) =>
+        upstream.once('connect', () => resolve(true)).once('error', () => resolve(false)),
+      );
+      if (connected) return [port, upstream];
+      isLive.set(port, false);
+    }
+    return undefined;
+  };
+
+  const server = net.createServer({ allowHalfOpen: true, pauseOnConnect: true }, (client) => {
+    client.on('error', () => undefined);
+    void connect().then((chosen) => {
+      if (!chosen || client.destroyed) {
+        chosen?.[1].destroy();
+        client.destroy();
+        return;
+      }
+      const [port, upstream] = chosen;
+      passed.set(port, passed.get(port)! + 1);
+      links.add(join(client, upstream, (link) => links.delete(link)));
+      client.resume();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+
+  return {
+    port,
+    live: () => ports.filter((p) => isLive.get(p)),
+    connections: (p) => passed.get(p) ?? 0,
+    async close() {
+      closing = true;
+      await checking;
+      for (const link of [...links]) {
+        link.client.destroy();
+        link.server.destroy();
+      }
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
