@@ -146,8 +146,8 @@ const ConfigSchema = z.object({
   // docs/api.md#webhooks gives a receiver 10 s; tests lower it.
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(10_000).default(10_000),
   WEBHOOK_CONCURRENCY: positiveInt.default(32),
-  // Fair delivery (issue 25): one endpoint's attempts at once across every worker, how long a connection may take,
-  // and the circuit breaker (consecutive failures that pause an endpoint; the first pause, doubling, at most 1 h).
+  // Fair delivery, so that one client's slow or failing receiver never holds another's events: one endpoint's
+  // attempts at once across every worker, how long a connection may take, and the circuit breaker (consecutive failures that pause an endpoint; the first pause, doubling, at most 1 h).
   WEBHOOK_CONCURRENCY_PER_ENDPOINT: positiveInt.default(4),
   WEBHOOK_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(10_000).default(3000),
   WEBHOOK_BREAKER_FAILURES: positiveInt.default(5),

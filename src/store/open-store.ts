@@ -70,8 +70,8 @@ async function openAdapter(
   // The web waits for another process's write lock without stalling its other requests, answers 503 when the
   // wait runs out, and leaves the log's checkpoints to the workers and the clock. The workers and the clock wait
   // the same way (up to 10 s): in SQLite's busy handler, a worker's every job stood still while it slept, in
-  // steps growing to 25 ms and more past the lock's release (issue 45). The web reads a search page whose cost the
-  // plan cannot bound on a thread, under the deadline PostgreSQL's statements have (issue 41).
+  // steps growing to 25 ms and more past the lock's release). The web reads a search page whose cost the
+  // plan cannot bound on a thread, under the deadline PostgreSQL's statements have.
   const web = role === 'web';
   return openSqliteStore(config.DB_PATH, {
     ...migration,

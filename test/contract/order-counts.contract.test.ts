@@ -26,7 +26,7 @@ import { openProbe, TEST_STORE, testStoreEnv } from '../helpers/test-store.js';
 useContractStore();
 
 describe(`the store's counts of unsettled orders on ${TEST_STORE}`, () => {
-  // The backlog counts items (issue 41): an order of many items weighs what as many one-item orders weigh.
+  // The backlog counts items: an order of many items weighs what as many one-item orders weigh.
   const unsettledItemsOf = (clientId?: number) =>
     probe.scalar(
       `SELECT count(*) FROM order_items i JOIN orders o ON o.order_id = i.order_id

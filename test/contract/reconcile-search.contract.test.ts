@@ -69,7 +69,7 @@ describe(`the store's reconciliation and search keys on ${TEST_STORE}`, () => {
     expect(store.search.cursorKey.length).toBe(32);
   });
 
-  it('finds an order by the latest update of its items, whichever step moved them (issue 41)', async () => {
+  it('finds an order by the latest update of its items, whichever step moved them', async () => {
     await failTheNetIfRun();
     const DAY = 86_400_000;
     const waldens = [{ listingId: WALDEN, copies: 2 }];

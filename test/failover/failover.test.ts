@@ -1,4 +1,4 @@
-// A server lost for good under load from several callers, and its replacement promoted (issue 43):
+// A server lost for good under load from several callers, and its replacement promoted:
 // (a) Redis behind three Sentinels loses its primary (SIGKILL): every process follows the promoted replica;
 // (b) PostgreSQL loses its primary (`pg_ctl stop -m immediate`) and its synchronous standby is promoted: DATABASE_URL
 //     names both hosts with target_session_attrs=read-write, and every process finds the new primary by itself.

@@ -369,7 +369,7 @@ export async function storeFindings(probe: Probe, accepted: Map<string, number>)
 }
 
 /**
- * What issue 43 asks of a failover: no process exits, no 5xx but 503 5030, orders accepted again within
+ * What a failover must keep: no process exits, no 5xx but 503 5030, orders accepted again within
  * `acceptWithinMs` of the loss, one order per request id (the one its caller was given), none FAILED, stock and
  * payments exact.
  */

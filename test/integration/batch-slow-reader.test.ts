@@ -1,5 +1,5 @@
 // A batch's large answer to a client that reads it slowly: the service writes it only as fast as it is read,
-// answering others meanwhile, and the client gets it whole and correct (issue 41: a batch of orders of 250 items
+// answering others meanwhile, and the client gets it whole and correct (a batch of orders of 250 items
 // answers several MB; http/list-stream.ts).
 import crypto from 'node:crypto';
 import http from 'node:http';

@@ -33,7 +33,7 @@ afterAll(async () => {
   await h?.close();
 });
 
-describe('heavy searches of one client (issue 41)', () => {
+describe('heavy searches of one client', () => {
   // Orders 120..199 have items updated at or after this: the last 80 orders, 20,000 items (a wide range).
   const from = new Date(T0 + 120 * 1000 + 60_000).toISOString();
   const heavyQuery = `/v1/orders?vendorId=${listing.vendorId}&itemUpdateDateStart=${from}&limit=1`;
@@ -92,7 +92,7 @@ describe('heavy searches of one client (issue 41)', () => {
   }, 90_000);
 });
 
-describe('a batch of 50,000 items (issue 41)', () => {
+describe('a batch of 50,000 items', () => {
   it(`leaves /healthz and another client's search answered, p99 within ${P99_BOUND_MS} ms, while it is accepted`, async () => {
     const batch = {
       orders: Array.from({ length: ORDERS }, (_, i) => ({

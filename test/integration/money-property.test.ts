@@ -1,4 +1,4 @@
-// Money exact in every ordering (issue 24), as a property: one order of two copies is driven through random
+// Money exact in every ordering, as a property: one order of two copies is driven through random
 // rounds of item moves (93, 4, 90, 35, 14, 17, 24), some at once, with reconciliation passes among them, while
 // the gateway fails calls, loses their answers, replays them late and answers them in an order fast-check's
 // scheduler picks. Afterwards, once a pass has run with a working gateway: what the gateway holds = what the

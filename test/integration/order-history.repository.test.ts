@@ -392,7 +392,7 @@ if (TEST_STORE === 'sqlite') {
       );
     });
 
-    it("reads the orders updated since the start from their index, and seeks each one's items (issue 41)", () => {
+    it("reads the orders updated since the start from their index, and seeks each one's items", () => {
       for (const extra of [
         { itemUpdateStart: T0 + 100 * DAY },
         { itemUpdateStart: T0 + 100 * DAY, vendorId: 2, sortOrder: 'descending', after },
@@ -411,7 +411,7 @@ if (TEST_STORE === 'sqlite') {
       expect(planOf(SCAN_PATH, { vendorId: 2, after }).page).toContain('(order_created_at,order_id)>(?,?)');
     });
 
-    it("tests an order's other conditions by one index seek each, whatever its items (issue 41)", () => {
+    it("tests an order's other conditions by one index seek each, whatever its items", () => {
       const vendor = planOf(SCAN_PATH, { vendorId: 2, itemUpdateStart: T0 });
       expect(vendor.driver).toBe('vendor-items');
       expect(vendor.page).toMatch(
@@ -518,7 +518,7 @@ if (TEST_STORE === 'postgres') {
       expect(seeks.filter((cond) => cond === '(order_id = p.order_id)')).toHaveLength(1);
     });
 
-    it("tests an order's other conditions by one index seek each, whatever its items (issue 41)", async () => {
+    it("tests an order's other conditions by one index seek each, whatever its items", async () => {
       const condsOf = (plan: Awaited<ReturnType<typeof planOf>>, index: string) =>
         plan.nodes.filter(({ node }) => node['Index Name'] === index).map(({ node }) => node['Index Cond']);
       const vendor = await planOf(SCAN_PATH, { vendorId: 2, itemUpdateStart: T0 });
@@ -552,7 +552,7 @@ if (TEST_STORE === 'postgres') {
       expect(plan.nodes.map(({ node }) => node).filter(fullRead)).toEqual([]);
     });
 
-    it("reads the orders updated since the start from their index, and seeks each one's items (issue 41)", async () => {
+    it("reads the orders updated since the start from their index, and seeks each one's items", async () => {
       for (const extra of [
         { itemUpdateStart: T0 + 100 * DAY },
         { itemUpdateStart: T0 + 100 * DAY, vendorId: 2, sortOrder: 'descending', after },
@@ -598,11 +598,11 @@ if (TEST_STORE === 'postgres') {
   });
 }
 
-// The two shapes of issue 41 that read the client's whole window while the probe counted items: a client's 30
+// The two shapes that read the client's whole window while the probe counted items: a client's 30
 // orders of 250 items of vendor 7 priced out a minute after each was placed, then 9 later orders of vendor 8, their
 // 2,250 items (over NARROW_UPDATE_SCAN) updated after all the others. Both now lead by those 9 orders (fewer than
 // FEW_ORDER_SCAN, counted before the window's first DENSE_SCAN items).
-describe('update ranges over orders of many items, at the default thresholds (issue 41)', () => {
+describe('update ranges over orders of many items, at the default thresholds', () => {
   const CLIENT = 4;
   const ITEMS = 250;
   const EARLY = 30;

@@ -1,4 +1,4 @@
-// Retention (issue 19, point 2; docs/api.md#operations): the clock's pass deletes order events and finished webhook
+// Retention (docs/api.md#operations): the clock's pass deletes order events and finished webhook
 // deliveries older than EVENT_RETENTION_DAYS and expired search cursors, in small batches; never a pending
 // delivery or its event, never anything inside the window, never an order, item, payment or ledger entry.
 import Database from 'better-sqlite3';

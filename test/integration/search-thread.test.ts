@@ -37,7 +37,7 @@ const open = (gate: SearchGate) => {
 const searchesTaken = (gate: SearchGate, n: number) =>
   until(() => Atomics.load(gate, GATE_SEARCHES) >= n, 30_000, `${n} searches on the thread`);
 
-describe.runIf(TEST_STORE === 'sqlite')('searches the plan cannot bound, on SQLite (issue 41)', () => {
+describe.runIf(TEST_STORE === 'sqlite')('searches the plan cannot bound, on SQLite', () => {
   let service: TestService;
   let heavy: Credentials;
   let other: Credentials;

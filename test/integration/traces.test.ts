@@ -1,4 +1,4 @@
-// OpenTelemetry traces across processes (issue 20, docs/api.md#operations): a web and a worker process export to an
+// OpenTelemetry traces across processes (docs/api.md#operations): a web and a worker process export to an
 // OTLP/HTTP receiver of the test's own; a real order is one trace, from the web's request through the job to the
 // worker's settlement, its spans carrying `order.id`, and the webhook delivery of its change continues it.
 import type { ChildProcess } from 'node:child_process';

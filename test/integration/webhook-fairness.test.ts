@@ -1,4 +1,4 @@
-// Webhook delivery is fair (issue 25, point 4): one endpoint takes at most WEBHOOK_CONCURRENCY_PER_ENDPOINT slots
+// Webhook delivery is fair: one endpoint takes at most WEBHOOK_CONCURRENCY_PER_ENDPOINT slots
 // across the workers, its backlog waits in the queue rather than in slots, and an endpoint that keeps failing is
 // paused, its deliveries kept for when it answers again. A client's endpoints together take at most
 // WEBHOOK_CONCURRENCY_PER_CLIENT of a worker's slots, and a receiver that keeps answering later than

@@ -1,4 +1,4 @@
-// A removed webhook stays removed (issue 24, point 2): nothing is posted to it once webhook:remove has answered,
+// A removed webhook stays removed: nothing is posted to it once webhook:remove has answered,
 // whether an event for it was being recorded by a transaction still open, or an attempt was already claimed.
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';

@@ -1,6 +1,6 @@
 // A PostgreSQL server restart loses nothing, on a direct connection and behind PgBouncer in transaction mode.
 // Under steady load from several callers (real orders, dry runs, gets and searches), the server is restarted
-// (`pg_ctl restart -m fast`), then stopped for 20 s (AWAY_MS, as issue 23 asks: longer than a worker's retries of
+// (`pg_ctl restart -m fast`), then stopped for 20 s (AWAY_MS: longer than a worker's retries of
 // one job would last if the outage used up its attempts) and started again. While it is away the web answers
 // 503 5030 to what needs the store and /readyz says not ready; no process exits. Once it is back every process
 // serves again, every accepted order is final (none FAILED), none twice, stock and the ledger are exact, and each

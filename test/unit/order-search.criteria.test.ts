@@ -97,7 +97,7 @@ describe('chooseDriver, shared by both adapters', () => {
 
   it('reads the items updated in the range when few, else the orders updated since its start when few', () => {
     expect(chooseDriver(criteria({ itemUpdateStart: 0 }), narrow)).toBe('updated-items');
-    // 9 late orders of 250 items each: over the items' cap, under the orders' (issue 41).
+    // 9 late orders of 250 items each: over the items' cap, under the orders'.
     expect(chooseDriver(criteria({ itemUpdateStart: 0 }), counts(9, 2000))).toBe('updated-orders');
     // A range long past: most orders were updated since its start, few items in it.
     expect(chooseDriver(criteria({ itemUpdateStart: 0, itemUpdateEnd: 5 }), counts(2000, 30))).toBe(

@@ -10,7 +10,7 @@ const COVERING_ON =
 /**
  * orders_client_items_updated again, with items_updated_at in it: PostgreSQL reads an index alone only when it
  * holds every column the query names, and the key's coalesce names items_updated_at, so counting the orders
- * updated since a date read a heap row per order (issue 41: at 1,000,000 generated orders, the largest client's
+ * updated since a date read a heap row per order (at 1,000,000 generated orders, the largest client's
  * vendor and last 7 days, descending, probe and page, 1,763 buffers, 283 with this index). Building it under a
  * lock would hold writers of orders for a scan of the table: it is a step of `admin migrate`, built CONCURRENTLY
  * and swapped in (an index of this name an operator built beforehand is taken as it is when valid).

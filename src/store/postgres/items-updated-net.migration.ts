@@ -11,7 +11,7 @@ export const SETS_ITEMS_UPDATED = 'bo.sets_items_updated_at';
  * updated_at (a reservation's rejects, a settlement, an item move), in the UPDATE of the order the step makes
  * anyway. The row trigger of migration 17 called a function running an UPDATE of the order for every item whose
  * time grew, though the settlement had set the time already: some 55,000 instructions per item, so that a
- * settlement of 247 items cost 1.6 times what its statements cost alone (issue 41; callgrind). It stays as a
+ * settlement of 247 items cost 1.6 times what its statements cost alone (callgrind). It stays as a
  * net for processes of earlier versions, which rely on it while a deploy runs them beside this one (docs/
  * operating.md, Upgrade notes); its WHEN skips the statements of sessions that carry SETS_ITEMS_UPDATED, on the
  * row, without calling the function. What this version still pays is the WHEN, prepared once per statement

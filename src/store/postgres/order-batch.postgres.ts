@@ -27,7 +27,7 @@ export const INSERT_NUMBERED_ITEMS = `
 // and come back by their ordinal (NEXT_ITEM_ID). An order comes back as JSON of its row (as the order functions
 // return it), so that a new order is answered without reading it back and the statement's result type does not
 // change when a column is added; its items as their ids alone, in request order, by order id: an item's row is
-// what the order gave it (newStoredItem, issue 41).
+// what the order gave it (newStoredItem).
 // The batch is one JSON parameter, the orders as the service holds them (NewOrder, its items nested), read by
 // name with json_to_recordset: one JSON.stringify in the web instead of 25 arrays, each built by a pass over
 // the batch and encoded as an array literal by node-postgres element by element (the strings escaped one by one).

@@ -7,8 +7,8 @@ import { EVENT_SQL } from './webhooks.postgres.js';
 import { SETS_ITEMS_UPDATED } from './items-updated-net.migration.js';
 
 /**
- * The worker's steps on PostgreSQL as functions of the database (PL/pgSQL), each called in one round trip
- * (issue 17): a step of several statements that depend on each other (a phase guard, then what it allows, then
+ * The worker's steps on PostgreSQL as functions of the database (PL/pgSQL), each called in one round trip:
+ * a step of several statements that depend on each other (a phase guard, then what it allows, then
  * an event whose snapshot must see them) would otherwise cost a round trip per statement, with the order's and
  * the listings' row locks held across them. A function runs them one after the other on the server, each with
  * a snapshot of its own as under READ COMMITTED, so every step keeps the semantics it had as separate
@@ -39,7 +39,7 @@ interface OrderFunction {
  * order), so each runs a generic plan, planned once per session. Left to choose, PostgreSQL planned the two that
  * join the listings with unnest(p_take_ids, p_take_copies) afresh at every call, for ever: a plan for the
  * arrays' actual length always looks cheaper than one for the 10 rows the planner guesses for an array it cannot
- * see. That planning was a tenth of the server's CPU per order (issue 17).
+ * see. That planning was a tenth of the server's CPU per order.
  */
 const PLAN_ONCE = 'SET plan_cache_mode = force_generic_plan';
 

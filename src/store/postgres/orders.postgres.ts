@@ -14,7 +14,7 @@ import {
 
 // One statement, so one atomic write: the order, then its items from parallel arrays in request order. The order
 // comes back as JSON of its row (as `readOrder` reads it), its items as their ids alone, in request order: an
-// item's row is what the order gave it (newStoredItem), so none is read back (issue 41). No `*`, so the statement
+// item's row is what the order gave it (newStoredItem), so none is read back. No `*`, so the statement
 // is prepared once per connection (postgres.pool.ts).
 // Each item's id is drawn in the row that carries its ordinal (numbered), and the insert is given it: neither the
 // order in which PostgreSQL numbers the rows of an INSERT … SELECT nor that of its RETURNING is promised.

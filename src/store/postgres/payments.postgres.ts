@@ -14,7 +14,7 @@ const RELEASE_SQL = `
 
 /**
  * The sandbox's authorisation commits without waiting for its flush (synchronous_commit off for its own
- * transaction, issue 45: an order's durable commits are its acceptance, reservation and settlement): the
+ * transaction: an order's durable commits are its acceptance, reservation and settlement): the
  * settlement that records it in the ledger waits for its own flush, and the log is flushed in order, this
  * commit with it. A crash before that loses the authorisation with the settlement that would have used it; the
  * job's next attempt authorises again under the same key, as a processor that never heard of it would.

@@ -5,7 +5,7 @@ import type { Migration } from './postgres.migrations.js';
  * is a heap-only update (HOT): PostgreSQL writes a new entry in every index of a row whose indexed columns changed,
  * and a column counts as indexed when an index's predicate names it. While the partial indexes of unsettled
  * orders were `WHERE phase <> 'settled'`, each reservation wrote an entry in all six of the orders' indexes
- * (issue 17); `settled`, computed from the phase, changes only when the order settles. The indexes leave the
+ * (a phase change is an update of an indexed column); `settled`, computed from the phase, changes only when the order settles. The indexes leave the
  * phase out for the same reason: the counts by phase read the few unsettled rows.
  *
  * Leaving a fifth of each page free (fillfactor 80) gives the new version of a reserved order room on its page.

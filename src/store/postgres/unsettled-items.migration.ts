@@ -3,7 +3,7 @@ import { buildAndSwapIndex } from './index-swap.js';
 import type { Migration } from './postgres.migrations.js';
 
 /**
- * The backlog counts items (issue 41): each order keeps how many items it was accepted with, written by its
+ * The backlog counts items, so that an order of many items weighs what as many one-item orders weigh: each order keeps how many items it was accepted with, written by its
  * acceptance's statement, and the partial index of unsettled orders by client carries it (`INCLUDE`), so that
  * both backpressure figures (the service's, a client's) are sums over that index alone (index-only scans);
  * `order_id` in it lets an order without a count find its items. Null on an order accepted by an older version:

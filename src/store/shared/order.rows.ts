@@ -118,7 +118,7 @@ export const toStoredItem = (r: ItemRow): StoredItem => ({
 
 /**
  * A new item as acceptance stores it: what the order gave it, QUEUED with no charges yet, and the id the insert
- * returned. Both adapters answer a new order so, reading back no item row (issue 41).
+ * returned. Both adapters answer a new order so, reading back no item row.
  */
 export const newStoredItem = (
   orderItemId: number,

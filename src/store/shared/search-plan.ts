@@ -117,12 +117,12 @@ export const orderUpdateKey = (alias: string) => `coalesce(${alias}.items_update
  * The items are asked first: an item costs one entry of an index that holds its keys, an order one row and a seek
  * of its items, so with a few items per order the item path reads several times fewer pages (on PostgreSQL at
  * 200,000 generated orders, clients drawn by volume: 53–150 buffers per search against 132–932 when orders led).
- * The order path is for the ranges whose orders hold many items each (issue 41: 9 orders of 250 items) and whose
+ * The order path is for the ranges whose orders hold many items each (9 orders of 250 items, say) and whose
  * matches are sparse in the window: where they are not (a large client's last 7 or 30 days), the scan in result
  * order fills the page within its first DENSE_SCAN entries (PostgreSQL, 1,000,000 generated orders, clients drawn
  * by volume, probe and page: 244 and 248 buffers per search where asking the orders first read 1,557 and 2,121).
  * The dense probe reads up to DENSE_SCAN entries to learn that, so the orders are counted up to FEW_ORDER_SCAN
- * before it: a range whose matches are those few orders (issue 41's late range) reads them, not the window.
+ * before it: a range whose matches are those few orders (a late range) reads them, not the window.
  *
  * Bounded by what the query can return: the probe reads at most NARROW_UPDATE_SCAN + FEW_ORDER_SCAN + DENSE_SCAN
  * + NARROW_ORDER_SCAN + 2,000 index entries; the item path reads fewer than NARROW_UPDATE_SCAN items; the scan in
@@ -292,7 +292,7 @@ export function denseMatches(
  * Conditions on the order (`at`, `oid`: its created_at and order_id) that the driver does not already guarantee.
  * Each is one seek of an index that leads by (client_id, vendor_id or created_at, order_id): its cost does not grow
  * with the order's items. An item driver tests them once per order (HAVING), not once per item row: a client's
- * orders of 250 items each made the vendor path test 250 × 250 items per order (issue 41).
+ * orders of 250 items each made the vendor path test 250 × 250 items per order.
  */
 export function existsTerms(
   at: string,

@@ -1,7 +1,7 @@
 import type { SqliteMigration } from './sqlite.migrations.js';
 
 /**
- * Each order keeps when one of its items was last updated (issue 41), so that a search by item update time counts
+ * Each order keeps when one of its items was last updated, so that a search by item update time counts
  * and reads ORDERS updated since its start, whatever their items: 9 late orders of 250 items each are 9 index
  * entries, not 2,250 (search-plan.ts, orderUpdateKey). Null while no item changed since acceptance (an item is
  * inserted with its order's created_at), so accepting an order writes only its entry of the index. The trigger

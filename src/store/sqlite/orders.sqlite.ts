@@ -60,7 +60,7 @@ export function sqliteOrders(db: Db): OrderStore {
     'SELECT order_id, request_hash FROM orders WHERE client_id = ? AND request_id = ?',
   );
   // Positional, returning the id alone: an item's row is what the order gave it (acceptOne), so a batch of 50,000
-  // items makes no parameter object, returned row or strings read back per item for the collector (issue 41).
+  // items makes no parameter object, returned row or strings read back per item for the collector.
   const insertItem = db
     .prepare<InsertItemParams, number>(
       `INSERT INTO order_items (order_id, client_id, order_created_at, line_no, listing_id, vendor_id, title, isbn,
@@ -192,7 +192,7 @@ export function sqliteOrders(db: Db): OrderStore {
 /**
  * The order and its items in one statement, so one snapshot without a transaction: the order's row as a JSON
  * object and its items' rows as an array of them (SQLite's json_object over each table's columns, as the schema
- * lists them), parsed by JSON.parse. Instructions per read (callgrind, issue 45): better-sqlite3 builds a row,
+ * lists them), parsed by JSON.parse. Instructions per read (callgrind): better-sqlite3 builds a row,
  * as an array or as an object, one property at a time through V8's generic setter, about 1,000 instructions per
  * column, and naming an array's columns in JavaScript took each object through a map per property; JSON.parse
  * builds the objects in their final shapes at once: about half the instructions of the join read as arrays.

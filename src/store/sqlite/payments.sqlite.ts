@@ -45,7 +45,7 @@ export function sqlitePayments(db: Db): PaymentStore {
     return toRecord(byKey.get(key)!);
   };
   const authorizeMany = db.transaction((requests: readonly AuthorizeRequest[]) => requests.map(authorizeRow));
-  // The sandbox's authorisation is not flushed on its own (issue 45: an order's durable commits are its
+  // The sandbox's authorisation is not flushed on its own (an order's durable commits are its
   // acceptance, reservation and settlement; flushed-store.ts leaves it out): the settlement that records it in the
   // ledger is, and its flush of the log flushes every commit before it, this one too. A crash before that loses the authorisation with the
   // settlement that would have used it; the job's next attempt authorises again under the same key, as a

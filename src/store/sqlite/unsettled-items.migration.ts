@@ -2,7 +2,7 @@ import type { Db } from './sqlite.db.js';
 import type { SqliteMigration } from './sqlite.migrations.js';
 
 /**
- * The backlog counts items (issue 41): each order keeps how many items it was accepted with, written with the
+ * The backlog counts items, so that an order of many items weighs what as many one-item orders weigh: each order keeps how many items it was accepted with, written with the
  * order in its acceptance's transaction, and the partial index of unsettled orders by client carries it, so that
  * both backpressure figures (the service's, a client's) are sums over that index alone: a covering index, `phase`
  * last as SQLite reads the index's condition from the entry, the rowid (`order_id`) in every entry. Null on an

@@ -11,7 +11,7 @@ export function isSqliteBusy(err: unknown): boolean {
  * The first pause after a busy try, doubled after each one up to the longest. The lock is held for one commit
  * (its writes to the log; the flush comes after, outside the lock) and a try that finds it taken costs
  * microseconds: a longer pause would only add to the wait of a caller whose commit comes after the holder's (a
- * pause of 16 ms did, up to 16 ms past the release, issue 45).
+ * pause of 16 ms did, up to 16 ms past the release).
  */
 const FIRST_PAUSE_MS = 1;
 const LONGEST_PAUSE_MS = 2;

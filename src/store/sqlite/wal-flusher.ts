@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 
 /**
- * The flush of SQLite's write-ahead log, off the event loop (issue 45). The connection commits with
+ * The flush of SQLite's write-ahead log, off the event loop, so that a commit's fdatasync never stalls the thread that answers. The connection commits with
  * `synchronous = NORMAL`: a commit writes its frames into the log (the page cache) and returns, unflushed; the
  * store's promise for it resolves only after an `fdatasync` of the `-wal` file, run on libuv's thread pool, that
  * began after the commit. One flush covers every frame written to the file before it began, by this process or
