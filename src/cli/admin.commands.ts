@@ -103,7 +103,9 @@ export const ADMIN_COMMANDS: Record<string, Command> = {
   },
   'webhook:replay': {
     usage: '--webhook ID --since ISO',
-    summary: "send every event of the webhook's client recorded since then to it again",
+    summary:
+      "send every event of the webhook's client recorded since then to it (again, or for the first time for " +
+      'events from before the webhook was added)',
     run: lazy(async () => (await import('./commands/webhook.commands.js')).webhookReplay),
   },
 };
