@@ -244,3 +244,25 @@ describe('when the configuration is wrong', () => {
     expect(run.stderr).toContain("QUEUED_STALE_AFTER_S: must be a number, got 'soon'");
   });
 });
+
+describe('when call is aimed elsewhere than its profile names', () => {
+  it('then it says where the signed request goes before sending it', async () => {
+    const [named, aimed] = [await freePort(), await freePort()];
+    const profile = writeJson('profile.json', {
+      baseUrl: `http://127.0.0.1:${named}`,
+      accessKey: 'AKprofile',
+      secretKey: 'sk_profile',
+    });
+    const child = spawn(TSX, ['src/cli/call.cli.ts', '--profile', profile, 'GET', '/v1/orders'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, API_URL: `http://127.0.0.1:${aimed}` },
+    });
+    const run = await collect(child);
+    expect(run.stderr).toContain(
+      `call: sending to http://127.0.0.1:${aimed} (API_URL), not to http://127.0.0.1:${named} that ${profile} names`,
+    );
+    // Nothing listens there: the request fails, after the operator was told where it went.
+    expect(run.code).toBe(1);
+    expect(run.stderr.indexOf('sending to')).toBeLessThan(run.stderr.indexOf('ECONNREFUSED'));
+  });
+});
