@@ -20,8 +20,8 @@ options:
   --async              ask for Prefer: respond-async
 credentials: --profile, else ACCESS_KEY and SECRET_KEY, else the profile of the running npm start
   (${RUNTIME_NOTE}), else data/demo-client.json when it exists.
-service: API_URL, else the baseUrl of a profile that names one, else the running npm start's address, else
-  http://127.0.0.1:$PORT, else http://127.0.0.1:3000. Where it differs from the profile's own baseUrl, or from the
+service: API_URL, else the baseUrl of a profile that names one, else http://127.0.0.1:$PORT, else the running
+  npm start's address, else http://127.0.0.1:3000. Where it differs from the profile's own baseUrl, or from the
   running npm start, call says so on stderr before it sends anything.`;
 
 const ProfileSchema = z.object({
@@ -96,7 +96,7 @@ function parseHeader(text: string): [string, string] {
 /**
  * Credentials and address: --profile, else ACCESS_KEY/SECRET_KEY, else the profile of the running `npm start`
  * (data/runtime.json), else the demo profile when it exists. The address: API_URL, else the profile's baseUrl,
- * else the running service's, else PORT's, else 3000; `notes` says where that is not what the profile or the
+ * else PORT's, else the running service's, else 3000; `notes` says where that is not what the profile or the
  * running service would have it, since a signed request and its card token go wherever it points.
  */
 async function resolveTarget(
@@ -104,10 +104,11 @@ async function resolveTarget(
   profilePath: string | undefined,
 ): Promise<{ target: Target; notes: string[] }> {
   const runtime = readRuntimeFile();
-  const fallback = runtime
-    ? { url: runtime.apiUrl, from: `the running npm start (${RUNTIME_NOTE})` }
-    : env.PORT
-      ? { url: `http://127.0.0.1:${env.PORT}`, from: 'PORT' }
+  // A variable set wins over the running service, as it does for admin; awayFromRunning then says so.
+  const fallback = env.PORT
+    ? { url: `http://127.0.0.1:${env.PORT}`, from: 'PORT' }
+    : runtime
+      ? { url: runtime.apiUrl, from: `the running npm start (${RUNTIME_NOTE})` }
       : { url: 'http://127.0.0.1:3000', from: 'the default' };
   if (profilePath === undefined && (env.ACCESS_KEY || env.SECRET_KEY)) {
     if (!env.ACCESS_KEY || !env.SECRET_KEY)
