@@ -15,10 +15,9 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.js';
 import { closeDeps, createDeps } from '../src/container.js';
-import { createOrderRequestCheck } from '../src/http/order-request.check.js';
 import { createLogger } from '../src/logger.js';
 import { addCard, createClient } from '../src/services/client-keys.js';
-import { placeOrder } from '../src/services/place-order.js';
+import { placeOrder } from '../src/services/orders/place-order.js';
 import { replaceSection } from './benchmarks-file.js';
 import {
   eventLoopP99Ms,
@@ -95,25 +94,21 @@ async function drainBacklog(
     const client = await createClient(deps.store.clients, 'backlog client', Date.now());
     const card = await addCard(deps.store.clients, client.clientId, false, Date.now());
     const buyer = { ...client, ccToken: card.token, orderIds: [] };
-    const check = createOrderRequestCheck(deps.intake);
     await deps.queue.queue.pause();
     for (let i = 0; i < BACKLOG; i++) {
       const requestId = crypto.randomUUID();
-      const checked = await check(
-        client.clientId,
-        JSON.parse(orderJson(buyer, false)) as Record<string, unknown>,
-      );
-      await placeOrder(
+      const placed = await placeOrder(
         { ...deps, orderWaitMs: 0 },
         {
           clientId: client.clientId,
           requestId,
           requestHash: requestId,
-          checked,
+          body: JSON.parse(orderJson(buyer, false)) as Record<string, unknown>,
           respondAsync: true,
           log: logger,
         },
       );
+      if (placed.kind === 'refused') throw new Error(placed.problems.map((p) => p.message).join('; '));
     }
     await startWorkers();
     const postgresPid = store.kind === 'postgres' ? await postgresServerPid() : undefined;

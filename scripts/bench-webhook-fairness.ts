@@ -4,7 +4,11 @@
 // hanging receiver got and held at once, for BENCHMARKS.md ("Webhook fairness"); --write replaces it there.
 // Each round gives the healthy client's events `--seconds` (default 20); --before runs the same with every
 // slot open to one endpoint and no breaker (what delivery did before it was fair), for comparison.
+// --receivers 8 --answer-ms 6000: that client has 8 receivers that answer 200 after 6 s instead of one that hangs,
+// each with the backlog; --before then runs it with no share per client and no slow answer counted (what delivery
+// did before), and --write replaces "Slow webhook receivers".
 //   node --import tsx scripts/bench-webhook-fairness.ts [--backlog 200] [--seconds 20] [--before] [--write]
+//     [--receivers 8 --answer-ms 6000]
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -22,8 +26,13 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '20' },
     before: { type: 'boolean', default: false },
     write: { type: 'boolean', default: false },
+    receivers: { type: 'string', default: '1' },
+    'answer-ms': { type: 'string' },
   },
 });
+const RECEIVERS = Number(values.receivers);
+/** How late the slow client's receivers answer 200; absent, they never answer. */
+const ANSWER_MS = values['answer-ms'] === undefined ? undefined : Number(values['answer-ms']);
 const BACKLOG = Number(values.backlog);
 const SECONDS = Number(values.seconds);
 const EVERY_MS = 250;
@@ -38,7 +47,8 @@ interface Receiver {
   close(): void;
 }
 
-async function startReceiver(hang: boolean): Promise<Receiver> {
+/** A receiver that answers 204 at once (0), 200 after `answerMs`, or never (undefined). */
+async function startReceiver(answerMs: number | undefined): Promise<Receiver> {
   const state = { arrived: new Map<string, number>(), requests: 0, open: 0, maxOpen: 0 };
   const server = http.createServer((req, res) => {
     state.requests += 1;
@@ -48,7 +58,9 @@ async function startReceiver(hang: boolean): Promise<Receiver> {
     const eventId = String(req.headers['svc-event-id']);
     if (!state.arrived.has(eventId)) state.arrived.set(eventId, Date.now());
     req.resume();
-    if (!hang) req.on('end', () => res.writeHead(204).end());
+    if (answerMs === 0) req.on('end', () => res.writeHead(204).end());
+    else if (answerMs !== undefined)
+      req.on('end', () => setTimeout(() => res.writeHead(200).end(), answerMs));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -79,17 +91,25 @@ interface Result {
 }
 
 async function round(bench: BenchStore, redis: RunningRedis, before: boolean): Promise<Result> {
-  const hanging = await startReceiver(true);
-  const healthy = await startReceiver(false);
+  const hangingAll = await Promise.all(Array.from({ length: RECEIVERS }, () => startReceiver(ANSWER_MS)));
+  const healthy = await startReceiver(0);
   const store = await bench.open();
   try {
     await importBenchListing(store);
-    const slow = await benchClient(store, 'hanging receiver', hanging.url);
+    const slow = await benchClient(store, 'hanging receiver', hangingAll[0]!.url);
+    const clientId = slow.webhook.clientId;
+    const webhooks = [slow.webhook];
+    for (const more of hangingAll.slice(1))
+      webhooks.push(await store.webhooks.add({ clientId, url: more.url, now: Date.now() }));
     const fair = await benchClient(store, 'healthy receiver', healthy.url);
     await slow.settle();
-    for (let i = 1; i < BACKLOG; i += 1) await store.webhooks.replay(slow.webhook.webhookId, 0, Date.now());
+    for (const webhook of webhooks)
+      for (let i = 1; i < BACKLOG; i += 1) await store.webhooks.replay(webhook.webhookId, 0, Date.now());
     const logFile = path.join(os.tmpdir(), `bench-webhook-fairness-${process.pid}.log`);
-    const unfair = { WEBHOOK_CONCURRENCY_PER_ENDPOINT: '32', WEBHOOK_BREAKER_FAILURES: '1000000' };
+    const unfair: Record<string, string> =
+      ANSWER_MS === undefined
+        ? { WEBHOOK_CONCURRENCY_PER_ENDPOINT: '32', WEBHOOK_BREAKER_FAILURES: '1000000' }
+        : { WEBHOOK_CONCURRENCY_PER_CLIENT: '1000000', WEBHOOK_SLOW_MS: '10000' };
     const env = serviceEnv(bench, {
       REDIS_URL: redis.url,
       QUEUE_PREFIX: `benchfair${process.pid}${before ? 'b' : 'a'}`,
@@ -100,7 +120,12 @@ async function round(bench: BenchStore, redis: RunningRedis, before: boolean): P
     });
     const worker = startEntry('workers/order.worker.ts', env, logFile);
     await waitForWorkers(logFile, 1);
-    await waitFor(() => hanging.requests >= 1, 'the hanging receiver reached');
+    const hanging = {
+      get requests() {
+        return hangingAll.reduce((n, r) => n + r.requests, 0);
+      },
+    };
+    await waitFor(() => hanging.requests >= RECEIVERS, 'the slow receivers reached');
 
     const recordedAt = new Map<number, number>();
     const stopAt = Date.now() + SECONDS * 1000;
@@ -116,19 +141,25 @@ async function round(bench: BenchStore, redis: RunningRedis, before: boolean): P
     const recorded = [...recordedAt.values()].sort((a, b) => a - b);
     const arrived = [...healthy.arrived.values()].sort((a, b) => a - b);
     return {
-      mode: before ? 'before: 32 slots for one endpoint, no breaker' : 'fair: defaults',
+      mode: before ? beforeMode() : 'fair: defaults',
       events,
       // The n-th event recorded is matched to the n-th arrival: close enough for percentiles.
       latenciesMs: recorded.map((at, i) => arrived[i]! - at).sort((a, b) => a - b),
       hangingRequests: hanging.requests,
-      hangingMaxOpen: hanging.maxOpen,
+      // The most each receiver held at once, summed: an upper bound of the client's slots held at once.
+      hangingMaxOpen: hangingAll.reduce((n, r) => n + r.maxOpen, 0),
     };
   } finally {
     await store.close();
-    hanging.close();
+    for (const r of hangingAll) r.close();
     healthy.close();
   }
 }
+
+const beforeMode = () =>
+  ANSWER_MS === undefined
+    ? 'before: 32 slots for one endpoint, no breaker'
+    : 'before: no share per client, slow answers not counted';
 
 const pct = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
@@ -138,15 +169,20 @@ function section(results: Result[]): string {
     const l = r.latenciesMs;
     return `| ${r.mode} | ${r.events} | ${pct(l, 0.5)} | ${pct(l, 0.95)} | ${l.at(-1)} | ${r.hangingRequests} | ${r.hangingMaxOpen} |`;
   });
-  const flag = results.length > 1 ? ' --before' : '';
+  const slowFlags = ANSWER_MS === undefined ? '' : ` --receivers ${RECEIVERS} --answer-ms ${ANSWER_MS}`;
+  const flag = `${slowFlags}${results.length > 1 ? ' --before' : ''}`;
+  const attack =
+    ANSWER_MS === undefined
+      ? `One client's receiver never answers and has ${BACKLOG} deliveries waiting`
+      : `One client's ${RECEIVERS} receivers answer 200 after ${ANSWER_MS} ms and have ${BACKLOG} deliveries waiting each`;
   return `Command: \`node --import tsx scripts/bench-webhook-fairness.ts --backlog ${BACKLOG} --seconds ${SECONDS}${flag}\` \
 (${os.cpus().length} cores shared with other sessions, SQLite, one worker process, WEBHOOK_CONCURRENCY=32, \
 WEBHOOK_TIMEOUT_MS=10000; ${new Date().toISOString().slice(0, 10)})
 
-One client's receiver never answers and has ${BACKLOG} deliveries waiting; meanwhile another client's orders record an
+${attack}; meanwhile another client's orders record an
 event every ${EVERY_MS} ms for ${SECONDS} s. Latency: from the event recorded to its arrival at the healthy receiver (the
 relay runs every second, so about half a second of it is the relay's wait). "Hanging" counts the requests the
-hanging receiver got and the most it held open at once.
+slow client's receivers got and the most each held open at once, summed.
 
 | delivery | healthy events | p50 ms | p95 ms | max ms | hanging: requests | hanging: open at once |
 |---|--:|--:|--:|--:|--:|--:|
@@ -171,7 +207,8 @@ async function main(): Promise<void> {
   }
   const text = section(results);
   process.stdout.write(`${text}\n`);
-  if (values.write) replaceSection(path.join(ROOT, 'BENCHMARKS.md'), 'Webhook fairness', text);
+  const title = ANSWER_MS === undefined ? 'Webhook fairness' : 'Slow webhook receivers';
+  if (values.write) replaceSection(path.join(ROOT, 'BENCHMARKS.md'), title, text);
 }
 
 await main();

@@ -1,15 +1,15 @@
-import { ItemStatus } from '../domain/item-status.js';
-import type { Logger } from '../logger.js';
-import type { OrderQueue } from '../queue/order.queue.js';
-import type { AcceptResult, OrderWithItems } from '../store/port/store.port.js';
-import { loopTurns, nextTurn } from './loop-turns.js';
-import type { CheckedOrder } from './order-intake.js';
-import { toDryRunResponse, toOrderResponse } from './order-view.js';
-import { newOrder, type PlaceOrderDeps, type PlaceOrderResult } from './place-order.js';
+import { ItemStatus } from '../../domain/item-status.js';
+import type { Logger } from '../../logger.js';
+import type { OrderQueue } from '../../queue/order.queue.js';
+import type { AcceptResult, OrderWithItems } from '../../store/port/store.port.js';
+import { loopTurns, nextTurn } from '../loop-turns.js';
+import { toDryRunResponse, toOrderResponse } from '../order-view.js';
+import { ORDER_PROBLEMS, type CheckedOrder } from './order-check.js';
+import { busy, newOrder, type PlaceOrderDeps, type PlaceOrderResult } from './place-order.js';
 
-export type PlaceOrderBatchDeps = Pick<PlaceOrderDeps, 'store' | 'queue' | 'clock' | 'backpressure'>;
+export type AcceptBatchDeps = Pick<PlaceOrderDeps, 'store' | 'queue' | 'clock' | 'backpressure'>;
 
-/** One order of a batch that passed the edge's checks, with its own idempotency key and request hash. */
+/** One order of a batch that passed its check, with its own idempotency key and request hash. */
 export interface BatchOrder {
   requestId: string;
   requestHash: string;
@@ -17,12 +17,13 @@ export interface BatchOrder {
 }
 
 /**
- * A batch of checked orders (docs/api.md#batches): dry runs priced; real orders admitted by backpressure in
+ * A batch's checked orders (docs/api.md#batches): dry runs priced; real orders admitted by backpressure in
  * request order, accepted in slices of up to a hundred items (a store transaction each), enqueued in one round
- * trip and answered at once, as with Prefer: respond-async. One result per order, in the same order, as `placeOrder` would give it.
+ * trip and answered at once, as with Prefer: respond-async. One result per order, in the same order, as
+ * `placeOrder` would give it.
  */
-export async function placeOrderBatch(
-  deps: PlaceOrderBatchDeps,
+export async function acceptBatch(
+  deps: AcceptBatchDeps,
   input: { clientId: number; orders: readonly BatchOrder[]; log: Logger },
 ): Promise<PlaceOrderResult[]> {
   const now = deps.clock();
@@ -43,8 +44,8 @@ export async function placeOrderBatch(
     input.clientId,
     real.map((index) => itemsOf(input.orders[index]!)),
   );
-  const busy = { kind: 'busy', retryAfterS, ofClient } as const;
-  for (const index of real.slice(admitted)) results[index] = busy;
+  const refused = busy({ retryAfterS, ofClient });
+  for (const index of real.slice(admitted)) results[index] = refused;
   const accepting = real.slice(0, admitted);
   if (accepting.length > 0) {
     const orders = accepting.map((index) => input.orders[index]!);
@@ -64,7 +65,7 @@ const itemsOf = ({ checked }: BatchOrder): number =>
  * Items per acceptance transaction. A batch's entries are accepted independently (docs/api.md#batches), so a
  * large batch is accepted in slices, each its own transaction, with a turn of the event loop between them: on
  * SQLite a slice holds the web's loop while it runs and while its commit is flushed. 200 orders of 250 items in one
- * transaction held it 5.4 s (issue 41); slices of 500 items still held it tens of ms each, plus the flush, and
+ * transaction held it 5.4 s; slices of 500 items still held it tens of ms each, plus the flush, and
  * garbage collections of their rows on top. At most 100 items: an order of more (up to 250) is a slice of its own.
  */
 export const ITEMS_PER_SLICE = 100;
@@ -98,7 +99,7 @@ type Accepted =
  * sent again finds them as duplicates.
  */
 async function acceptAll(
-  deps: PlaceOrderBatchDeps,
+  deps: AcceptBatchDeps,
   { clientId, orders, now }: { clientId: number; orders: readonly BatchOrder[]; now: number },
 ): Promise<Accepted[]> {
   const accepted: Accepted[] = [];
@@ -130,7 +131,7 @@ async function acceptAll(
  * as they now stand, read back in slices as they were accepted (a batch sent again reads all its orders back).
  */
 async function answers(
-  deps: PlaceOrderBatchDeps,
+  deps: AcceptBatchDeps,
   orders: readonly BatchOrder[],
   accepted: readonly Accepted[],
   log: Logger,
@@ -142,13 +143,17 @@ async function answers(
   // The orders are stored: Redis takes the jobs while the store reads the duplicates.
   const [, read] = await Promise.all([enqueueAll(deps.queue, ids, log), readBack(deps, duplicates)]);
   return accepted.map((a) =>
-    a.kind === 'created' ? a.answer : a.kind === 'duplicate' ? read.get(a.orderId)! : a,
+    a.kind === 'created'
+      ? a.answer
+      : a.kind === 'duplicate'
+        ? read.get(a.orderId)!
+        : { kind: 'refused', problems: [ORDER_PROBLEMS.conflict('requestId')] },
   );
 }
 
 /** The orders answered as they stand, read in slices of at most ITEMS_PER_SLICE items, each in a turn of its own. */
 async function readBack(
-  deps: PlaceOrderBatchDeps,
+  deps: AcceptBatchDeps,
   orders: readonly { orderId: number; items: number }[],
 ): Promise<Map<number, PlaceOrderResult>> {
   const read = new Map<number, PlaceOrderResult>();
@@ -185,7 +190,14 @@ async function enqueueAll(queue: OrderQueue, orderIds: readonly number[], log: L
 function summary(results: readonly PlaceOrderResult[]): Record<string, number> {
   const counts: Record<string, number> = { entries: results.length };
   for (const r of results) {
-    const key = r.kind === 'placed' ? (r.duplicate ? 'duplicate' : 'created') : r.kind;
+    const key =
+      r.kind === 'placed'
+        ? r.duplicate
+          ? 'duplicate'
+          : 'created'
+        : r.kind === 'refused'
+          ? r.problems[0].kind
+          : r.kind;
     counts[key] = (counts[key] ?? 0) + 1;
   }
   return counts;

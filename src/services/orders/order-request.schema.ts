@@ -1,9 +1,14 @@
 import { z } from 'zod';
-import { toCents } from '../domain/money.js';
-import { isCountryCode } from '../domain/countries.js';
+import { toCents } from '../../domain/money.js';
+import { isCountryCode } from '../../domain/countries.js';
+
+// The request schemas of POST /v1/orders: what a body must be (the order check reads it with them), and what
+// the OpenAPI document describes (each named with .meta({ id })).
 
 export const MAX_LISTINGS = 100;
 export const MAX_ITEMS = 250;
+/** An order's idempotency key: Svc-RequestId, or a batch entry's requestId. */
+export const MAX_REQUEST_ID_LENGTH = 36;
 
 const text = (max = 200) => z.string().min(1).max(max);
 
@@ -67,6 +72,13 @@ export function orderRequestSchema(domains: readonly string[]) {
     .meta({ id: 'OrderRequest' });
 }
 
+/** The schemas an OrderRequest names, for an endpoint's OpenAPI components. */
+export const orderRequestSchemas = (domains: readonly string[]): z.ZodType[] => [
+  AddressSchema,
+  RequestedListingSchema,
+  orderRequestSchema(domains),
+];
+
 // On the array, not the order, so that it runs even when another field of the order is bad.
 function checkListings(listings: { listingId: number; quantity: number }[], ctx: z.RefinementCtx): void {
   const total = listings.reduce((sum, l) => sum + l.quantity, 0);
@@ -88,7 +100,7 @@ function checkListings(listings: { listingId: number; quantity: number }[], ctx:
 export type OrderRequest = z.infer<ReturnType<typeof orderRequestSchema>>;
 export type Address = z.infer<typeof AddressSchema>;
 
-/** The 4002 problems: the listings array itself, a quantity below one, too many items in all. */
+/** The 'listings' problems: the listings array itself, a quantity below one, too many items in all. */
 export function isListingsProblem(issue: z.core.$ZodIssue): boolean {
   const [head, index, field] = issue.path;
   if (head !== 'listings') return false;

@@ -1,12 +1,18 @@
-import { ItemStatus } from '../domain/item-status.js';
-import type { Logger } from '../logger.js';
-import type { OrderOutcomes } from '../queue/order-outcomes.js';
-import type { OrderQueue } from '../queue/order.queue.js';
-import type { AcceptResult, NewOrder, Store } from '../store/port/store.port.js';
-import { inSpan, withOrder } from '../tracing/tracing.js';
-import type { Admission, Backpressure } from './backpressure.js';
-import { centsOrNull, type CheckedOrder } from './order-intake.js';
-import { toDryRunResponse, toOrderResponse, type OrderResponse } from './order-view.js';
+import { ItemStatus } from '../../domain/item-status.js';
+import type { Logger } from '../../logger.js';
+import type { OrderOutcomes } from '../../queue/order-outcomes.js';
+import type { OrderQueue } from '../../queue/order.queue.js';
+import type { AcceptResult, NewOrder, Store } from '../../store/port/store.port.js';
+import { inSpan, withOrder } from '../../tracing/tracing.js';
+import type { Admission, Backpressure } from '../backpressure.js';
+import { toDryRunResponse, toOrderResponse, type OrderResponse } from '../order-view.js';
+import {
+  ORDER_PROBLEMS,
+  centsOrNull,
+  type CheckedOrder,
+  type OrderCheck,
+  type OrderRefusal,
+} from './order-check.js';
 
 export interface PlaceOrderDeps {
   store: Pick<Store, 'orders'>;
@@ -15,6 +21,7 @@ export interface PlaceOrderDeps {
   clock: () => number;
   orderWaitMs: number;
   backpressure: Pick<Backpressure, 'reserve' | 'release'>;
+  orderCheck: Pick<OrderCheck, 'check'>;
 }
 
 export interface PlaceOrderInput {
@@ -22,36 +29,42 @@ export interface PlaceOrderInput {
   /** The client's idempotency key (Svc-RequestId) and a hash of what it was sent with. */
   requestId: string;
   requestHash: string;
-  checked: CheckedOrder;
+  /** The request's body, a JSON object: read and checked here. */
+  body: Record<string, unknown>;
   respondAsync: boolean;
   log: Logger;
 }
 
 /**
- * dry-run: priced, nothing stored; conflict: the request id was used for another request; placed: the order
- * as it now stands, `duplicate` when the same request had placed it before, `queued` while any item waits;
- * busy: too many orders are unsettled (`ofClient`: too many of this client's), nothing stored, try again after
- * `retryAfterS`.
+ * dry-run: priced, nothing stored; placed: the order as it now stands, `duplicate` when the same request had
+ * placed it before, `queued` while any item waits.
  */
-export type PlaceOrderResult =
+export type PlacedOrder =
   | { kind: 'dry-run'; order: OrderResponse }
-  | { kind: 'conflict' }
-  | { kind: 'placed'; duplicate: boolean; queued: boolean; order: OrderResponse }
-  | { kind: 'busy'; retryAfterS: number; ofClient: boolean };
+  | { kind: 'placed'; duplicate: boolean; queued: boolean; order: OrderResponse };
 
 /**
- * POST /v1/orders: a dry run answered from pricing, or a real order recorded, enqueued and awaited. What it
- * placed is logged by the caller, on the request's own line (one line per order, not two).
+ * A placed order, or its refusal: what the check found (order-check.ts), the request id used before for another
+ * request, or too many orders unsettled (nothing stored, retry after `retryAfterS`).
+ */
+export type PlaceOrderResult = PlacedOrder | OrderRefusal;
+
+/**
+ * POST /v1/orders (docs/api.md#endpoints): the body read and checked (order-check.ts), then a dry run answered
+ * from pricing, or a real order accepted (one store transaction), enqueued and awaited. What it placed is logged by
+ * the caller, on the request's own line (one line per order, not two).
  */
 export async function placeOrder(deps: PlaceOrderDeps, input: PlaceOrderInput): Promise<PlaceOrderResult> {
-  const { draft, currency, pricing } = input.checked;
+  const check = await deps.orderCheck.check(input.clientId, input.body);
+  if (check.kind === 'refused') return check;
+  const { draft, currency, pricing } = check.order;
   if (draft.dryrun) {
     return { kind: 'dry-run', order: toDryRunResponse(pricing, currency, draft.referenceId, deps.clock()) };
   }
-  const accepted = await acceptIfRoom(deps, newOrder(input, deps.clock()));
-  if ('admitted' in accepted)
-    return { kind: 'busy', retryAfterS: accepted.retryAfterS, ofClient: accepted.ofClient };
-  if (accepted.kind === 'conflict') return accepted;
+  const accepted = await acceptIfRoom(deps, newOrder({ ...input, checked: check.order }, deps.clock()));
+  if ('admitted' in accepted) return busy(accepted);
+  if (accepted.kind === 'conflict')
+    return { kind: 'refused', problems: [ORDER_PROBLEMS.conflict('Svc-RequestId')] };
   const { orderId } = accepted;
   // From here on every span carries the order's id, in this process and in the worker that takes its job.
   const enqueued = await withOrder(orderId, () =>
@@ -72,6 +85,19 @@ export async function placeOrder(deps: PlaceOrderDeps, input: PlaceOrderInput): 
   const duplicate = accepted.kind === 'duplicate';
   return { kind: 'placed', duplicate, queued, order: toOrderResponse(stored.order, stored.items, false) };
 }
+
+/** Backpressure's refusal: too many orders (or too many of this client's) wait for the workers. */
+export const busy = ({
+  retryAfterS,
+  ofClient,
+}: {
+  retryAfterS: number;
+  ofClient: boolean;
+}): OrderRefusal => ({
+  kind: 'refused',
+  problems: [ORDER_PROBLEMS.busy(ofClient)],
+  retryAfterS,
+});
 
 /** Accepts the order when backpressure leaves room for its items; else its refusal (nothing is stored). */
 async function acceptIfRoom(deps: PlaceOrderDeps, order: NewOrder): Promise<AcceptResult | Admission> {
@@ -101,7 +127,7 @@ async function enqueue(queue: OrderQueue, orderId: number, log: Logger): Promise
 
 /** The order to store: the checked request with its items QUEUED at the price of acceptance. */
 export function newOrder(
-  input: Pick<PlaceOrderInput, 'clientId' | 'requestId' | 'requestHash' | 'checked'>,
+  input: Pick<PlaceOrderInput, 'clientId' | 'requestId' | 'requestHash'> & { checked: CheckedOrder },
   now: number,
 ): NewOrder {
   const { draft, currency, card, pricing } = input.checked;
