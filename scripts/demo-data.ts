@@ -2,17 +2,24 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { importCatalogFile } from '../src/services/catalog-import.js';
 import { addCard, createClient } from '../src/services/client-keys.js';
+import { writePrivateFile } from '../src/store/secrets/private-files.js';
 import type { Store } from '../src/store/port/store.port.js';
 
+/**
+ * The demo client's profile. It names no service address: `call` sends to the running `npm start`
+ * (data/runtime.json), so a profile made by a start on another port never points a signed request there.
+ */
 export interface DemoClient {
-  baseUrl: string;
   accessKey: string;
   secretKey: string;
   ccToken: string;
 }
 
-/** Imports the demo catalog (an upsert, so stock is topped up on every start) and makes the demo client once. */
-export async function seedDemo(store: Store, profilePath: string, baseUrl: string): Promise<DemoClient> {
+/**
+ * Imports the demo catalog (an upsert, so stock is topped up on every start) and makes the demo client once per
+ * store: a profile whose client is not in this store (made for another one) is replaced.
+ */
+export async function seedDemo(store: Store, profilePath: string): Promise<DemoClient> {
   const catalogFile = JSON.parse(
     fs.readFileSync(path.join(import.meta.dirname, 'demo-catalog.json'), 'utf8'),
   );
@@ -21,19 +28,21 @@ export async function seedDemo(store: Store, profilePath: string, baseUrl: strin
 
   const { clients } = store;
   const existing = readProfile(profilePath);
-  if (
-    existing &&
-    (await clients.findByAccessKey(existing.accessKey)) &&
-    (await clients.findCard(existing.ccToken))
-  ) {
-    return { ...existing, baseUrl };
-  }
+  const stored = existing && (await clients.findByAccessKey(existing.accessKey));
+  // The stored secret, not the profile's: after a roll of the demo client's secret the profile follows it.
+  const demo =
+    stored && existing && (await clients.findCard(existing.ccToken))
+      ? { accessKey: stored.accessKey, secretKey: stored.secretKey, ccToken: existing.ccToken }
+      : await newDemoClient(store);
+  // Written again every time: a profile of an older version named the address of the start that made it.
+  writePrivateFile(profilePath, `${JSON.stringify(demo, null, 2)}\n`, { replace: true });
+  return demo;
+}
+
+async function newDemoClient({ clients }: Store): Promise<DemoClient> {
   const client = await createClient(clients, 'demo client', Date.now());
   const card = await addCard(clients, client.clientId, false, Date.now());
-  const demo = { baseUrl, accessKey: client.accessKey, secretKey: client.secretKey, ccToken: card.token };
-  fs.mkdirSync(path.dirname(profilePath), { recursive: true });
-  fs.writeFileSync(profilePath, `${JSON.stringify(demo, null, 2)}\n`, { mode: 0o600 });
-  return demo;
+  return { accessKey: client.accessKey, secretKey: client.secretKey, ccToken: card.token };
 }
 
 function readProfile(profilePath: string): DemoClient | null {
@@ -77,8 +86,7 @@ export function writeDemoOrders(
     [dryRun, { ...body, dryrun: true }],
     [order, body],
   ] as const) {
-    fs.writeFileSync(file, `${JSON.stringify(content, null, 2)}\n`, { mode: 0o600 });
-    fs.chmodSync(file, 0o600);
+    writePrivateFile(file, `${JSON.stringify(content, null, 2)}\n`, { replace: true });
   }
   return { dryRun, order };
 }

@@ -11,6 +11,6 @@ if [ "$major" -lt 20 ]; then
   exit 1
 fi
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  echo "[setup] installing dependencies (better-sqlite3 builds from source, about a minute)" >&2
+  echo "[setup] installing dependencies (better-sqlite3 builds from source: 2 to 4 minutes on 2 cores)" >&2
   npm install --no-save --no-audit --no-fund --loglevel=error
 fi

@@ -9,6 +9,7 @@ import { RUNTIME_SETTINGS, runtimeFilePath, writeRuntimeFile } from '../src/cli/
 import { assertDataFolder, loadConfig } from '../src/config.js';
 import { redisWhere } from '../src/redis/redis-sentinel.js';
 import { openStore } from '../src/store/open-store.js';
+import { ensurePrivateDir, restrictToOwner } from '../src/store/secrets/private-files.js';
 import { seedDemo, writeDemoOrders } from './demo-data.js';
 import { fromSource, readProcfile } from './procfile.js';
 import { ensureRedis, startPrivateRedis, type RunningRedis } from './redis.js';
@@ -32,6 +33,7 @@ let stopping = false;
 let ready = false;
 let redis: Promise<RunningRedis> | undefined;
 const runtimeFile = runtimeFilePath(ROOT);
+const PROJECT_DATA = path.dirname(runtimeFile);
 
 /**
  * Stops web, worker, clock and a private Redis (removing its folder) and the runtime file, whenever it comes:
@@ -81,6 +83,9 @@ async function main(): Promise<void> {
   given.HOST ||= '127.0.0.1';
   const settings = loadConfig(given);
   assertDataFolder(settings, ROOT);
+  // It holds the runtime file and the demo profiles (and by default the store and its key): its owner's only.
+  ensurePrivateDir(PROJECT_DATA);
+  restrictToOwner(PROJECT_DATA);
   await assertPortFree(settings.PORT, given.HOST);
   await assertPortFree(settings.METRICS_PORT, settings.METRICS_HOST, 'METRICS_PORT');
   // Behind Sentinel the operator's Redis is used as it is; else REDIS_URL's, or a private one.
@@ -107,10 +112,12 @@ async function main(): Promise<void> {
       : `http://${urlHost(config.METRICS_HOST)}:${config.METRICS_PORT}/metrics`;
   const store = await openStore(config, 'demo');
   // One profile per store: starting on PostgreSQL keeps the SQLite demo client's profile, and the reverse.
-  const dataDir = path.dirname(config.DB_PATH);
+  const dataDir = path.resolve(ROOT, path.dirname(config.DB_PATH));
   const profile = path.join(dataDir, config.DATABASE_URL ? 'demo-client.postgres.json' : 'demo-client.json');
-  const demo = await seedDemo(store, profile, baseUrl).finally(() => store.close());
-  const bodies = writeDemoOrders(path.dirname(profile), demo.ccToken, 1001);
+  const demo = await seedDemo(store, profile).finally(() => store.close());
+  const bodies = writeDemoOrders(dataDir, demo.ccToken, 1001);
+  // The README's commands name data/demo-*.json: with the store elsewhere, those follow this start's card too.
+  if (dataDir !== PROJECT_DATA) writeDemoOrders(PROJECT_DATA, demo.ccToken, 1001);
 
   const launch = (name: string) => {
     if (stopping) return;

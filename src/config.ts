@@ -252,6 +252,13 @@ export type Config = Omit<z.infer<typeof ConfigSchema>, 'MAX_UNSETTLED_PER_CLIEN
 
 export class ConfigError extends Error {}
 
+/** The validation library's message, but a readable one for a value that is not a number. */
+function issueMessage(issue: z.core.$ZodIssue, value: string | undefined): string {
+  if (issue.code === 'invalid_type' && issue.expected === 'number')
+    return `must be a number, got '${value ?? ''}'`;
+  return issue.message;
+}
+
 /** Parses the environment once; throws a ConfigError naming every bad variable. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const picked = Object.fromEntries(
@@ -259,8 +266,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   );
   const parsed = ConfigSchema.safeParse(picked);
   if (!parsed.success) {
-    const lines = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
-    throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
+    // One line per variable: a value can fail a check and the refinement after it with the same complaint.
+    const lines = new Map<string, string>();
+    for (const issue of parsed.error.issues) {
+      const name = issue.path.join('.');
+      if (!lines.has(name)) lines.set(name, `${name}: ${issueMessage(issue, picked[name])}`);
+    }
+    throw new ConfigError(`invalid configuration:\n  ${[...lines.values()].join('\n  ')}`);
   }
   const redisProblem = redisUrlProblem(parsed.data.REDIS_URL, parsed.data.REDIS_CLUSTER);
   if (redisProblem) throw new ConfigError(`invalid configuration:\n  REDIS_URL: ${redisProblem}`);

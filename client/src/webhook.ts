@@ -43,13 +43,15 @@ export function webhookSignature(
 
 /**
  * Verifies a delivery and returns its event: `rawBody` must be the bytes as received (not JSON parsed and
- * written again). Throws WebhookVerificationError when a header is missing, the signature does not match (checked
- * in constant time), `Svc-Date` is further than `toleranceS` from now, or the body is not the event it signs.
+ * written again). `secret` may be a list: while a webhook's secret is rolled, pass the new one and the previous
+ * one, and a delivery signed by either passes. Throws WebhookVerificationError when a header is missing, the
+ * signature matches none of the secrets (each checked in constant time), `Svc-Date` is further than `toleranceS`
+ * from now, or the body is not the event it signs.
  */
 export function verifyWebhook(
   rawBody: string | Uint8Array,
   headers: WebhookHeaders,
-  secret: string,
+  secret: string | readonly string[],
   { toleranceS = 300, now = Date.now() }: VerifyWebhookOptions = {},
 ): WebhookEvent {
   // NaN would accept any age (every comparison with it is false): a replay of any delivery would pass.
@@ -64,8 +66,13 @@ export function verifyWebhook(
   const eventId = header(headers, 'svc-event-id');
   if (!signature || !date || !eventId)
     throw new WebhookVerificationError('Svc-Signature, Svc-Date and Svc-Event-Id are all required');
-  if (!sameSignature(webhookSignature(secret, date, eventId, rawBody), signature))
-    throw new WebhookVerificationError('Svc-Signature does not match the body under this secret');
+  const secrets = typeof secret === 'string' ? [secret] : secret;
+  if (secrets.length === 0 || secrets.some((s) => typeof s !== 'string' || s === ''))
+    throw new RangeError('secret must be a webhook secret, or a list of one or more');
+  // Every secret is tried, so the time taken does not tell which one matched.
+  const matches = secrets.map((s) => sameSignature(webhookSignature(s, date, eventId, rawBody), signature));
+  if (!matches.includes(true))
+    throw new WebhookVerificationError('Svc-Signature does not match the body under any of these secrets');
   const sent = Date.parse(date);
   if (Number.isNaN(sent)) throw new WebhookVerificationError(`Svc-Date is not a date: ${date}`);
   if (Math.abs(now - sent) > toleranceS * 1000)

@@ -59,7 +59,7 @@ async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-client-'));
   const store = await freshStore('sqlite', 'bench_client');
   const opened = await store.open('bench');
-  const demo = await seedDemo(opened, path.join(dir, 'client.json'), '');
+  const demo = await seedDemo(opened, path.join(dir, 'client.json'));
   await opened.close();
   const order = JSON.parse(
     fs.readFileSync(writeDemoOrders(dir, demo.ccToken, 1001).order, 'utf8'),

@@ -114,7 +114,7 @@ async function main() {
   const kind = args.values.store ? parseStoreKinds(args.values.store)[0]! : undefined;
   const store = await (kind ? freshStore(kind, 'bench_dry') : storeFromEnvOrFresh('bench-dry'));
   const opened = await store.open('bench');
-  const demo = await seedDemo(opened, path.join(dir, 'client.json'), '');
+  const demo = await seedDemo(opened, path.join(dir, 'client.json'));
   const storeName = opened.kind === 'sqlite' ? 'SQLite' : 'PostgreSQL';
   await opened.close();
   const bodies = writeDemoOrders(dir, demo.ccToken, 1001);

@@ -19,6 +19,18 @@ export const ADMIN_COMMANDS: Record<string, Command> = {
     summary: 'disable a client: its requests are refused with 4015 from then on',
     run: lazy(async () => (await import('./commands/client.commands.js')).clientDisable),
   },
+  'client:enable': {
+    usage: '--access-key KEY',
+    summary: 'enable a disabled client again: its requests are accepted from then on',
+    run: lazy(async () => (await import('./commands/client.commands.js')).clientEnable),
+  },
+  'client:roll-secret': {
+    usage: '--access-key KEY [--expires-in DURATION]',
+    summary:
+      'give a client a new secret key at once; the previous one is still accepted for DURATION (default 24h, ' +
+      'at most 7d; 0s refuses it at once), then refused with 4017',
+    run: lazy(async () => (await import('./commands/client.commands.js')).clientRollSecret),
+  },
   'card:add': {
     usage: '--access-key KEY [--decline]',
     summary: 'add a sandbox card to a client; --decline makes every authorisation on it fail',
@@ -63,6 +75,13 @@ export const ADMIN_COMMANDS: Record<string, Command> = {
       'N clients (default 500) a transaction, while processes on either key serve (see docs/operating.md, Keys and secrets)',
     run: lazy(async () => (await import('./commands/secrets.commands.js')).secretsRotate),
   },
+  'store:backup': {
+    usage: '--to PATH',
+    summary:
+      'SQLite: write a consistent copy of the live store to PATH while the service serves (the secrets key is ' +
+      'not in it: keep it too); PostgreSQL: refused, use pg_dump (see docs/operating.md, Backups and restore)',
+    run: lazy(async () => (await import('./commands/store.commands.js')).storeBackup),
+  },
   'webhook:add': {
     usage: '--access-key KEY --url URL',
     summary:
@@ -82,9 +101,18 @@ export const ADMIN_COMMANDS: Record<string, Command> = {
       'to 5 s to start or give up), deliveries still pending are dropped',
     run: lazy(async () => (await import('./commands/webhook.commands.js')).webhookRemove),
   },
+  'webhook:roll-secret': {
+    usage: '--webhook ID [--expires-in DURATION]',
+    summary:
+      'give a webhook a new secret; deliveries are signed with the previous one for DURATION more (default ' +
+      '24h, at most 7d; 0s switches at once), then with the new one: receivers verify with both meanwhile',
+    run: lazy(async () => (await import('./commands/webhook.commands.js')).webhookRollSecret),
+  },
   'webhook:replay': {
     usage: '--webhook ID --since ISO',
-    summary: "send every event of the webhook's client recorded since then to it again",
+    summary:
+      "send every event of the webhook's client recorded since then to it (again, or for the first time for " +
+      'events from before the webhook was added)',
     run: lazy(async () => (await import('./commands/webhook.commands.js')).webhookReplay),
   },
 };

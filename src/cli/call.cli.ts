@@ -4,9 +4,11 @@ import { STATUS_CODES } from 'node:http';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { OrderApiError, OrdersClient, type RawAnswer } from '../../client/src/index.js';
-import { readRuntimeFile } from './runtime-file.js';
+import path from 'node:path';
+import { PROJECT_ROOT, readRuntimeFile } from './runtime-file.js';
 
-const DEFAULT_PROFILE = 'data/demo-client.json';
+const DEFAULT_PROFILE = path.join(PROJECT_ROOT, 'data', 'demo-client.json');
+const RUNTIME_NOTE = 'data/runtime.json';
 
 const USAGE = `usage: npm run --silent call -- [options] METHOD PATH [BODYFILE]
   Sends one signed request and prints the JSON body on stdout, the status on stderr.
@@ -17,9 +19,10 @@ options:
   --header 'N: V'      an extra header, repeatable
   --async              ask for Prefer: respond-async
 credentials: --profile, else ACCESS_KEY and SECRET_KEY, else the profile of the running npm start
-  (data/runtime.json), else ${DEFAULT_PROFILE} when it exists.
-service: API_URL, else the profile's baseUrl, else http://127.0.0.1:$PORT, else the running npm start's
-  address, else http://127.0.0.1:3000.`;
+  (${RUNTIME_NOTE}), else data/demo-client.json when it exists.
+service: API_URL, else the baseUrl of a profile that names one, else http://127.0.0.1:$PORT, else the running
+  npm start's address, else http://127.0.0.1:3000. Where it differs from the profile's own baseUrl, or from the
+  running npm start, call says so on stderr before it sends anything.`;
 
 const ProfileSchema = z.object({
   baseUrl: z.string().url().optional(),
@@ -92,17 +95,29 @@ function parseHeader(text: string): [string, string] {
 
 /**
  * Credentials and address: --profile, else ACCESS_KEY/SECRET_KEY, else the profile of the running `npm start`
- * (data/runtime.json), else the demo profile when it exists.
+ * (data/runtime.json), else the demo profile when it exists. The address: API_URL, else the profile's baseUrl,
+ * else PORT's, else the running service's, else 3000; `notes` says where that is not what the profile or the
+ * running service would have it, since a signed request and its card token go wherever it points.
  */
-async function resolveTarget(env: Env, profilePath: string | undefined): Promise<Target> {
+async function resolveTarget(
+  env: Env,
+  profilePath: string | undefined,
+): Promise<{ target: Target; notes: string[] }> {
   const runtime = readRuntimeFile();
-  const fallbackUrl = env.PORT
-    ? `http://127.0.0.1:${env.PORT}`
-    : (runtime?.apiUrl ?? 'http://127.0.0.1:3000');
+  // A variable set wins over the running service, as it does for admin; awayFromRunning then says so.
+  const fallback = env.PORT
+    ? { url: `http://127.0.0.1:${env.PORT}`, from: 'PORT' }
+    : runtime
+      ? { url: runtime.apiUrl, from: `the running npm start (${RUNTIME_NOTE})` }
+      : { url: 'http://127.0.0.1:3000', from: 'the default' };
   if (profilePath === undefined && (env.ACCESS_KEY || env.SECRET_KEY)) {
     if (!env.ACCESS_KEY || !env.SECRET_KEY)
       throw new UsageError('set both ACCESS_KEY and SECRET_KEY, or neither');
-    return { baseUrl: env.API_URL ?? fallbackUrl, accessKey: env.ACCESS_KEY, secretKey: env.SECRET_KEY };
+    const baseUrl = env.API_URL ?? fallback.url;
+    return {
+      target: { baseUrl, accessKey: env.ACCESS_KEY, secretKey: env.SECRET_KEY },
+      notes: awayFromRunning(baseUrl, runtime?.apiUrl, env.API_URL ? 'API_URL' : fallback.from),
+    };
   }
   const file = profilePath ?? runtime?.profile ?? DEFAULT_PROFILE;
   if (profilePath === undefined && !existsSync(file)) {
@@ -115,9 +130,24 @@ async function resolveTarget(env: Env, profilePath: string | undefined): Promise
     const problems = profile.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
     throw new UsageError(`${file} is not a profile: ${problems.join('; ')}`);
   }
-  const { baseUrl, accessKey, secretKey } = profile.data;
-  return { baseUrl: env.API_URL ?? baseUrl ?? fallbackUrl, accessKey, secretKey };
+  const { baseUrl: named, accessKey, secretKey } = profile.data;
+  const baseUrl = env.API_URL ?? named ?? fallback.url;
+  const from = env.API_URL ? 'API_URL' : named ? `the baseUrl of ${file}` : fallback.from;
+  const notes =
+    named && !sameOrigin(named, baseUrl)
+      ? [`sending to ${origin(baseUrl)} (${from}), not to ${origin(named)} that ${file} names`]
+      : awayFromRunning(baseUrl, runtime?.apiUrl, from);
+  return { target: { baseUrl, accessKey, secretKey }, notes };
 }
+
+/** A note when the request goes elsewhere than the running `npm start`. */
+function awayFromRunning(baseUrl: string, running: string | undefined, from: string): string[] {
+  if (!running || sameOrigin(baseUrl, running)) return [];
+  return [`sending to ${origin(baseUrl)} (${from}), not to the running npm start at ${origin(running)}`];
+}
+
+const origin = (url: string): string => new URL(url).origin;
+const sameOrigin = (a: string, b: string): boolean => origin(a) === origin(b);
 
 async function readBody(bodyFile: string | undefined): Promise<Buffer | undefined> {
   if (bodyFile === undefined) return undefined;
@@ -144,8 +174,10 @@ async function main(argv: string[]): Promise<number> {
   try {
     const invocation = parseInvocation(argv);
     const env = EnvSchema.parse(withoutBlanks(process.env));
+    const { target, notes } = await resolveTarget(env, invocation.profile);
+    for (const note of notes) process.stderr.write(`call: ${note}\n`);
     // One request, sent once: what it answered is what call prints (the package's retries are for programs).
-    const client = new OrdersClient({ ...(await resolveTarget(env, invocation.profile)), maxRetries: 0 });
+    const client = new OrdersClient({ ...target, maxRetries: 0 });
     const body = await readBody(invocation.bodyFile);
     const response = await client.request(invocation.method, invocation.path, body, {
       requestId: invocation.requestId,

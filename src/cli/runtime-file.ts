@@ -14,6 +14,15 @@ export interface RuntimeFile {
   env: Record<string, string>;
 }
 
+/** The deadlines and limits by which a reconciliation pass moves orders and items (services/reconcile.ts). */
+const RECONCILE_SETTINGS = [
+  'QUEUED_STALE_AFTER_S',
+  'MAX_PROCESS_ATTEMPTS',
+  'ATTEMPT_LEASE_S',
+  'SHIP_DEADLINE_H',
+  'EXTRA_SHIPPING_TIMEOUT_H',
+] as const;
+
 /** The variables an operator command takes from a running `npm start` when they are not set. */
 export const RUNTIME_SETTINGS = [
   'REDIS_URL',
@@ -30,6 +39,8 @@ export const RUNTIME_SETTINGS = [
   // What opens the store's secrets (required with DATABASE_URL): the file is the owner's only, as secrets.key is.
   'SECRETS_KEY',
   'SECRETS_KEY_PREVIOUS',
+  // What a reconciliation pass judges by: `admin reconcile` beside the service moves what its clock would.
+  ...RECONCILE_SETTINGS,
 ] as const;
 
 /** Of RUNTIME_SETTINGS, those that do not aim a command at another Redis or store when set. */
@@ -38,9 +49,23 @@ const NOT_LOCATING: readonly string[] = [
   'WEBHOOK_ALLOW_PRIVATE',
   'SECRETS_KEY',
   'SECRETS_KEY_PREVIOUS',
+  ...RECONCILE_SETTINGS,
 ];
 
-export const runtimeFilePath = (root: string = process.cwd()): string =>
+/**
+ * The project's folder, found from this file's own place (src/cli, or dist/src/cli once compiled) as `npm start`
+ * finds it: a command run from another folder reads the running service's file, not a `data/` of that folder.
+ */
+export const PROJECT_ROOT = projectRootFrom(import.meta.dirname);
+
+function projectRootFrom(dir: string): string {
+  for (let at = dir; ; at = path.dirname(at)) {
+    if (fs.existsSync(path.join(at, 'Procfile')) && fs.existsSync(path.join(at, 'package.json'))) return at;
+    if (path.dirname(at) === at) return path.resolve(dir, '../..');
+  }
+}
+
+export const runtimeFilePath = (root: string = PROJECT_ROOT): string =>
   path.join(root, 'data', 'runtime.json');
 
 /** Writes the file whole, readable by this user only (it may hold SECRETS_KEY). */

@@ -1,5 +1,6 @@
 import type { RequestHandler } from 'express';
-import { sha256Hex, sign, signatureMatches, signingKey } from '../auth/signature.js';
+import { clientKeysOf, signingVersion, type ClientKeys } from '../auth/client-keys.js';
+import { sha256Hex, type SignedParts } from '../auth/signature.js';
 import { MAX_REQUEST_ID_LENGTH } from '../services/orders/order-request.schema.js';
 import { cachedFor } from '../services/read-cache.js';
 import type { ClientStore } from '../store/port/store.port.js';
@@ -9,7 +10,7 @@ import { bindLogContext } from './request-context.js';
 import type { AuthContext } from './respond.js';
 import { SvcStatus, type SvcStatusCode } from './status-codes.js';
 
-// A disabled key is refused within a second in every web process.
+// A disabled key, or a rolled secret, is seen within a second in every web process.
 const KEY_CACHE_MS = 1000;
 // Access keys are `AK` and 20 hex digits; a longer value names no client and is not worth a lookup or a cache slot.
 const ACCESS_KEY_MAX = 64;
@@ -63,10 +64,11 @@ function toApiError(problems: [SvcStatusCode, string][]): ApiError {
  * (so `rawBody` must run first: the bytes as sent, compressed or not). Sets `res.locals.auth` and the body hash it signed (`bodySha256Of`).
  */
 export function authenticate(deps: AuthDeps): RequestHandler {
-  const findClient = cachedFor(KEY_CACHE_MS, async (accessKey: string) => {
+  const readClient = async (accessKey: string) => {
     const client = await deps.clients.findByAccessKey(accessKey);
-    return client && { ...client, signingKey: signingKey(client.secretKey) };
-  });
+    return client && { ...client, keys: clientKeysOf(client) };
+  };
+  const findClient = cachedFor(KEY_CACHE_MS, readClient);
   return async (req, res, next) => {
     const presented: Partial<Presented> = {
       requestId: req.get('svc-requestid'),
@@ -91,8 +93,10 @@ export function authenticate(deps: AuthDeps): RequestHandler {
     const [path = '', rawQuery = ''] = splitOnce(req.originalUrl, '?');
     const bodySha256 = sha256Hex(Buffer.isBuffer(req.body) ? req.body : '');
     const parts = { method: req.method, path, rawQuery, date, requestId, body: undefined, bodySha256 };
-    const expected = sign(client.signingKey, parts);
-    if (!signatureMatches(expected, signature)) {
+    let keyVersion = signingVersion(client.keys, parts, signature, now);
+    // A secret rolled within the cache's second is accepted at once: read the client again before refusing.
+    if (keyVersion === null) keyVersion = await signedByFresher(readClient, client, parts, signature, now);
+    if (keyVersion === null) {
       const locked = await deps.authLockout.recordFailure(subject, now);
       req.log.info({ accessKey, address: clientAddressOf(req), locked }, 'signature mismatch');
       throw authError(SvcStatus.SIGNATURE_MISMATCH, 'Svc-Signature: does not match the request');
@@ -100,9 +104,23 @@ export function authenticate(deps: AuthDeps): RequestHandler {
     const auth: AuthContext = { clientId: client.clientId, accessKey, requestId };
     res.locals.auth = auth;
     res.locals.bodySha256 = bodySha256;
-    bindLogContext(req, { clientId: client.clientId, accessKey });
+    // Which secret signed (a number, never the secret): tells who still signs with a rolled-away one.
+    bindLogContext(req, { clientId: client.clientId, accessKey, keyVersion });
     next();
   };
+}
+
+/** The version that signed, by the client as stored now, when its secret has been rolled since `cached`. */
+async function signedByFresher(
+  read: (accessKey: string) => Promise<{ secretVersion: number; disabled: boolean; keys: ClientKeys } | null>,
+  cached: { accessKey: string; secretVersion: number },
+  parts: SignedParts,
+  signature: string,
+  now: number,
+): Promise<number | null> {
+  const fresh = await read(cached.accessKey);
+  if (!fresh || fresh.disabled || fresh.secretVersion === cached.secretVersion) return null;
+  return signingVersion(fresh.keys, parts, signature, now);
 }
 
 export function lockedError(lockedMs: number): ApiError {

@@ -21,3 +21,24 @@ export function addCard(
 ): Promise<NewCard> {
   return clients.addCard({ clientId, token: randomId('cc_', 12), declines, now });
 }
+
+/** How long a rolled-away secret is accepted when the operator does not say, and at most. */
+export const ROLL_OVERLAP_DEFAULT_MS = 24 * 3600_000;
+export const ROLL_OVERLAP_MAX_MS = 7 * 24 * 3600_000;
+
+/**
+ * A fresh secret key for the client at once; the one it replaces is accepted until `now + overlapMs`. Null when
+ * no client has that access key.
+ */
+export function rollClientSecret(
+  clients: ClientStore,
+  accessKey: string,
+  overlapMs: number,
+  now: number,
+): Promise<Client | null> {
+  return clients.rollSecret({
+    accessKey,
+    secretKey: randomId('sk_', 32),
+    previousExpiresAt: now + overlapMs,
+  });
+}

@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { parseSecretsKey } from '../../src/config/secrets-key-format.js';
 import { createSealer } from '../../src/domain/secrets.js';
-import { addCard, createClient } from '../../src/services/client-keys.js';
+import { addCard, createClient, rollClientSecret } from '../../src/services/client-keys.js';
 import { openStore } from '../../src/store/open-store.js';
 import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/postgres.migrations.js';
 import { secretsKeyFile } from '../../src/store/secrets/secrets-key.js';
@@ -107,7 +107,9 @@ describe(`secrets at rest on ${TEST_STORE}`, () => {
     const env = await freshEnv();
     const store = await open(env);
     const bystander = await open(env);
-    const client = await createClient(store.clients, 'Acme', Date.now());
+    const made = await createClient(store.clients, 'Acme', Date.now());
+    // A client whose secret was rolled: the previous secret, still accepted, is re-sealed with the current one.
+    const client = (await rollClientSecret(store.clients, made.accessKey, 60_000, Date.now()))!;
     const { token } = await addCard(store.clients, client.clientId, false, Date.now());
     await addCard(store.clients, client.clientId, true, Date.now());
     const oldKey = keyOf(env);
@@ -117,10 +119,13 @@ describe(`secrets at rest on ${TEST_STORE}`, () => {
     expect(await store.clients.rotateSecrets(createSealer(newKey))).toEqual({ clients: 1, cards: 2 });
 
     const probe = openProbe(env);
-    const row = await probe.get<{ secret_key: string }>('SELECT secret_key FROM clients');
+    const row = await probe.get<{ secret_key: string; previous_secret_key: string }>(
+      'SELECT secret_key, previous_secret_key FROM clients',
+    );
     await probe.close();
     expect(() => createSealer(oldKey).unseal(row!.secret_key, client.accessKey)).toThrow();
     expect(createSealer(newKey).unseal(row!.secret_key, client.accessKey)).toBe(client.secretKey);
+    expect(createSealer(newKey).unseal(row!.previous_secret_key, client.accessKey)).toBe(made.secretKey);
     expect(await everything(env)).not.toEqual(sealedBefore);
 
     // This store follows its own rotation; a process still on the old key reads no secret and seals none.
@@ -141,6 +146,7 @@ describe(`secrets at rest on ${TEST_STORE}`, () => {
     const store = await open(env);
     const clients = [];
     for (const name of ['A', 'B', 'C']) clients.push(await createClient(store.clients, name, Date.now()));
+    clients[2] = (await rollClientSecret(store.clients, clients[2]!.accessKey, 60_000, Date.now()))!;
     const { token } = await addCard(store.clients, clients[0]!.clientId, false, Date.now());
     const oldKey = keyOf(env);
     const newKey = crypto.randomBytes(32);

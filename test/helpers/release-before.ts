@@ -13,12 +13,18 @@ const TO_THE_RELEASE_BEFORE =
        DROP INDEX orders_unsettled_client; ALTER TABLE orders DROP COLUMN item_count;
        CREATE INDEX orders_unsettled_client ON orders (client_id) WHERE NOT settled;
        DROP TABLE event_item_states; DROP TABLE migration_steps;
+       ALTER TABLE clients DROP COLUMN secret_version; ALTER TABLE clients DROP COLUMN previous_secret_key;
+       ALTER TABLE clients DROP COLUMN previous_expires_at; ALTER TABLE webhooks DROP COLUMN secret_version;
+       ALTER TABLE webhooks DROP COLUMN previous_secret_salt; ALTER TABLE webhooks DROP COLUMN previous_expires_at;
        DELETE FROM schema_migrations WHERE version >= 15;`
     : `DROP TRIGGER order_items_updated; DROP INDEX orders_client_items_updated;
        ALTER TABLE orders DROP COLUMN items_updated_at;
        DROP INDEX orders_unsettled_client; ALTER TABLE orders DROP COLUMN item_count;
        CREATE INDEX orders_unsettled_client ON orders (client_id) WHERE phase <> 'settled';
        DROP TABLE event_item_states; DROP TABLE migration_steps;
+       ALTER TABLE clients DROP COLUMN secret_version; ALTER TABLE clients DROP COLUMN previous_secret_key;
+       ALTER TABLE clients DROP COLUMN previous_expires_at; ALTER TABLE webhooks DROP COLUMN secret_version;
+       ALTER TABLE webhooks DROP COLUMN previous_secret_salt; ALTER TABLE webhooks DROP COLUMN previous_expires_at;
        DELETE FROM schema_migrations WHERE version >= 14;`;
 
 /** Takes the store back to the schema of the release of 2026-11-27, its rows kept. */

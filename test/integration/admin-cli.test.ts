@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { openStore } from '../../src/store/open-store.js';
 import type { Store } from '../../src/store/port/store.port.js';
+import { freePort } from '../../scripts/redis.js';
 import { testStoreEnv, type TestStoreEnv } from '../helpers/test-store.js';
 import { collect, type CliRun } from '../helpers/wait.js';
 
@@ -205,5 +206,63 @@ describe('when the command line is wrong', () => {
       expect(run.stderr).toContain(message);
       expect(run.stderr).toContain('usage:');
     });
+  });
+});
+
+describe('when the configuration is wrong', () => {
+  /** The CLI with exactly these variables, on no store of this file's. */
+  function adminWith(env: Record<string, string>, args: string[]): Promise<CliRun> {
+    const child = spawn(TSX, ['src/cli/admin.cli.ts', ...args], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, ...env },
+    });
+    child.stdin.end();
+    return collect(child);
+  }
+  const KEY = 'ab'.repeat(32);
+
+  it('then a database that cannot be reached is named as DATABASE_URL, without its password', async () => {
+    const port = await freePort();
+    const run = await adminWith(
+      { DATABASE_URL: `postgres://books:hunter2@127.0.0.1:${port}/books`, SECRETS_KEY: KEY },
+      ['client:create', '--name', 'X'],
+    );
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(
+      `DATABASE_URL: cannot use database "books" at 127.0.0.1:${port}: connect ECONNREFUSED`,
+    );
+    expect(run.stderr).not.toContain('hunter2');
+  });
+
+  it('then each bad variable is said once, a non-number readably', async () => {
+    const run = await adminWith(
+      { DATABASE_URL: 'mysql://books@127.0.0.1/books', SECRETS_KEY: KEY, QUEUED_STALE_AFTER_S: 'soon' },
+      ['client:create', '--name', 'X'],
+    );
+    expect(run.code).toBe(1);
+    expect(run.stderr.match(/DATABASE_URL:/g)).toHaveLength(1);
+    expect(run.stderr).toContain("QUEUED_STALE_AFTER_S: must be a number, got 'soon'");
+  });
+});
+
+describe('when call is aimed elsewhere than its profile names', () => {
+  it('then it says where the signed request goes before sending it', async () => {
+    const [named, aimed] = [await freePort(), await freePort()];
+    const profile = writeJson('profile.json', {
+      baseUrl: `http://127.0.0.1:${named}`,
+      accessKey: 'AKprofile',
+      secretKey: 'sk_profile',
+    });
+    const child = spawn(TSX, ['src/cli/call.cli.ts', '--profile', profile, 'GET', '/v1/orders'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, API_URL: `http://127.0.0.1:${aimed}` },
+    });
+    const run = await collect(child);
+    expect(run.stderr).toContain(
+      `call: sending to http://127.0.0.1:${aimed} (API_URL), not to http://127.0.0.1:${named} that ${profile} names`,
+    );
+    // Nothing listens there: the request fails, after the operator was told where it went.
+    expect(run.code).toBe(1);
+    expect(run.stderr.indexOf('sending to')).toBeLessThan(run.stderr.indexOf('ECONNREFUSED'));
   });
 });

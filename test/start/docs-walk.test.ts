@@ -29,6 +29,17 @@ type Fate =
 
 /** Blocks outside the walked sections, by `file: first line`. */
 const BLOCKS: Record<string, Fate> = {
+  'docs/operating.md: npm run --silent admin -- client:roll-secret --access-key AK... --expires-in 24h': {
+    // The roll of a client the test's own, while it orders with the old secret and then the new one.
+    walkedBy: 'test/integration/secret-roll.test.ts',
+    holds: "'client:roll-secret'",
+  },
+  'docs/operating.md: mkdir -p /srv/restored && cp /backups/orders-2026-12-06.db /srv/restored/orders.db': {
+    // /srv and /backups are a deployment's; the test restores a backup taken under load into an empty folder of
+    // its own, with the key beside it, and starts the service there.
+    walkedBy: 'test/integration/store-backup.test.ts',
+    holds: "path.join(restored, 'secrets.key')",
+  },
   'README.md: npm start   # installs what is missing, starts Redis (or uses REDIS_URL), web, worker and clock with demo data':
     {
       // Its second line, npm test, is the whole suite: tens of minutes, what the lead runs before a merge.

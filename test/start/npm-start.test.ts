@@ -279,6 +279,55 @@ describe('operator commands while npm start runs', () => {
   }, 240_000);
 });
 
+describe('operator commands after npm start runs again on another port', () => {
+  it('then call reaches the new port from any folder, and reconcile judges by the running deadlines', async () => {
+    const first = await startService();
+    process.kill(first.npm, 'SIGTERM');
+    for (let i = 0; i < 400 && groupMembers(first.npm).length > 0; i += 1) await sleep(100);
+    const dbPath = path.join(first.dir, 'orders.db');
+    const again = await startService({ DB_PATH: dbPath, QUEUED_STALE_AFTER_S: '5' });
+    expect(again.port).not.toBe(first.port);
+    // The demo profile, made by the first start, names no address that could outlive it.
+    expect(JSON.parse(fs.readFileSync(path.join(first.dir, 'demo-client.json'), 'utf8'))).not.toHaveProperty(
+      'baseUrl',
+    );
+    expect(fs.statSync(path.join(ROOT, 'data')).mode & 0o777).toBe(0o700);
+    const runtime = path.join(ROOT, 'data', 'runtime.json');
+    await until(async () => fs.existsSync(runtime), 30_000, 'data/runtime.json');
+    const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'warn' };
+    for (const name of [
+      'REDIS_URL',
+      'DATABASE_URL',
+      'DB_PATH',
+      'QUEUE_PREFIX',
+      'PORT',
+      'API_URL',
+      'QUEUED_STALE_AFTER_S',
+    ])
+      delete env[name];
+    // From another folder, as an operator in their home directory would run it.
+    const elsewhere = os.tmpdir();
+    const cli = (file: string, args: string[]) =>
+      spawnSync(
+        process.execPath,
+        ['--import', import.meta.resolve('tsx'), path.join(ROOT, 'src/cli', file), ...args],
+        {
+          cwd: elsewhere,
+          env,
+          encoding: 'utf8',
+        },
+      );
+    const call = cli('call.cli.ts', ['POST', '/v1/orders', path.join(ROOT, 'data', 'demo-dryrun.json')]);
+    expect(call.stderr).toContain('Svc-Status: 2002');
+    expect(call.stderr).not.toContain('sending to');
+    const reconcile = cli('admin.cli.ts', ['reconcile']);
+    expect(reconcile.stderr).toContain('QUEUED_STALE_AFTER_S');
+    expect(reconcile.status).toBe(0);
+    process.kill(again.npm, 'SIGTERM');
+    for (let i = 0; i < 400 && groupMembers(again.npm).length > 0; i += 1) await sleep(100);
+  }, 360_000);
+});
+
 describe('operator commands while npm start runs on PostgreSQL', () => {
   const serverUrl = inject('postgresUrl');
   it.skipIf(!serverUrl)(

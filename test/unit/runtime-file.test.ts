@@ -55,6 +55,14 @@ describe('the runtime file of npm start', () => {
       expect(withRuntimeSettings(aimed, running)).toEqual({ env: aimed, used: [] });
   });
 
+  it('when the service runs with other deadlines, then a command judges by them unless it sets its own', () => {
+    const judged = { ...running, env: { ...running.env, QUEUED_STALE_AFTER_S: '5' } };
+    expect(withRuntimeSettings({}, judged).env.QUEUED_STALE_AFTER_S).toBe('5');
+    // Setting one aims the command at no other service: the store and Redis still come from the file.
+    const own = withRuntimeSettings({ QUEUED_STALE_AFTER_S: '60' }, judged);
+    expect(own.env).toMatchObject({ QUEUED_STALE_AFTER_S: '60', REDIS_URL: running.env.REDIS_URL });
+  });
+
   it("when a key is set, then the operator's key wins", () => {
     const own = 'cd'.repeat(32);
     expect(withRuntimeSettings({ SECRETS_KEY: own }, running).env.SECRETS_KEY).toBe(own);

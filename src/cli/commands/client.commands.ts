@@ -1,5 +1,11 @@
-import { addCard, createClient } from '../../services/client-keys.js';
-import { CliError, parseCommandArgs, requiredOption, type CommandRun } from './command.js';
+import {
+  addCard,
+  createClient,
+  rollClientSecret,
+  ROLL_OVERLAP_DEFAULT_MS,
+  ROLL_OVERLAP_MAX_MS,
+} from '../../services/client-keys.js';
+import { CliError, durationOption, parseCommandArgs, requiredOption, type CommandRun } from './command.js';
 
 const NAME_MAX = 200;
 
@@ -13,13 +19,34 @@ export const clientCreate: CommandRun = {
   },
 };
 
-export const clientDisable: CommandRun = {
+/** `client:disable` or `client:enable`: the client as it then stands. */
+const switchClient = (disabled: boolean): CommandRun => ({
   async run(args, ctx) {
     const { values } = parseCommandArgs(args, { 'access-key': { type: 'string' } });
     const accessKey = requiredOption(values['access-key'], 'access-key');
-    const client = await (await ctx.store()).clients.disable(accessKey);
+    const { clients } = await ctx.store();
+    const client = disabled ? await clients.disable(accessKey) : await clients.enable(accessKey);
     if (!client) throw unknownKey(accessKey);
-    return { accessKey: client.accessKey, disabled: true };
+    return { accessKey: client.accessKey, disabled };
+  },
+});
+
+export const clientDisable = switchClient(true);
+export const clientEnable = switchClient(false);
+
+export const clientRollSecret: CommandRun = {
+  async run(args, ctx) {
+    const { values } = parseCommandArgs(args, {
+      'access-key': { type: 'string' },
+      'expires-in': { type: 'string' },
+    });
+    const accessKey = requiredOption(values['access-key'], 'access-key');
+    const overlapMs = expiresInOption(values['expires-in']);
+    const { clients } = await ctx.store();
+    const client = await rollClientSecret(clients, accessKey, overlapMs, Date.now());
+    if (!client) throw unknownKey(accessKey);
+    const previousExpiresAt = new Date(client.previous?.expiresAt ?? Date.now()).toISOString();
+    return { accessKey: client.accessKey, secretKey: client.secretKey, previousExpiresAt };
   },
 };
 
@@ -39,6 +66,12 @@ export const cardAdd: CommandRun = {
     return { ccToken: card.token };
   },
 };
+
+/** How long a rolled-away secret is still good for: --expires-in, by default and at most as the docs say. */
+export function expiresInOption(value: string | undefined): number {
+  if (value === undefined) return ROLL_OVERLAP_DEFAULT_MS;
+  return durationOption(value, 'expires-in', ROLL_OVERLAP_MAX_MS);
+}
 
 function unknownKey(accessKey: string): CliError {
   return CliError.invalid(`no client with access key ${accessKey}`);

@@ -100,3 +100,16 @@ export function isoTimeOption(value: string, name: string): number {
 function isParseArgsError(error: unknown): error is Error {
   return error instanceof Error && String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS_');
 }
+
+const DURATION = /^(\d{1,9})(s|m|h|d)$/;
+const UNIT_MS = { s: 1000, m: 60_000, h: 3600_000, d: 86_400_000 } as const;
+
+/** A duration given as an option (`90s`, `30m`, `24h`, `7d`), in ms, at most `maxMs`. */
+export function durationOption(value: string, name: string, maxMs: number): number {
+  const match = DURATION.exec(value);
+  const ms = match ? Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS] : NaN;
+  if (Number.isNaN(ms))
+    throw CliError.usage(`--${name} must be a duration like 90s, 30m, 24h or 7d, got '${value}'`);
+  if (ms > maxMs) throw CliError.usage(`--${name} must be at most ${maxMs / 86_400_000}d, got '${value}'`);
+  return ms;
+}

@@ -8,6 +8,7 @@ import {
   requiredOption,
   type CommandRun,
 } from './command.js';
+import { expiresInOption } from './client.commands.js';
 
 export const webhookAdd: CommandRun = {
   async run(args, ctx) {
@@ -42,6 +43,21 @@ export const webhookRemove: CommandRun = {
     const removed = await removeWebhook({ store: await ctx.store(), clock: Date.now }, webhookId);
     if (!removed) throw CliError.invalid(`no webhook ${webhookId}`);
     return { webhookId, active: false };
+  },
+};
+
+export const webhookRollSecret: CommandRun = {
+  async run(args, ctx) {
+    const { values } = parseCommandArgs(args, {
+      webhook: { type: 'string' },
+      'expires-in': { type: 'string' },
+    });
+    const webhookId = positiveIntOption(requiredOption(values.webhook, 'webhook'), 'webhook');
+    const overlapMs = expiresInOption(values['expires-in']);
+    const rolled = await (await ctx.store()).webhooks.rollSecret(webhookId, Date.now() + overlapMs);
+    if (!rolled) throw CliError.invalid(`no webhook ${webhookId}`);
+    const previousExpiresAt = new Date(rolled.previousExpiresAt).toISOString();
+    return { webhookId, secret: rolled.secret, previousExpiresAt };
   },
 };
 

@@ -7,6 +7,16 @@ export interface Client {
   accessKey: string;
   secretKey: string;
   disabled: boolean;
+  /** 1 for the secret key the client was made with, one more for each roll. */
+  secretVersion: number;
+  /** The secret key before the last roll (version `secretVersion - 1`) while it is still accepted. */
+  previous: PreviousSecret | null;
+}
+
+/** A rolled-away secret and when it stops being accepted (ms). */
+export interface PreviousSecret {
+  secretKey: string;
+  expiresAt: number;
 }
 
 /** A stored card: the store keeps only a keyed hash of its token, so it never gives the token back. */
@@ -32,6 +42,17 @@ export interface ClientStore {
   create(client: { name: string; accessKey: string; secretKey: string; now: number }): Promise<Client>;
   /** The client after disabling it; null when no client has that key. */
   disable(accessKey: string): Promise<Client | null>;
+  /** The client after enabling it again; null when no client has that key. */
+  enable(accessKey: string): Promise<Client | null>;
+  /**
+   * Makes `secretKey` the client's secret key (sealed like the first) and keeps the one it replaces until
+   * `previousExpiresAt`; a previous secret still unexpired is dropped. Null when no client has that key.
+   */
+  rollSecret(roll: {
+    accessKey: string;
+    secretKey: string;
+    previousExpiresAt: number;
+  }): Promise<Client | null>;
   addCard(card: { clientId: number; token: string; declines: boolean; now: number }): Promise<NewCard>;
   findCard(token: string): Promise<Card | null>;
   findCardById(cardId: number): Promise<Card | null>;

@@ -93,6 +93,14 @@ export type AttemptOutcome =
 export interface WebhookStore {
   /** Registers a webhook; the store keeps no secret in clear and gives it back with the webhook. */
   add(webhook: { clientId: number; url: string; now: number }): Promise<WebhookWithSecret>;
+  /**
+   * Gives the webhook a new secret (returned in clear); deliveries are still signed with the one it replaces
+   * until `previousExpiresAt`, then with the new one. Null when there is no such webhook.
+   */
+  rollSecret(
+    webhookId: number,
+    previousExpiresAt: number,
+  ): Promise<(WebhookWithSecret & { previousExpiresAt: number }) | null>;
   /** The client's webhooks, removed ones included, by id. */
   list(clientId: number): Promise<Webhook[]>;
   find(webhookId: number): Promise<Webhook | null>;

@@ -11,7 +11,7 @@ import { MIGRATION_STEPS_TABLE, recordStep } from './migration-steps.postgres.js
 import type { Queryable } from './postgres.pool.js';
 import type { MigrationContext } from '../secrets/store-secrets.js';
 import { SECRETS_MIGRATION } from './secrets.migration.js';
-import { IDLE_TRANSACTION_MIGRATION, SETTINGS_MIGRATION } from './settings.migration.js';
+import { IDLE_TRANSACTION_MIGRATION, reapplyRoleSettings, SETTINGS_MIGRATION } from './settings.migration.js';
 import { WEBHOOKS_MIGRATION } from './webhooks.migration.js';
 import { ITEMS_UPDATED_MIGRATION } from './items-updated.migration.js';
 import { ITEMS_UPDATED_NET_MIGRATION } from './items-updated-net.migration.js';
@@ -22,6 +22,7 @@ import { OUTBOX_SIGNAL_MIGRATION } from './outbox-signal.migration.js';
 import { UNSETTLED_APART_MIGRATION } from './unsettled-apart.migration.js';
 import { UNSETTLED_ITEMS_MIGRATION } from './unsettled-items.migration.js';
 import { withTransaction } from './postgres.pool.js';
+import { SECRET_ROLL_MIGRATION_NAME, secretRollSql } from '../shared/secret-roll.sql.js';
 
 /**
  * One schema version: its SQL, then code when rows must be rewritten too (in the same transaction), both cheap
@@ -251,6 +252,9 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   { version: 18, ...eventItemStatesMigration('BIGINT', '') },
   ITEMS_UPDATED_NET_MIGRATION,
   ITEMS_UPDATED_COVERING_MIGRATION,
+  // Additive (columns with defaults, no rewrite on PostgreSQL 11+): runs beside the release before it, which
+  // names the columns it reads and never writes the new ones.
+  { version: 21, name: SECRET_ROLL_MIGRATION_NAME, sql: secretRollSql('BIGINT'), besideOlder: true },
 ];
 
 // Any constant will do, as long as every process of the service takes the same one.
@@ -308,6 +312,9 @@ export async function migratePostgres(
       applied.push(migration.version);
     }
     await installOrderFunctions(tx);
+    // Only once both migrations that set them have run: an older schema is migrated up to them first.
+    if (done.has(IDLE_TRANSACTION_MIGRATION.version) || applied.includes(IDLE_TRANSACTION_MIGRATION.version))
+      await reapplyRoleSettings(tx);
     return applied;
   });
 }

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { parsePostgresHosts } from '../../config/postgres-url.js';
 import type { Sealer } from '../../domain/secrets.js';
 import { cursorKeyOf, SecretsKeyMismatchError, type StoreSecrets } from '../secrets/store-secrets.js';
 import type { Store, StoreCounts } from '../port/store.port.js';
@@ -60,7 +61,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     secrets = await openPostgresSecrets(pool, options.sealer);
   } catch (err) {
     await close();
-    throw err;
+    throw unreachable(url, err);
   }
 
   const counts = async (): Promise<StoreCounts> => {
@@ -118,6 +119,33 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     close,
   };
   return store;
+}
+
+// Connection errors of node:net and the server's refusals at connection: the database named is not there for us.
+const UNREACHABLE = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ECONNRESET',
+]);
+const REFUSED_AT_CONNECT = new Set(['3D000', '28000', '28P01']);
+
+/**
+ * A start that cannot reach or enter the database says it is DATABASE_URL's (its hosts and database, never its
+ * password), as a bad value of any other variable is named; anything else is passed on as it is.
+ */
+function unreachable(url: string, err: unknown): unknown {
+  const code = (err as { code?: unknown }).code;
+  if (typeof code !== 'string' || !(UNREACHABLE.has(code) || REFUSED_AT_CONNECT.has(code))) return err;
+  const hosts = parsePostgresHosts(url).hosts.map(({ host, port }) => `${host}:${port}`);
+  const database = decodeURIComponent(url.replace(/^[^/]*\/\/[^/]*\//, '').split('?')[0] ?? '');
+  // A refused connection to a name with several addresses is an AggregateError whose message is empty.
+  const why = (err as Error).message || code;
+  return new Error(`DATABASE_URL: cannot use database "${database}" at ${hosts.join(', ')}: ${why}`, {
+    cause: err,
+  });
 }
 
 /** What `settings()` reports: durability and the bounds of a session's waits. */

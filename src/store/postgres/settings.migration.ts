@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import type { Migration } from './postgres.migrations.js';
 
 /**
@@ -36,3 +37,32 @@ export const IDLE_TRANSACTION_MIGRATION: Migration = {
     END $$;
   `,
 };
+
+/** The role settings of the two migrations above, as pg_db_role_setting keeps them. */
+const ROLE_SETTINGS: Record<string, string> = {
+  max_parallel_workers_per_gather: '0',
+  idle_in_transaction_session_timeout: '10s',
+};
+
+/**
+ * Sets again on the role in this database whichever of ROLE_SETTINGS is missing or other: a database restored
+ * from `pg_dump` (without `--create`, or into another role) has the service's tables and their migrations but not
+ * these, which belong to the role, not the database. Run at every migrate, under its lock; writes nothing when
+ * they hold. Connections opened from then on get them.
+ */
+export async function reapplyRoleSettings(tx: pg.ClientBase): Promise<string[]> {
+  const { rows } = await tx.query<{ setting: string }>(
+    `SELECT unnest(s.setconfig) AS setting FROM pg_db_role_setting s
+       JOIN pg_database d ON d.oid = s.setdatabase
+      WHERE d.datname = current_database() AND s.setrole = (SELECT oid FROM pg_roles WHERE rolname = current_user)`,
+  );
+  const held = new Set(rows.map((row) => row.setting));
+  const missing = Object.entries(ROLE_SETTINGS).filter(([name, value]) => !held.has(`${name}=${value}`));
+  for (const [name, value] of missing) {
+    await tx.query(`DO $$
+      BEGIN
+        EXECUTE format('ALTER ROLE CURRENT_USER IN DATABASE %I SET ${name} = %L', current_database(), '${value}');
+      END $$;`);
+  }
+  return missing.map(([name]) => name);
+}

@@ -102,7 +102,7 @@ const RELEASE_SQL = `UPDATE webhook_deliveries SET claimed_until = NULL
 
 /** Webhooks and the delivery outbox; each write one statement or one transaction. */
 export function postgresWebhooks(pool: pg.Pool, secrets: SecretDeriver): WebhookStore {
-  const deliveryTarget = (r: TargetRow) => toTarget(r, secrets, r.items ?? null);
+  const deliveryTarget = (r: TargetRow, now: number) => toTarget(r, secrets, r.items ?? null, now);
   const webhook = async (sql: string, params: unknown[]) => {
     const row = (await pool.query<WebhookRow>(sql, params)).rows[0];
     return row ? toWebhook(row) : null;
@@ -115,6 +115,16 @@ export function postgresWebhooks(pool: pg.Pool, secrets: SecretDeriver): Webhook
         [clientId, url, newSecretSalt(), now],
       );
       return toWebhookWithSecret(rows[0]!, secrets);
+    },
+    async rollSecret(webhookId, previousExpiresAt) {
+      if (!canBeId(webhookId)) return null;
+      const { rows } = await pool.query<WebhookRow>(
+        `UPDATE webhooks SET previous_secret_salt = secret_salt, previous_expires_at = $1, secret_salt = $2,
+                             secret_version = secret_version + 1
+          WHERE webhook_id = $3 RETURNING ${WEBHOOK_COLUMNS}`,
+        [previousExpiresAt, newSecretSalt(), webhookId],
+      );
+      return rows[0] ? { ...toWebhookWithSecret(rows[0], secrets), previousExpiresAt } : null;
     },
     async list(clientId) {
       if (!canBeId(clientId)) return [];
@@ -183,7 +193,7 @@ export function postgresWebhooks(pool: pg.Pool, secrets: SecretDeriver): Webhook
       const { rows } = await pool.query<TargetRow>(`${DELIVERY_TARGET_SQL} WHERE d.delivery_id = $1`, [
         deliveryId,
       ]);
-      return rows[0] ? deliveryTarget(rows[0]) : null;
+      return rows[0] ? deliveryTarget(rows[0], Date.now()) : null;
     },
     async claim(deliveryId, attempt, now, until): Promise<ClaimOutcome> {
       if (!canBeId(deliveryId)) return { kind: 'stale' };
@@ -197,7 +207,7 @@ export function postgresWebhooks(pool: pg.Pool, secrets: SecretDeriver): Webhook
       if (row.dropped > 0) return { kind: 'dropped' };
       // No delivery claimed: the LEFT JOIN gave nulls.
       const claimed = (row.delivery_id as number | null) !== null;
-      return claimed ? { kind: 'claimed', target: deliveryTarget(row) } : { kind: 'stale' };
+      return claimed ? { kind: 'claimed', target: deliveryTarget(row, now) } : { kind: 'stale' };
     },
     async recordAttempt(deliveryId, attempt, outcome, now) {
       let recorded: boolean;

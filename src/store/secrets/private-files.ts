@@ -11,7 +11,10 @@ export function ensurePrivateDir(dir: string): void {
   fs.mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR });
 }
 
-/** Narrows `file` to 0600 when it exists with more (files written by older versions were 0644). */
+/**
+ * Narrows `file` to 0600 (a folder to 0700) when it exists with more (files written by older versions were 0644,
+ * folders 0755).
+ */
 export function restrictToOwner(file: string): void {
   let mode: number;
   try {
@@ -20,7 +23,8 @@ export function restrictToOwner(file: string): void {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
     throw err;
   }
-  if ((mode & 0o077) !== 0) fs.chmodSync(file, PRIVATE_FILE);
+  const isDir = (mode & fs.constants.S_IFMT) === fs.constants.S_IFDIR;
+  if ((mode & 0o077) !== 0) fs.chmodSync(file, isDir ? PRIVATE_DIR : PRIVATE_FILE);
 }
 
 /** Creates `file` empty and 0600 unless it exists; its folder is created 0700 when missing. */

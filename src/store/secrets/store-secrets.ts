@@ -32,6 +32,9 @@ export const cursorKeyOf = (secrets: Pick<StoreSecrets, 'hashToken'>): Buffer =>
 
 /** The process's SECRETS_KEY is not the one that seals the store (never set, or rotated since). */
 export class SecretsKeyMismatchError extends Error {
+  /** What /readyz names as down: the process's key, not the store, which answers. */
+  readonly down = 'secrets-key';
+
   constructor(processKeyId: string, storeKeyId: string | undefined) {
     super(
       `SECRETS_KEY (key id ${processKeyId}) does not open this store's secrets` +
@@ -87,3 +90,30 @@ export function resealer(current: StoreSecrets, next: Sealer) {
     isCurrent: (sealed: string, accessKey: string): boolean => next.sealedUnderCurrent(sealed, accessKey),
   };
 }
+
+/** A client's sealed secret keys as both adapters read them for re-sealing: the current and a rolled one. */
+export interface SealedClient {
+  client_id: number;
+  access_key: string;
+  secret_key: string;
+  previous_secret_key: string | null;
+}
+
+export const SEALED_CLIENT_COLUMNS = 'client_id, access_key, secret_key, previous_secret_key';
+
+type Resealer = ReturnType<typeof resealer>;
+
+/** Whether `reseal`'s key already seals both secret keys of the client. */
+export const resealedClient = (reseal: Resealer, c: SealedClient): boolean =>
+  reseal.isCurrent(c.secret_key, c.access_key) &&
+  (c.previous_secret_key === null || reseal.isCurrent(c.previous_secret_key, c.access_key));
+
+/** Both secret keys of the client re-sealed (the previous one null when it has none). */
+export const resealClient = (
+  reseal: Resealer,
+  c: SealedClient,
+): { secretKey: string; previousSecretKey: string | null } => ({
+  secretKey: reseal.secretKey(c.secret_key, c.access_key),
+  previousSecretKey:
+    c.previous_secret_key === null ? null : reseal.secretKey(c.previous_secret_key, c.access_key),
+});

@@ -32,9 +32,13 @@ export interface WebhookRow {
   secret_salt: string;
   active: number | boolean;
   failing: number | boolean;
+  /** The salt of the secret before the last roll, used to sign until previous_expires_at; null when never rolled. */
+  previous_secret_salt: string | null;
+  previous_expires_at: number | string | null;
 }
 
-export const WEBHOOK_COLUMNS = 'webhook_id, client_id, url, secret_salt, active, failing';
+export const WEBHOOK_COLUMNS =
+  'webhook_id, client_id, url, secret_salt, active, failing, previous_secret_salt, previous_expires_at';
 
 export const toWebhook = (r: WebhookRow): Webhook => ({
   webhookId: r.webhook_id,
@@ -48,6 +52,20 @@ export const toWebhookWithSecret = (r: WebhookRow, secrets: SecretDeriver): Webh
   ...toWebhook(r),
   secret: webhookSecret(secrets, r.secret_salt),
 });
+
+/** When the secret before the last roll stops signing (ms), or null when there is none. */
+export const previousExpiryOf = (r: WebhookRow): number | null =>
+  r.previous_secret_salt === null || r.previous_expires_at === null ? null : Number(r.previous_expires_at);
+
+/**
+ * The secret a delivery made at `now` is signed with: the one before the last roll until it expires, so a
+ * receiver that has not taken the new one yet still verifies every delivery, then the new one.
+ */
+function signingSecretOf(r: WebhookRow, secrets: SecretDeriver, now: number): string {
+  const expiry = previousExpiryOf(r);
+  const salt = expiry !== null && now < expiry ? r.previous_secret_salt! : r.secret_salt;
+  return webhookSecret(secrets, salt);
+}
 
 /** A delivery with its webhook and its event, as TARGET_SQL of either adapter reads it. */
 export type TargetRow = WebhookRow & {
@@ -68,7 +86,7 @@ export type TargetRow = WebhookRow & {
 /** A delivery with its webhook and its event; `more` adds columns (`, expression AS name`). */
 export const targetSelect = (more = ''): string => `
   SELECT d.delivery_id, d.state, d.attempts, w.webhook_id, w.client_id, w.url, w.secret_salt, w.active,
-         w.failing, e.event_id, e.type AS event_type, e.order_id, e.sequence, e.created_at AS event_created_at, e.snapshot,
+         w.failing, w.previous_secret_salt, w.previous_expires_at, e.event_id, e.type AS event_type, e.order_id, e.sequence, e.created_at AS event_created_at, e.snapshot,
          e.trace_context${more}
     FROM webhook_deliveries d
     JOIN webhooks w ON w.webhook_id = d.webhook_id
@@ -85,18 +103,22 @@ export function parsedTarget(r: TargetRow): { row: TargetRow; needsItems: boolea
   return { row: { ...r, snapshot }, needsItems: !holdsItems(snapshot) };
 }
 
-/** The delivery target of a row; `eventItems` the event's items when targetNeedsItems, else null. */
+/**
+ * The delivery target of a row, its webhook's secret the one that signs at `now`; `eventItems` the event's items
+ * when targetNeedsItems, else null.
+ */
 export function toTarget(
   r: TargetRow,
   secrets: SecretDeriver,
   eventItems: readonly ItemView[] | null,
+  now: number,
 ): DeliveryTarget {
   const { order, items } = readSnapshot(parseSnapshot(r.snapshot), eventItems);
   return {
     deliveryId: r.delivery_id,
     state: r.state,
     attempts: r.attempts,
-    webhook: toWebhookWithSecret(r, secrets),
+    webhook: { ...toWebhook(r), secret: signingSecretOf(r, secrets, now) },
     event: {
       eventId: r.event_id,
       type: r.event_type,

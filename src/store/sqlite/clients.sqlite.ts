@@ -2,8 +2,12 @@ import { setImmediate } from 'node:timers/promises';
 import type { Sealer } from '../../domain/secrets.js';
 import {
   openSecrets,
+  resealClient,
+  resealedClient,
   resealer,
+  SEALED_CLIENT_COLUMNS,
   SecretsKeyMismatchError,
+  type SealedClient,
   type SecretsRow,
   type StoreSecrets,
 } from '../secrets/store-secrets.js';
@@ -17,6 +21,10 @@ interface ClientRow {
   /** Sealed under SECRETS_KEY. */
   secret_key: string;
   disabled: number;
+  secret_version: number;
+  /** Sealed like secret_key; null when never rolled. */
+  previous_secret_key: string | null;
+  previous_expires_at: number | null;
 }
 
 interface CardRow {
@@ -33,6 +41,8 @@ const toCard = (r: CardRow): Card => ({
   active: r.active === 1,
 });
 
+const CLIENT_COLUMNS =
+  'client_id, name, access_key, secret_key, disabled, secret_version, previous_secret_key, previous_expires_at';
 const CARD_COLUMNS = 'card_id, client_id, declines, active';
 const UPDATE_SECRETS_ROW = 'UPDATE store_secrets SET key_id = ?, token_key = ? WHERE id = 1';
 const COUNT_CARDS = 'SELECT count(*) FROM cards';
@@ -57,14 +67,29 @@ export function sqliteClients(db: Db, opened: StoreSecrets): ClientStore {
     accessKey: r.access_key,
     secretKey: secrets.unsealSecretKey(r.secret_key, r.access_key),
     disabled: r.disabled === 1,
+    secretVersion: r.secret_version,
+    previous:
+      r.previous_secret_key === null || r.previous_expires_at === null
+        ? null
+        : {
+            secretKey: secrets.unsealSecretKey(r.previous_secret_key, r.access_key),
+            expiresAt: r.previous_expires_at,
+          },
   });
-  const byAccessKey = db.prepare<[string], ClientRow>('SELECT * FROM clients WHERE access_key = ?');
+  const byAccessKey = db.prepare<[string], ClientRow>(
+    `SELECT ${CLIENT_COLUMNS} FROM clients WHERE access_key = ?`,
+  );
   const storeKeyId = db.prepare<[], string>('SELECT key_id FROM store_secrets WHERE id = 1').pluck();
   const insertClient = db.prepare<[string, string, string, number], { client_id: number }>(
     'INSERT INTO clients (name, access_key, secret_key, created_at) VALUES (?, ?, ?, ?) RETURNING client_id',
   );
-  const disable = db.prepare<[string], ClientRow>(
-    'UPDATE clients SET disabled = 1 WHERE access_key = ? RETURNING *',
+  const setDisabled = db.prepare<[number, string], ClientRow>(
+    `UPDATE clients SET disabled = ? WHERE access_key = ? RETURNING ${CLIENT_COLUMNS}`,
+  );
+  const roll = db.prepare<[number, string, string], ClientRow>(
+    `UPDATE clients SET previous_secret_key = secret_key, previous_expires_at = ?, secret_key = ?,
+                        secret_version = secret_version + 1
+      WHERE access_key = ? RETURNING ${CLIENT_COLUMNS}`,
   );
   const insertCard = db.prepare<[number, string, number, number], CardRow>(
     `INSERT INTO cards (client_id, token, declines, created_at) VALUES (?, ?, ?, ?) RETURNING ${CARD_COLUMNS}`,
@@ -74,11 +99,18 @@ export function sqliteClients(db: Db, opened: StoreSecrets): ClientStore {
   const updateSecretsRow = db.prepare<[string, string]>(UPDATE_SECRETS_ROW);
   const countCards = db.prepare<[], number>(COUNT_CARDS).pluck();
   // Checked in the writing transaction: a process left on a rotated-away key must not seal a new row with it.
-  const create = db.transaction((name: string, accessKey: string, secretKey: string, now: number) => {
+  const sealNew = (secretKey: string, accessKey: string): string => {
     const keyId = storeKeyId.get();
     if (!secrets.sealer.opens(keyId)) throw new SecretsKeyMismatchError(secrets.sealer.keyId, keyId);
-    return insertClient.get(name, accessKey, secrets.sealer.seal(secretKey, accessKey), now)!.client_id;
-  });
+    return secrets.sealer.seal(secretKey, accessKey);
+  };
+  const create = db.transaction(
+    (name: string, accessKey: string, secretKey: string, now: number) =>
+      insertClient.get(name, accessKey, sealNew(secretKey, accessKey), now)!.client_id,
+  );
+  const rollSecret = db.transaction((accessKey: string, secretKey: string, previousExpiresAt: number) =>
+    roll.get(previousExpiresAt, sealNew(secretKey, accessKey), accessKey),
+  );
 
   return {
     async findByAccessKey(accessKey) {
@@ -87,10 +119,18 @@ export function sqliteClients(db: Db, opened: StoreSecrets): ClientStore {
     },
     async create({ name, accessKey, secretKey, now }) {
       const clientId = create.immediate(name, accessKey, secretKey, now);
-      return { clientId, name, accessKey, secretKey, disabled: false };
+      return { clientId, name, accessKey, secretKey, disabled: false, secretVersion: 1, previous: null };
     },
     async disable(accessKey) {
-      const row = disable.get(accessKey);
+      const row = setDisabled.get(1, accessKey);
+      return row ? toClient(row) : null;
+    },
+    async enable(accessKey) {
+      const row = setDisabled.get(0, accessKey);
+      return row ? toClient(row) : null;
+    },
+    async rollSecret({ accessKey, secretKey, previousExpiresAt }) {
+      const row = rollSecret.immediate(accessKey, secretKey, previousExpiresAt);
       return row ? toClient(row) : null;
     },
     async addCard({ clientId, token, declines, now }) {
@@ -133,19 +173,26 @@ export function sqliteClients(db: Db, opened: StoreSecrets): ClientStore {
 }
 
 type Resealer = ReturnType<typeof resealer>;
+const RESEAL_CLIENT = 'UPDATE clients SET secret_key = ?, previous_secret_key = ? WHERE client_id = ?';
+
+/** The parameters of RESEAL_CLIENT: both secret keys re-sealed. */
+const resealParams = (reseal: Resealer, c: SealedClient): [string, string | null, number] => {
+  const { secretKey, previousSecretKey } = resealClient(reseal, c);
+  return [secretKey, previousSecretKey, c.client_id];
+};
 
 /** The secret keys after client `after` (at most `size`) re-sealed where the previous key still seals them. */
 function resealBatch(db: Db, reseal: Resealer, after: number, size: number) {
   return db
     .transaction(() => {
       const rows = db
-        .prepare<[number, number], Pick<ClientRow, 'client_id' | 'access_key' | 'secret_key'>>(
-          'SELECT client_id, access_key, secret_key FROM clients WHERE client_id > ? ORDER BY client_id LIMIT ?',
+        .prepare<[number, number], SealedClient>(
+          `SELECT ${SEALED_CLIENT_COLUMNS} FROM clients WHERE client_id > ? ORDER BY client_id LIMIT ?`,
         )
         .all(after, size);
-      const stale = rows.filter((c) => !reseal.isCurrent(c.secret_key, c.access_key));
-      const update = db.prepare('UPDATE clients SET secret_key = ? WHERE client_id = ?');
-      for (const c of stale) update.run(reseal.secretKey(c.secret_key, c.access_key), c.client_id);
+      const stale = rows.filter((c) => !resealedClient(reseal, c));
+      const update = db.prepare(RESEAL_CLIENT);
+      for (const c of stale) update.run(...resealParams(reseal, c));
       return { resealed: stale.length, last: rows.at(-1)?.client_id };
     })
     .immediate();
@@ -158,13 +205,9 @@ function rotate(db: Db, current: StoreSecrets, next: Sealer): { clients: number;
     .transaction(() => {
       const row = reseal.row(readSecretsRow(db));
       db.prepare(UPDATE_SECRETS_ROW).run(row.keyId, row.tokenKey);
-      const clients = db
-        .prepare<[], Pick<ClientRow, 'client_id' | 'access_key' | 'secret_key'>>(
-          'SELECT client_id, access_key, secret_key FROM clients',
-        )
-        .all();
-      const update = db.prepare('UPDATE clients SET secret_key = ? WHERE client_id = ?');
-      for (const c of clients) update.run(reseal.secretKey(c.secret_key, c.access_key), c.client_id);
+      const clients = db.prepare<[], SealedClient>(`SELECT ${SEALED_CLIENT_COLUMNS} FROM clients`).all();
+      const update = db.prepare(RESEAL_CLIENT);
+      for (const c of clients) update.run(...resealParams(reseal, c));
       const cards = db.prepare<[], number>(COUNT_CARDS).pluck().get() ?? 0;
       return { clients: clients.length, cards };
     })

@@ -13,6 +13,7 @@ import { eventItemStatesMigration } from '../shared/event-snapshot.js';
 import { SECRETS_MIGRATION } from './secrets.migration.js';
 import { WEBHOOKS_MIGRATION } from './webhooks.migration.js';
 import { UNSETTLED_ITEMS_MIGRATION } from './unsettled-items.migration.js';
+import { SECRET_ROLL_MIGRATION_NAME, secretRollSql } from '../shared/secret-roll.sql.js';
 import type { Db } from './sqlite.db.js';
 
 /**
@@ -215,4 +216,6 @@ export const MIGRATIONS: readonly SqliteMigration[] = [
   UNSETTLED_ITEMS_MIGRATION,
   ITEMS_UPDATED_MIGRATION,
   { version: 16, ...eventItemStatesMigration('INTEGER', ' WITHOUT ROWID') },
+  // Additive: runs beside the release before it, which neither reads nor writes the new columns.
+  { version: 17, name: SECRET_ROLL_MIGRATION_NAME, sql: secretRollSql('INTEGER'), besideOlder: true },
 ];

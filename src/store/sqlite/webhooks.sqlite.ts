@@ -96,6 +96,11 @@ export function sqliteWebhooks(db: Db, secrets: SecretDeriver): WebhookStore {
   const byId = db.prepare<[number], WebhookRow>(
     `SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE webhook_id = ?`,
   );
+  const roll = db.prepare<[number, string, number], WebhookRow>(
+    `UPDATE webhooks SET previous_secret_salt = secret_salt, previous_expires_at = ?, secret_salt = ?,
+                         secret_version = secret_version + 1
+      WHERE webhook_id = ? RETURNING ${WEBHOOK_COLUMNS}`,
+  );
   const deactivate = db.prepare<[number], WebhookRow>(
     `UPDATE webhooks SET active = 0 WHERE webhook_id = ? RETURNING ${WEBHOOK_COLUMNS}`,
   );
@@ -127,12 +132,13 @@ export function sqliteWebhooks(db: Db, secrets: SecretDeriver): WebhookStore {
     .pluck();
   // Raw rows mapped by hand: a third of the time better-sqlite3 takes to build 250 named rows.
   const eventItems = db.prepare<[number, number], ItemTuple>(forSqlite(EVENT_ITEMS_SQL)).raw();
-  const deliveryTarget = (r: TargetRow) => {
+  const deliveryTarget = (r: TargetRow, now: number) => {
     const { row, needsItems } = parsedTarget(r);
     return toTarget(
       row,
       secrets,
       needsItems ? eventItems.all(row.order_id, row.sequence).map(toItemView) : null,
+      now,
     );
   };
   const record = attemptRecorder(db);
@@ -150,6 +156,10 @@ export function sqliteWebhooks(db: Db, secrets: SecretDeriver): WebhookStore {
   return {
     async add({ clientId, url, now }) {
       return toWebhookWithSecret(insert.get(clientId, url, newSecretSalt(), now)!, secrets);
+    },
+    async rollSecret(webhookId, previousExpiresAt) {
+      const row = roll.get(previousExpiresAt, newSecretSalt(), webhookId);
+      return row ? { ...toWebhookWithSecret(row, secrets), previousExpiresAt } : null;
     },
     async list(clientId) {
       return byClient.all(clientId).map(toWebhook);
@@ -179,11 +189,11 @@ export function sqliteWebhooks(db: Db, secrets: SecretDeriver): WebhookStore {
     },
     async target(deliveryId) {
       const row = target.get(deliveryId);
-      return row ? deliveryTarget(row) : null;
+      return row ? deliveryTarget(row, Date.now()) : null;
     },
     async claim(deliveryId, attempt, now, until): Promise<ClaimOutcome> {
       const row = claim.immediate(deliveryId, attempt, now, until);
-      return typeof row === 'string' ? { kind: row } : { kind: 'claimed', target: deliveryTarget(row) };
+      return typeof row === 'string' ? { kind: row } : { kind: 'claimed', target: deliveryTarget(row, now) };
     },
     async recordAttempt(deliveryId, attempt, outcome, now) {
       return record.immediate(deliveryId, attempt, outcome, now);

@@ -36,6 +36,19 @@ describe('verifyWebhook', () => {
     },
   );
 
+  it("while a webhook's secret is rolled, accepts a delivery signed by any secret of the list, and no other", () => {
+    const list = ['whsec_new', SECRET];
+    for (const secret of list) {
+      const d = delivery({ secret });
+      expect(verifyWebhook(d.body, d.headers, list, { now: NOW })).toEqual(event);
+    }
+    const other = delivery({ secret: 'whsec_other' });
+    expect(() => verifyWebhook(other.body, other.headers, list, { now: NOW })).toThrow(
+      WebhookVerificationError,
+    );
+    expect(() => verifyWebhook(other.body, other.headers, [], { now: NOW })).toThrow(RangeError);
+  });
+
   it('refuses a current time that is not a finite number', () => {
     expect(() => verify(delivery(), { now: NaN })).toThrow(RangeError);
   });
