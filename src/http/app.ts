@@ -118,7 +118,10 @@ function routesOf(endpoints: readonly Endpoint[], deps: Deps): SignedRoute[] {
   return [...routes.values()];
 }
 
-/** What a readiness check found: the kinds of server that did not answer (`sqlite`, `postgres`, `redis`). */
+/**
+ * What a readiness check found: the kinds of server that did not answer (`sqlite`, `postgres`, `redis`), or
+ * `secrets-key` when the store answers but seals its secrets with a key this process does not hold (a rotation).
+ */
 export type ReadinessCheck = () => Promise<string[]>;
 
 /** Asks the store and Redis, each within a second; concurrent callers share one check (one of each in flight). */
@@ -127,8 +130,8 @@ export function readinessCheck(deps: Pick<Deps, 'store' | 'redis'>): ReadinessCh
     const down: string[] = [];
     try {
       await withTimeout(deps.store.ping(), 1000);
-    } catch {
-      down.push(deps.store.kind);
+    } catch (error) {
+      down.push((error as { down?: string }).down ?? deps.store.kind);
     }
     try {
       await withTimeout(deps.redis.ping(), 1000);

@@ -7,6 +7,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
+import type { Deps } from '../../src/deps.js';
+import { readinessCheck } from '../../src/http/app.js';
 import { openStore } from '../../src/store/open-store.js';
 import { secretsKeyFile } from '../../src/store/secrets/secrets-key.js';
 import { TEST_STORE, testStoreEnv, type TestStoreEnv } from '../helpers/test-store.js';
@@ -55,6 +57,9 @@ describe('when an operator rotates SECRETS_KEY', () => {
     const rotated = await run(['secrets:rotate', '--new-key-file', file], store.env);
     expect(rotated).toMatchObject({ code: 0 });
     await expect(left.ping()).rejects.toThrow(/does not open this store's secrets/);
+    // Its /readyz blames the key it holds, not the store, which answers.
+    const redis = { ping: async () => 'PONG' } as unknown as Deps['redis'];
+    expect(await readinessCheck({ store: left, redis })()).toEqual(['secrets-key']);
     await left.close();
     expect(JSON.parse(rotated.stdout)).toEqual({ clients: 1, cards: 1 });
 
