@@ -1,4 +1,4 @@
-import { UnrecoverableError, Worker, type Telemetry } from 'bullmq';
+import { UnrecoverableError, Worker } from 'bullmq';
 import type { Deps } from '../deps.js';
 import { attemptOrder, failOrder } from '../services/process-order.js';
 import { isStoreUnavailable } from '../store/store-errors.js';
@@ -6,9 +6,10 @@ import { announceOrderEnd } from '../queue/order-outcomes.js';
 import { ORDER_QUEUE, OrderJobs, type OrderJobData } from '../queue/order.queue.js';
 import { createMetricsRecorder } from '../metrics/metrics.recorder.js';
 import { createBlockingRedis } from '../redis/redis.js';
-import { queueTelemetry, withOrder } from '../tracing/tracing.js';
+import { withOrder } from '../tracing/tracing.js';
 import { CLOSE_WAIT_MS, JOBS_WAIT_MS, settledWithin } from '../bounded-stop.js';
 import { jobProcessor } from './job-processor.js';
+import { workerOptions } from './worker-options.js';
 
 /** How long a job that found the store away waits before it tries again. */
 const STORE_RETRY_MS = 1000;
@@ -52,16 +53,12 @@ export async function startOrderWorker(deps: Deps) {
         message: 'store unavailable; job delayed',
       },
     }),
-    {
-      connection,
-      prefix: config.REDIS_PREFIX,
+    workerOptions(config, connection, {
       concurrency: config.WORKER_CONCURRENCY,
-      telemetry: queueTelemetry<Telemetry>(),
       // Jobs take milliseconds; short locks let a surviving worker take over a dead one's jobs within seconds.
       lockDuration: 10_000,
-      stalledInterval: 5_000,
       maxStalledCount: 2,
-    },
+    }),
   );
   worker.on('error', (err) => logger.error({ err }, 'worker error'));
   // Orders being given up on after a job's last attempt: stop() waits for them before the store closes.

@@ -1,4 +1,4 @@
-import { Worker, type Telemetry } from 'bullmq';
+import { Worker } from 'bullmq';
 import type { Deps } from '../deps.js';
 import { CLAIM_START_WINDOW_MS, deliverFairly, webhookClients } from '../services/deliver-webhook.js';
 import { startRelay } from './webhook.relay-runner.js';
@@ -7,9 +7,9 @@ import { clientShare, createClientSlots } from '../webhooks/client-slots.js';
 import { createEndpointGate } from '../redis/endpoint-gate.js';
 import { createMetricsRecorder } from '../metrics/metrics.recorder.js';
 import { createBlockingRedis, createRedis } from '../redis/redis.js';
-import { queueTelemetry } from '../tracing/tracing.js';
 import { CLOSE_WAIT_MS, JOBS_WAIT_MS, settledWithin } from '../bounded-stop.js';
 import { jobProcessor } from './job-processor.js';
+import { workerOptions } from './worker-options.js';
 import {
   createWebhookQueue,
   WEBHOOK_QUEUE,
@@ -80,16 +80,12 @@ export async function startWebhookWorker(deps: Deps) {
         return 'completed';
       },
     }),
-    {
-      connection,
-      prefix: config.REDIS_PREFIX,
+    workerOptions(config, connection, {
       concurrency: config.WEBHOOK_CONCURRENCY,
-      telemetry: queueTelemetry<Telemetry>(),
       // An attempt takes at most WEBHOOK_TIMEOUT_MS (10 s); a dead worker's attempt is taken over soon after.
       lockDuration: 15_000,
-      stalledInterval: 5_000,
       maxStalledCount: 1,
-    },
+    }),
   );
   worker.on('error', (err) => logger.error({ err }, 'webhook worker error'));
   worker.on('failed', (job, err) =>
