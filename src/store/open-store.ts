@@ -24,6 +24,7 @@ export async function openStore(
         | 'DATABASE_POOLING'
         | 'DATABASE_DIRECT_URL'
         | 'DATABASE_TIMEOUT_MS'
+        | 'DB_POOL_CLIENT_SHARE'
       >
     >,
   role = 'service',
@@ -50,6 +51,7 @@ async function openAdapter(
     const { openPostgresStore } = await import('./postgres/postgres.store.js');
     return openPostgresStore(config.DATABASE_URL, {
       poolSize: config.DB_POOL_SIZE,
+      clientShare: config.DB_POOL_CLIENT_SHARE,
       applicationName: role,
       pooling: config.DATABASE_POOLING,
       // The operator's commands (a large catalog import, a re-seal) may take as long as they need.

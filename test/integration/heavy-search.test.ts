@@ -1,10 +1,8 @@
-import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../scripts/redis.js';
-import { createSigningClient, type SigningClient } from '../helpers/signed-client.js';
-import { LISTINGS, orderBody, VENDORS } from '../helpers/fixtures.js';
-import { storeHeavyClient } from '../helpers/heavy-client.js';
-import { createTestService, stopChild, type Credentials, type TestService } from '../helpers/test-service.js';
+import type { SigningClient } from '../helpers/signed-client.js';
+import { LISTINGS, orderBody } from '../helpers/fixtures.js';
+import { heavyClientWeb } from '../helpers/heavy-client.js';
+import type { Credentials } from '../helpers/test-service.js';
 
 // Issue 41, finding 2: a client's 200 orders of 250 items each, searched by vendor and item update date with
 // limit=1, held SQLite's event loop seconds per search (4 at once: another client's cheap search waited 30 s,
@@ -20,30 +18,24 @@ const P99_BOUND_MS = 2000;
 const T0 = Date.now() - 10 * 86_400_000;
 const listing = LISTINGS[0]!;
 
-let service: TestService;
-let web: ChildProcess;
 let baseUrl: string;
 let heavy: Credentials;
 let other: Credentials;
-const clientOf = (creds: Credentials): SigningClient => createSigningClient({ baseUrl, ...creds });
+let clientOf: (creds: Credentials) => SigningClient;
+let stop: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
-  // What is measured is the event loop: backpressure, which counts items, would refuse most of the heavy client's
-  // 50,000-item batch past its share (test/integration/backpressure.test.ts shows that).
-  const env = { MAX_UNSETTLED_ORDERS: '10000000', MAX_UNSETTLED_PER_CLIENT: '10000000' };
-  service = await createTestService({ env });
-  await service.importCatalog(VENDORS, LISTINGS);
-  heavy = await service.client('heavy searcher');
-  other = await service.client('another client');
-  await storeHeavyClient(service, heavy, { listing, t0: T0, orders: ORDERS, items: ITEMS });
-  const port = await freePort();
-  baseUrl = `http://127.0.0.1:${port}`;
-  web = await service.spawn('src/server.ts', { PORT: String(port) }, 'web listening');
+  // What is measured is the event loop.
+  ({ baseUrl, heavy, other, clientOf, stop } = await heavyClientWeb({
+    listing,
+    t0: T0,
+    orders: ORDERS,
+    items: ITEMS,
+  }));
 }, 120_000);
 
 afterAll(async () => {
-  if (web) await stopChild(web);
-  await service?.close({ checkMoney: false });
+  await stop?.();
 });
 
 const p99 = (ms: number[]) => [...ms].sort((a, b) => a - b)[Math.ceil(ms.length * 0.99) - 1]!;
