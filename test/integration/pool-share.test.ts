@@ -11,7 +11,7 @@ import { TEST_STORE, THROUGH_PGBOUNCER } from '../helpers/test-store.js';
 /** B's history: orders created a second apart, BEFORE of them before the searched window. */
 const BEFORE = 20;
 const ORDERS = BEFORE + 2100;
-const ITEMS = 250;
+const ITEMS = 125;
 const IN_FLIGHT = 20;
 const LOAD_MS = 15_000;
 const TIMEOUT_MS = 600;
