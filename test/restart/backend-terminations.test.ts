@@ -119,8 +119,8 @@ describe.each(VARIANTS)(
       let phase: Phase = 'terminating';
       const load = startLoad(callers, () => phase);
       const terminator = terminateRepeatedly(server.url, 'terminated');
-      const until_ = Date.now() + TERMINATING_MS;
-      while (Date.now() < until_ && exited.length === 0) await sleep(500);
+      const terminatingUntil = Date.now() + TERMINATING_MS;
+      while (Date.now() < terminatingUntil && exited.length === 0) await sleep(500);
       const { rounds, ended } = await terminator.stop();
       stillRunning();
       phase = 'after';
@@ -136,7 +136,6 @@ describe.each(VARIANTS)(
       });
       stillRunning();
       const servedAgainMs = Date.now() - stoppedAt;
-      await sleep(1_000);
       await load.stop();
 
       // Hundreds of terminations, which ended connections of the service's.
