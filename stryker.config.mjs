@@ -13,7 +13,7 @@ export default {
     'src/domain/ip-ranges.ts',
     'src/auth/signature.ts',
     'src/auth/webhook-signature.ts',
-    'src/http/canonical-json.ts',
+    'src/domain/canonical-json.ts',
   ],
   testRunner: 'vitest',
   vitest: { configFile: 'vitest.mutation.config.ts' },

@@ -1,4 +1,4 @@
-// Servers that fail over, for the failover tests and scripts/bench-failover.ts, on free loopback ports:
+// Servers that fail over, for the failover tests and scripts/bench/failover.ts, on free loopback ports:
 // - a Redis primary, a replica and three Sentinels watching them (quorum 2, a primary unanswered for 1 s is down);
 // - a PostgreSQL primary and a standby made by pg_basebackup, streaming, named synchronous on the primary (a
 //   commit returns once the standby has the WAL, so a promotion loses nothing acknowledged).

@@ -150,6 +150,10 @@ const ConfigSchema = z.object({
   WEBHOOK_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(10_000).default(3000),
   WEBHOOK_BREAKER_FAILURES: positiveInt.default(5),
   WEBHOOK_BREAKER_PAUSE_MS: positiveInt.default(30_000),
+  // One client's endpoints together: attempts at once in one worker process (default a quarter of
+  // WEBHOOK_CONCURRENCY), and the answer time past which a receiver counts for the breaker as a failing one.
+  WEBHOOK_CONCURRENCY_PER_CLIENT: positiveInt.optional(),
+  WEBHOOK_SLOW_MS: positiveInt.default(5000),
   // Which proxies' X-Forwarded-For entries to believe: off, `true` (any: the client may forge its address), or
   // the proxies' addresses, CIDR ranges and `loopback`, `linklocal`, `uniquelocal` (Express's trust proxy).
   TRUST_PROXY: z

@@ -5,6 +5,7 @@ import { loadTaxRules } from './domain/tax.js';
 import { AUTH_LOCKOUT, CARD_LOCKOUT, Lockout } from './redis/lockout.js';
 import type { Logger } from './logger.js';
 import { createMetricsRecorder } from './metrics/metrics.recorder.js';
+import { migrationGate } from './metrics/migration-gate.js';
 import { paymentSpanAttributes } from './payments/payment-gateway.js';
 import { createSandboxGateway } from './payments/sandbox.gateway.js';
 import { createOrderOutcomes } from './queue/order-outcomes.js';
@@ -14,7 +15,7 @@ import { startSharedClock } from './redis/shared-clock.js';
 import { CLOSE_WAIT_MS, settledWithin } from './bounded-stop.js';
 import { onServerChange } from './server-changes.js';
 import { createBackpressure } from './services/backpressure.js';
-import { createOrderIntake } from './services/order-intake.js';
+import { createOrderCheck } from './services/orders/order-check.js';
 import { openStore } from './store/open-store.js';
 import { tracedStore } from './store/decorators/traced-store.js';
 import { traced } from './tracing/tracing.js';
@@ -43,7 +44,15 @@ export async function createDeps(
       `${link} server is now ${now.server}`,
     ),
   );
-  const store = tracedStore(await openStore(config, options.role, (message) => logger.warn(message)));
+  // A process refuses to migrate while processes a migration would break are alive, and a serving one to start
+  // while a step that its reads need is left to `admin migrate`.
+  const migration = {
+    gate: migrationGate(config),
+    stepsDone: options.role === 'web' || options.role === 'worker' || options.role === 'clock',
+  };
+  const store = tracedStore(
+    await openStore(config, options.role, (message) => logger.warn(message), migration),
+  );
   // The rule for anything that needs a session (LISTEN, which wakes the webhook relay): DATABASE_DIRECT_URL, or
   // polling when only a transaction pooler is given: said once, at start.
   if (config.DATABASE_URL && config.DATABASE_POOLING === 'transaction' && !config.DATABASE_DIRECT_URL)
@@ -75,7 +84,7 @@ export async function createDeps(
     taxRules,
     authLockout: new Lockout(redis, config.REDIS_PREFIX, AUTH_LOCKOUT, logger),
     cardLockout,
-    intake: createOrderIntake({ config, store, usdPer, taxRules, clock, cardLockout }),
+    orderCheck: createOrderCheck({ config, store, usdPer, taxRules, clock, cardLockout }),
     queue: createOrderQueue(queueConnection, config.REDIS_PREFIX, config.MAX_PROCESS_ATTEMPTS, logger),
     outcomes: options.withOutcomes
       ? createOrderOutcomes(

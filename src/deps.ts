@@ -10,7 +10,7 @@ import type { BullOrderQueue } from './queue/order.queue.js';
 import type { RedisClient } from './redis/redis.js';
 import type { SharedClock } from './redis/shared-clock.js';
 import type { Backpressure } from './services/backpressure.js';
-import type { OrderIntake } from './services/order-intake.js';
+import type { OrderCheck } from './services/orders/order-check.js';
 import type { Store } from './store/port/store.port.js';
 
 /** Everything with a side effect, built once by an entry point (see container.ts); tests build their own. */
@@ -28,7 +28,7 @@ export interface Deps {
   taxRules: TaxRules;
   authLockout: Lockout;
   cardLockout: Lockout;
-  intake: OrderIntake;
+  orderCheck: OrderCheck;
   queue: BullOrderQueue;
   outcomes: OrderOutcomes;
   /** The figure of unsettled orders that refuses real orders past MAX_UNSETTLED_ORDERS. */

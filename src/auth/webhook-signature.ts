@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { sha256Hex, signatureMatches } from './signature.js';
+import { sha256Hex } from './signature.js';
 
 /** What a webhook delivery signs (docs/api.md#webhooks): its Svc-Date and Svc-Event-Id, and the body bytes. */
 export interface WebhookSignedParts {
@@ -18,13 +18,4 @@ export function webhookStringToSign(parts: WebhookSignedParts): string {
 /** Lower-case hex HMAC-SHA256 of the string to sign, keyed by the webhook's secret: the Svc-Signature header. */
 export function signWebhook(secret: string, parts: WebhookSignedParts): string {
   return crypto.createHmac('sha256', secret).update(webhookStringToSign(parts)).digest('hex');
-}
-
-/** A receiver's check, in constant time: whether `presented` is the signature of these parts. */
-export function webhookSignatureMatches(
-  secret: string,
-  parts: WebhookSignedParts,
-  presented: string,
-): boolean {
-  return signatureMatches(signWebhook(secret, parts), presented.toLowerCase());
 }

@@ -52,8 +52,12 @@ function lazyContext(config: Config): CommandContext & { close(): Promise<void> 
   let store: Promise<Store> | undefined;
   return {
     config,
+    // Never migrates under processes a migration would break (metrics/migration-gate.ts), as a process would not.
     store: () =>
-      (store ??= import('../store/open-store.js').then(({ openStore }) => openStore(config, 'admin'))),
+      (store ??= Promise.all([import('../store/open-store.js'), import('../metrics/migration-gate.js')]).then(
+        ([{ openStore }, { migrationGate }]) =>
+          openStore(config, 'admin', undefined, { gate: migrationGate(config) }),
+      )),
     out: { note: (line) => process.stderr.write(`${line}\n`) },
     close: async () => {
       // A store that could not be opened has nothing to close: its error is the command's, reported once.

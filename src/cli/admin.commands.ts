@@ -48,6 +48,13 @@ export const ADMIN_COMMANDS: Record<string, Command> = {
       'run one reconciliation pass (after any pass already running); --now measures deadlines from that time',
     run: lazy(async () => (await import('./commands/reconcile.commands.js')).reconcile),
   },
+  migrate: {
+    usage: '[--batch-size N] [--max-batches N]',
+    summary:
+      "apply the store's migrations, then run their heavy steps N orders a transaction (default 1000), resumable, " +
+      'while the service serves; prints what it did and what remains (see docs/operating.md, Releases side by side)',
+    run: lazy(async () => (await import('./commands/migrate.commands.js')).migrate),
+  },
   'secrets:rotate': {
     usage: '--new-key-file FILE | [--batch-size N]',
     summary:

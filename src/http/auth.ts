@@ -1,5 +1,6 @@
 import type { RequestHandler } from 'express';
 import { sha256Hex, sign, signatureMatches, signingKey } from '../auth/signature.js';
+import { MAX_REQUEST_ID_LENGTH } from '../services/orders/order-request.schema.js';
 import { cachedFor } from '../services/read-cache.js';
 import type { ClientStore } from '../store/port/store.port.js';
 import { ApiError, authError } from './errors.js';
@@ -8,7 +9,6 @@ import { bindLogContext } from './request-context.js';
 import type { AuthContext } from './respond.js';
 import { SvcStatus, type SvcStatusCode } from './status-codes.js';
 
-export const MAX_REQUEST_ID_LENGTH = 36;
 // A disabled key is refused within a second in every web process.
 const KEY_CACHE_MS = 1000;
 // Access keys are `AK` and 20 hex digits; a longer value names no client and is not worth a lookup or a cache slot.

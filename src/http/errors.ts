@@ -1,5 +1,4 @@
 import type { ErrorRequestHandler } from 'express';
-import type { z } from 'zod';
 import { isStoreUnavailable } from '../store/store-errors.js';
 import { SecretsKeyMismatchError } from '../store/secrets/store-secrets.js';
 import { lingerAfterAnswer } from './http-server.js';
@@ -44,21 +43,6 @@ export class ApiError extends Error {
 
 export function authError(code: SvcStatusCode, message: string): ApiError {
   return new ApiError([SvcStatus.AUTH_FAILED, code], message);
-}
-
-/** One readable line per zod issue, naming the field: `listings[1].quantity: must be ...`. */
-export function describeIssue(issue: z.core.$ZodIssue, prefix: (string | number)[] = []): string {
-  const path = formatPath([...prefix, ...issue.path]);
-  return path ? `${path}: ${issue.message}` : issue.message;
-}
-
-export function formatPath(path: readonly PropertyKey[]): string {
-  let out = '';
-  for (const part of path) {
-    if (typeof part === 'number') out += `[${part}]`;
-    else out += out ? `.${String(part)}` : String(part);
-  }
-  return out;
 }
 
 export interface ErrorBody {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MAX_REQUEST_ID_LENGTH } from './auth.js';
+import { MAX_REQUEST_ID_LENGTH } from '../services/orders/order-request.schema.js';
 import { openApiPath, type Endpoint, type Method, type Operation } from './endpoints/endpoint.js';
 import { ENDPOINTS } from './endpoints/index.js';
 import { ErrorResponseSchema } from './order-response.schema.js';

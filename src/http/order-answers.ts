@@ -1,24 +1,43 @@
-import type { PlaceOrderResult } from '../services/place-order.js';
+import type { OrderProblemKind, OrderRefusal } from '../services/orders/order-check.js';
+import type { PlacedOrder } from '../services/orders/place-order.js';
+import type { BatchEntryResult } from '../services/orders/place-order-batch.js';
 import { ApiError } from './errors.js';
-import { SvcStatus } from './status-codes.js';
+import type { OrderBatchResult } from './order-response.schema.js';
+import { SvcStatus, type SvcStatusCode } from './status-codes.js';
 
-/** 2010 for an order met again while its job still waits or runs; 2001 for a new one or a settled duplicate. */
-export function placedCode(result: Extract<PlaceOrderResult, { kind: 'placed' }>) {
+/** The Svc-Status code of each kind of problem an order is refused for (docs/api.md#status-codes). */
+const PROBLEM_CODES: Record<OrderProblemKind, SvcStatusCode> = {
+  field: SvcStatus.INVALID,
+  listings: SvcStatus.LISTINGS_PROBLEM,
+  orders: SvcStatus.LISTINGS_PROBLEM,
+  'not-an-order': SvcStatus.MALFORMED,
+  card: SvcStatus.BAD_CARD,
+  locked: SvcStatus.CARD_TESTING_LOCKED,
+  conflict: SvcStatus.REQUEST_ID_CONFLICT,
+  busy: SvcStatus.UNAVAILABLE,
+};
+
+/** A refused order as its error: a code and a message per problem, Retry-After when waiting can make it pass. */
+export function refusalError({ problems, retryAfterS }: OrderRefusal): ApiError {
+  return new ApiError(
+    problems.map((p) => PROBLEM_CODES[p.kind]),
+    problems.map((p) => p.message),
+    retryAfterS === undefined ? {} : { 'Retry-After': String(retryAfterS) },
+  );
+}
+
+/**
+ * 2002 for a dry run; 2003 for an order met again while its job still waits or runs; 2010 for a new one or a
+ * settled duplicate.
+ */
+export function placedCode(result: PlacedOrder): SvcStatusCode {
+  if (result.kind === 'dry-run') return SvcStatus.DRY_RUN_OK;
   return result.duplicate && result.queued ? SvcStatus.DUPLICATE_PROCESSING : SvcStatus.CREATED;
 }
 
-/** 5030 with Retry-After: too many orders (or too many of this client's) wait for the workers; nothing stored. */
-export function backpressureError({
-  retryAfterS,
-  ofClient,
-}: {
-  retryAfterS: number;
-  ofClient: boolean;
-}): ApiError {
-  const what = ofClient
-    ? "too many of this client's orders are waiting to be processed (its share of the backlog)"
-    : 'too many orders are waiting to be processed';
-  return new ApiError(SvcStatus.UNAVAILABLE, `${what}; nothing was stored, retry after Retry-After seconds`, {
-    'Retry-After': String(retryAfterS),
-  });
+/** A batch entry's result: its order, or its codes (ascending) and messages as the order would get them alone. */
+export function batchResultOf({ requestId, result }: BatchEntryResult): OrderBatchResult {
+  if (result.kind !== 'refused') return { requestId, status: [placedCode(result)], order: result.order };
+  const { codes, messages } = refusalError(result);
+  return { requestId, status: [...codes].sort((a, b) => a - b), order: null, messages };
 }

@@ -4,7 +4,7 @@
  * order of 250 items costs what 250 orders of one item would, issue 41); a dry run one per 10 listings, the work
  * of pricing it (an order of 100 listings costs 10, as 10 orders of 10 would). At least one either way.
  */
-import { MAX_ITEMS } from './order-request.schema.js';
+import { MAX_ITEMS } from '../services/orders/order-request.schema.js';
 
 const LISTINGS_PER_REQUEST = 10;
 

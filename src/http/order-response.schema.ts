@@ -82,6 +82,37 @@ export const ErrorResponseSchema = z
   })
   .meta({ id: 'ErrorResponse' });
 
+/** The schemas an OrderResponse names, for an endpoint's OpenAPI components. */
+export const orderResponseSchemas = (): z.ZodType[] => [
+  OrderItemSummarySchema,
+  ListingSummarySchema,
+  OrderResponseSchema,
+];
+
 // The one OrderResponse type is the service's; the schema that documents it must describe exactly that type.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 export const schemaMatchesOrderResponse: Same<z.output<typeof OrderResponseSchema>, OrderResponse> = true;
+
+export const OrderBatchResultSchema = z
+  .strictObject({
+    requestId: z.string().describe('The entry’s requestId as sent; "" when it sent none that is text'),
+    status: z
+      .array(z.number().int().meta({ minimum: 1000, maximum: 5999 }))
+      .min(1)
+      .describe('The Svc-Status codes this order would get alone, ascending'),
+    order: OrderResponseSchema.nullable().describe('The order (priced for a dry run); null when it failed'),
+    messages: z
+      .array(z.string())
+      .min(1)
+      .optional()
+      .describe('Present when the order failed: one readable line per problem'),
+  })
+  .meta({ id: 'OrderBatchResult' });
+
+export const OrderBatchResponseSchema = z
+  .strictObject({
+    results: z.array(OrderBatchResultSchema).describe('One result per order, in the order of the request'),
+  })
+  .meta({ id: 'OrderBatchResponse' });
+
+export type OrderBatchResult = z.output<typeof OrderBatchResultSchema>;

@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { describeIssue } from './errors.js';
-import { parseInput } from './request-input.js';
+import { describeIssue, parseInput } from '../domain/readable-input.js';
 
 const DAY_MS = 86_400_000;
 /** Longest allowed distance from dateStart to dateEnd (SPEC.md, Limits); exactly 90 days is allowed. */

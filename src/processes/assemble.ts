@@ -3,6 +3,7 @@ import { closeDeps, createDeps, type ContainerOptions } from '../container.js';
 import type { Deps } from '../deps.js';
 import type { Logger } from '../logger.js';
 import { startProcessHeartbeat } from '../metrics/process-heartbeat.js';
+import { PROTOCOL } from '../queue/protocol.js';
 import type { ProcessName, RunningProcess } from './run-process.js';
 
 /** A part of a process: an HTTP server, a queue's worker, a scheduled pass. */
@@ -24,7 +25,11 @@ export async function assembleProcess(
 ): Promise<RunningProcess> {
   const deps = await createDeps(config, logger, { ...options, role });
   const parts = await startParts(deps);
-  const stopHeartbeat = startProcessHeartbeat(deps.redis, config.REDIS_PREFIX, role, deps.clock);
+  const stopHeartbeat = startProcessHeartbeat(deps.redis, config.REDIS_PREFIX, role, deps.clock, {
+    store: deps.store.kind,
+    schema: deps.store.schemaVersion,
+    protocol: PROTOCOL,
+  });
   return {
     async stop() {
       await Promise.all(parts.map((part) => part.stop()));

@@ -1,8 +1,9 @@
 import { Worker, type Telemetry } from 'bullmq';
 import type { Deps } from '../deps.js';
-import { CLAIM_START_WINDOW_MS, deliverFairly } from '../services/deliver-webhook.js';
+import { CLAIM_START_WINDOW_MS, deliverFairly, webhookClients } from '../services/deliver-webhook.js';
 import { startRelay } from './webhook.relay-runner.js';
 import { createWebhookSender } from '../webhooks/webhook-sender.js';
+import { clientShare, createClientSlots } from '../webhooks/client-slots.js';
 import { createEndpointGate } from '../redis/endpoint-gate.js';
 import { createMetricsRecorder } from '../metrics/metrics.recorder.js';
 import { createBlockingRedis, createRedis } from '../redis/redis.js';
@@ -18,11 +19,13 @@ import {
 
 /** The longest pause of an endpoint that keeps failing, as the longest wait between attempts. */
 const MAX_PAUSE_MS = 3_600_000;
+/** A client's attempts under way longer than this make it slow: its others wait in the queue, not in a slot. */
+const CLIENT_SLOW_AFTER_MS = 1000;
 
 /**
  * Starts the webhooks side of a worker process: a BullMQ worker of its own queue, with its own connection and
- * concurrency (a slow receiver holds a delivery slot, never an order slot, and at most its endpoint's share of
- * them: see deliverFairly), and the relay that hands the store's outbox to that queue. Resolves with a function that stops both cleanly.
+ * concurrency (a slow receiver holds a delivery slot, never an order slot, and at most its endpoint's and its
+ * client's share of them: see deliverFairly), and the relay that hands the store's outbox to that queue. Resolves with a function that stops both cleanly.
  */
 export async function startWebhookWorker(deps: Deps) {
   const { config, logger } = deps;
@@ -50,7 +53,12 @@ export async function startWebhookWorker(deps: Deps) {
     maxPauseMs: MAX_PAUSE_MS,
     clock: deps.clock,
   });
-  const deliverDeps = { ...deps, sender, gate };
+  const clientSlots = createClientSlots({
+    perClient: clientShare(config),
+    slowAfterMs: CLIENT_SLOW_AFTER_MS,
+    clock: deps.clock,
+  });
+  const deliverDeps = { ...deps, sender, gate, clientSlots, clientOf: webhookClients(deps.store) };
   const connection = createBlockingRedis(config, `${config.QUEUE_PREFIX}-webhooks`);
   // On the connection that then marks each job finished, like the order worker's (see recordJob).
   const metrics = createMetricsRecorder(connection, config.REDIS_PREFIX, logger);

@@ -35,6 +35,12 @@ export function announceOrderEnd(
 }
 
 /**
+ * The job id an order's end names: the whole message in protocol version 1 (`order-<id>`, what this release
+ * publishes), its first word in any later one, which may add words after it (protocol.ts).
+ */
+export const endedJobOf = (message: string): string => message.split(' ', 1)[0]!;
+
+/**
  * Waits for workers' word that an order's job ended (announceOrderEnd: one short message per order on a
  * channel, not BullMQ's queue events, of which each job writes several), with a slow poll of the store as a
  * safety net for a message lost while Redis or the subscription was away. The channel is heard only while
@@ -77,7 +83,10 @@ export function createOrderOutcomes(
     connection.on('error', (err: Error) =>
       logger.warn({ err: err.message }, 'order outcomes connection error'),
     );
-    connection.on('message', (from: string, jobId: string) => from === channel && wake(jobId));
+    connection.on(
+      'message',
+      (from: string, message: string) => from === channel && wake(endedJobOf(message)),
+    );
     connection.subscribe(channel).then(
       () => {
         askAll();

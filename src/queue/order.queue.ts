@@ -7,13 +7,25 @@ import { queueTelemetry, tracingOn } from '../tracing/tracing.js';
 
 export const ORDER_QUEUE = 'orders';
 
-/** The closed catalogue of this queue's jobs: each name has one payload schema. */
+/**
+ * The closed catalogue of this queue's jobs: each name has one payload schema. A payload of any protocol version
+ * (protocol.ts) is read: `v` absent is version 1, and fields a later release adds are ignored.
+ */
 export const OrderJobs = {
-  'process-order': z.strictObject({ orderId: z.number().int().positive() }),
+  'process-order': z.object({
+    orderId: z.number().int().positive(),
+    v: z.number().int().positive().optional(),
+  }),
 } as const;
 
 export type OrderJobName = keyof typeof OrderJobs;
 export type OrderJobData = z.infer<(typeof OrderJobs)['process-order']>;
+
+/**
+ * An order's job as this release writes it: protocol version 1 exactly, no version field, since the workers of
+ * earlier releases fail a payload with a field they do not know (protocol.ts).
+ */
+export const orderJobData = (orderId: number): OrderJobData => ({ orderId });
 
 /** Deterministic, so a second enqueue of a waiting or active order is a no-op. */
 export const orderJobId = (orderId: number): string => `order-${orderId}`;
@@ -79,7 +91,7 @@ export function createOrderQueue(
   };
   const jobOf = (orderId: number) => ({
     name: 'process-order' as const,
-    data: { orderId },
+    data: orderJobData(orderId),
     opts: { ...options, jobId: orderJobId(orderId) },
   });
   const addOne = async (orderId: number) => {

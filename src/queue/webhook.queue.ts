@@ -7,13 +7,18 @@ import type { RedisClient } from '../redis/redis.js';
 
 export const WEBHOOK_QUEUE = 'webhooks';
 
-/** The closed catalogue of this queue's jobs: each name has one payload schema. */
+/**
+ * The closed catalogue of this queue's jobs: each name has one payload schema. A payload of any protocol version
+ * (protocol.ts) is read: `v` absent is version 1, and fields a later release adds are ignored; this release writes
+ * version 1 exactly, which the workers of earlier releases, strict about unknown fields, read too.
+ */
 export const WebhookJobs = {
-  'deliver-webhook': z.strictObject({
+  'deliver-webhook': z.object({
     deliveryId: z.number().int().positive(),
     attempt: z.number().int().positive(),
     // Absent from jobs queued before it was added: the worker then reads it from the store.
     webhookId: z.number().int().positive().optional(),
+    v: z.number().int().positive().optional(),
   }),
 } as const;
 

@@ -14,7 +14,10 @@ export interface EndpointGate {
    * failure lately), waits up to `patienceMs` for one of them to end, woken at once when one ends in this process.
    */
   enter(webhookId: number, patienceMs?: number): Promise<GateEntry>;
-  /** Frees the slot; `result` feeds the breaker ('none': nothing was sent). Returns the pause it opened, or 0. */
+  /**
+   * Frees the slot; `result` feeds the breaker ('none': nothing was sent; 'slow': delivered, but later than a slow
+   * answer, which the breaker counts as a failure). Returns the pause it opened, or 0.
+   */
   leave(webhookId: number, token: string, result: AttemptResult): Promise<number>;
 }
 
@@ -28,7 +31,7 @@ export type GateEntry =
   /** Its endpoint's circuit is open. */
   | { kind: 'paused'; waitMs: number };
 
-export type AttemptResult = 'ok' | 'failed' | 'none';
+export type AttemptResult = 'ok' | 'slow' | 'failed' | 'none';
 
 export interface EndpointGateOptions {
   redis: RedisClient;
@@ -63,7 +66,7 @@ redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[4])
 redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]))
 return {1, 0}`);
 
-// KEYS as ENTER. ARGV: now, the holder's token, 'ok' | 'failed' | 'none', failures that open the circuit, first
+// KEYS as ENTER. ARGV: now, the holder's token, 'ok' | 'slow' | 'failed' | 'none' (slow counts as failed), failures that open the circuit, first
 // pause, longest pause, how long the breaker is remembered. A success closes the circuit and forgets the count;
 // a failure while the circuit is open (an attempt that started before it opened) is not counted. After a pause
 // the count stands one short of opening, so the first attempt that fails again opens it for twice as long.
@@ -75,7 +78,7 @@ if ARGV[3] == 'ok' then
   redis.call('DEL', KEYS[2])
   return 0
 end
-if ARGV[3] ~= 'failed' then return 0 end
+if ARGV[3] ~= 'failed' and ARGV[3] ~= 'slow' then return 0 end
 local openUntil = tonumber(redis.call('HGET', KEYS[2], 'openUntil') or '0')
 if openUntil > now then return 0 end
 local threshold = tonumber(ARGV[4])

@@ -33,7 +33,7 @@ function sentinelOptions(config: RedisTargetConfig): RedisOptions {
     sentinelPassword: config.REDIS_SENTINEL_PASSWORD,
     role: 'master',
     // Not ioredis's failoverDetector: its +switch-master, arriving while a connection is being opened again,
-    // ends that connection for good ("Connection is closed" ever after, seen in scripts/bench-failover.ts). A
+    // ends that connection for good ("Connection is closed" ever after, seen in scripts/bench/failover.ts). A
     // master lost closes its connections, and a promotion makes Redis close its clients': each reconnection
     // asks the Sentinels again.
     reconnectOnError: (err) => (err.message.startsWith('READONLY') ? 2 : false),

@@ -88,11 +88,11 @@ type Figure = ReturnType<typeof unsettledFigure>;
  * docs/api.md#backpressure: "more than MAX_UNSETTLED_ORDERS items of accepted orders not settled yet" refuses
  * real orders; and each client may hold at most MAX_UNSETTLED_PER_CLIENT such items, so that one client cannot
  * fill the shared backlog and have every other client refused. Work is charged by its cost: an order of 250
- * items weighs what 250 orders of one item do (issue 41). The figures cost no store query per request: the
+ * items weighs what 250 orders of one item do. The figures cost no store query per request: the
  * service's count is read in the background every second, a client's when it orders and its figure is older
  * than a second (a sum over the partial index orders_unsettled_client, which holds each order's item count),
  * each plus the items of the orders this process accepted since. Other processes' acceptances show at the next
- * read: each may overshoot a limit by a second of its intake.
+ * read: each may overshoot a limit by what it accepts in a second.
  */
 export function createBackpressure(deps: BackpressureDeps) {
   const refreshMs = deps.refreshMs ?? 1000;

@@ -3,6 +3,7 @@ import type { Logger } from '../logger.js';
 import type { AttemptResult, EndpointGate } from '../redis/endpoint-gate.js';
 import type { AttemptOutcome, Store } from '../store/port/store.port.js';
 import type { WebhookSender } from '../webhooks/webhook-sender.js';
+import type { ClientSlots } from '../webhooks/client-slots.js';
 import { inSpan } from '../tracing/tracing.js';
 import { eventBody } from './order-events.js';
 import { isoMs } from './order-view.js';
@@ -17,7 +18,11 @@ export interface DeliverDeps {
 
 export interface FairDeliverDeps extends DeliverDeps {
   gate: EndpointGate;
-  config: DeliverDeps['config'] & Pick<Config, 'WEBHOOK_TIMEOUT_MS'>;
+  /** This process's delivery slots by client: a client's endpoints together hold at most its share. */
+  clientSlots: ClientSlots;
+  /** The client of a webhook (see webhookClients); undefined when there is no such webhook. */
+  clientOf(webhookId: number): Promise<number | undefined>;
+  config: DeliverDeps['config'] & Pick<Config, 'WEBHOOK_TIMEOUT_MS' | 'WEBHOOK_SLOW_MS'>;
   /** [0, 1): spreads the waits of an endpoint's backlog. */
   random?: () => number;
 }
@@ -25,7 +30,10 @@ export interface FairDeliverDeps extends DeliverDeps {
 /** An attempt that may not start now: its job is to wait `waitMs` in the queue, holding no worker slot. */
 export interface Deferral {
   kind: 'deferred';
-  /** busy: its endpoint has all its slots taken; paused: its endpoint keeps failing and rests. */
+  /**
+   * busy: its endpoint, or its client's share of this worker, has all its slots taken; paused: its endpoint keeps
+   * failing (or answering slowly) and rests.
+   */
   reason: 'busy' | 'paused';
   waitMs: number;
 }
@@ -118,43 +126,114 @@ export async function deliverWebhook(
 const SLOT_PATIENCE_MS = 250;
 const BUSY_WAIT_MS = [200, 1000] as const;
 const PAUSE_SPREAD_MS = 1000;
+/** Webhooks whose client is remembered by a worker: past this many, it forgets them all and reads them again. */
+const CLIENTS_KEPT = 10_000;
 
-const resultOf = (outcome: DeliveryOutcome | undefined): AttemptResult =>
-  outcome === 'delivered' ? 'ok' : outcome === 'retry' || outcome === 'gave-up' ? 'failed' : 'none';
+/** Whether an attempt was delivered, and in time, as the breaker hears it ('none': nothing was sent). */
+function resultOf(outcome: DeliveryOutcome | undefined, answeredInMs: number, slowMs: number): AttemptResult {
+  if (outcome === 'delivered') return answeredInMs > slowMs ? 'slow' : 'ok';
+  return outcome === 'retry' || outcome === 'gave-up' ? 'failed' : 'none';
+}
+
+/** A webhook's client, read from the store once per webhook and process: a webhook never changes client. */
+export function webhookClients(
+  store: Pick<Store, 'webhooks'>,
+): (webhookId: number) => Promise<number | undefined> {
+  const known = new Map<number, number>();
+  return async (webhookId) => {
+    const cached = known.get(webhookId);
+    if (cached !== undefined) return cached;
+    const webhook = await store.webhooks.find(webhookId);
+    if (!webhook) return undefined;
+    if (known.size >= CLIENTS_KEPT) known.clear();
+    known.set(webhookId, webhook.clientId);
+    return webhook.clientId;
+  };
+}
 
 /**
- * Makes an attempt as deliverWebhook does, if its endpoint lets it: at most a few attempts to one endpoint at
- * once across every worker, none while the endpoint is paused after failing again and again. An attempt that may
- * not start is deferred: when the endpoint is busy and answering, after waiting a moment in its slot for one of
- * the endpoint's to end, for a moment more; about a response time-out when it is busy and slow (its slots are
- * held by attempts that may hang that long); past the end of the pause when it is paused (spread over as long
- * again as the pause has left, at least a second, so that its backlog does not wake at once).
+ * Makes an attempt as deliverWebhook does, if its client's share of this worker and its endpoint let it: at most
+ * WEBHOOK_CONCURRENCY_PER_CLIENT attempts of one client's endpoints at once in this process, at most a few attempts
+ * to one endpoint at once across every worker, none while the endpoint is paused after failing (or answering later
+ * than WEBHOOK_SLOW_MS) again and again. An attempt that may not start is deferred: when the endpoint or the client
+ * is busy and answering, after waiting a moment in its slot for one of the endpoint's to end, for a moment more;
+ * about a response time-out when busy and slow (its slots are held by attempts that may hang that long); past the
+ * end of the pause when it is paused (spread over as long again as the pause has left, at least a second, so that
+ * its backlog does not wake at once).
  */
 export async function deliverFairly(
   deps: FairDeliverDeps,
   job: { deliveryId: number; attempt: number; webhookId?: number | undefined },
 ): Promise<DeliveryOutcome | Deferral> {
-  const webhookId = job.webhookId ?? (await deps.store.webhooks.target(job.deliveryId))?.webhook.webhookId;
-  if (webhookId === undefined) return 'stale';
+  const endpoint = await endpointOf(deps, job);
+  if (!endpoint) return 'stale';
+  const { webhookId, clientId } = endpoint;
   const random = deps.random ?? Math.random;
-  const entry = await deps.gate.enter(webhookId, SLOT_PATIENCE_MS);
-  if (entry.kind === 'paused') {
-    // Woken over as long again as the pause has left, so that a large backlog does not wake all at once.
-    const spread = Math.max(PAUSE_SPREAD_MS, entry.waitMs);
-    return { kind: 'deferred', reason: 'paused', waitMs: entry.waitMs + Math.floor(random() * spread) };
-  }
-  if (entry.kind === 'busy') {
-    const timeout = deps.config.WEBHOOK_TIMEOUT_MS;
-    const [low, high] = entry.slow ? [timeout / 2, timeout] : BUSY_WAIT_MS;
-    return { kind: 'deferred', reason: 'busy', waitMs: Math.floor(low + random() * (high - low)) };
-  }
-  let outcome: DeliveryOutcome | undefined;
+  const share = deps.clientSlots.take(clientId);
+  if (share.kind === 'full') return busy(deps, share.slow, random);
   try {
-    outcome = await deliverWebhook(deps, job.deliveryId, job.attempt);
+    const entry = await deps.gate.enter(webhookId, SLOT_PATIENCE_MS);
+    if (entry.kind === 'paused') {
+      // Woken over as long again as the pause has left, so that a large backlog does not wake all at once.
+      const spread = Math.max(PAUSE_SPREAD_MS, entry.waitMs);
+      return { kind: 'deferred', reason: 'paused', waitMs: entry.waitMs + Math.floor(random() * spread) };
+    }
+    if (entry.kind === 'busy') return busy(deps, entry.slow, random);
+    return await attemptInSlot(deps, job, webhookId, entry.token);
+  } finally {
+    share.release();
+  }
+}
+
+/** The attempt, in the endpoint's slot `token`: the breaker then hears how it went, and how soon it was answered. */
+async function attemptInSlot(
+  deps: FairDeliverDeps,
+  job: { deliveryId: number; attempt: number },
+  webhookId: number,
+  token: string,
+): Promise<DeliveryOutcome> {
+  let outcome: DeliveryOutcome | undefined;
+  let answeredInMs = 0;
+  const sender = {
+    async post(request: Parameters<WebhookSender['post']>[0]) {
+      const sentAt = deps.clock();
+      try {
+        return await deps.sender.post(request);
+      } finally {
+        answeredInMs = deps.clock() - sentAt;
+      }
+    },
+  };
+  try {
+    outcome = await deliverWebhook({ ...deps, sender }, job.deliveryId, job.attempt);
     return outcome;
   } finally {
-    const pausedMs = await deps.gate.leave(webhookId, entry.token, resultOf(outcome));
+    const result = resultOf(outcome, answeredInMs, deps.config.WEBHOOK_SLOW_MS);
+    const pausedMs = await deps.gate.leave(webhookId, token, result);
     if (pausedMs > 0)
-      deps.logger.warn({ webhookId, pausedMs }, 'webhook endpoint keeps failing; its deliveries paused');
+      deps.logger.warn(
+        { webhookId, pausedMs },
+        'webhook endpoint keeps failing or answering slowly; its deliveries paused',
+      );
   }
+}
+
+/** The webhook of a job and its client (read from the delivery for a job queued without its webhook). */
+async function endpointOf(
+  deps: FairDeliverDeps,
+  job: { deliveryId: number; webhookId?: number | undefined },
+): Promise<{ webhookId: number; clientId: number } | undefined> {
+  if (job.webhookId === undefined) {
+    const webhook = (await deps.store.webhooks.target(job.deliveryId))?.webhook;
+    return webhook && { webhookId: webhook.webhookId, clientId: webhook.clientId };
+  }
+  const clientId = await deps.clientOf(job.webhookId);
+  return clientId === undefined ? undefined : { webhookId: job.webhookId, clientId };
+}
+
+/** Deferred for a moment while the slots are held by attempts that answer, about a time-out while they are slow. */
+function busy(deps: FairDeliverDeps, slow: boolean, random: () => number): Deferral {
+  const timeout = deps.config.WEBHOOK_TIMEOUT_MS;
+  const [low, high] = slow ? [timeout / 2, timeout] : BUSY_WAIT_MS;
+  return { kind: 'deferred', reason: 'busy', waitMs: Math.floor(low + random() * (high - low)) };
 }

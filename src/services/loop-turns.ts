@@ -1,7 +1,7 @@
 /**
  * The synchronous work of one request done in turns of the event loop: a turn ends once it has held the loop
- * TURN_BUDGET_MS, and the process answers other requests before the next one begins (issue 41: a large batch
- * must not hold the web's loop more than a few tens of milliseconds at a time).
+ * TURN_BUDGET_MS, and the process answers other requests before the next one begins: a large batch must not
+ * hold the web's loop more than a few tens of milliseconds at a time, or every other client waits behind it.
  */
 export const TURN_BUDGET_MS = 10;
 

@@ -123,12 +123,8 @@ export type AttemptStep =
 /**
  * One attempt at an order; safe to run any number of times: every write is guarded by the order's phase in
  * the store, and the payment is keyed by the order so a retry finds the first authorisation, not a second.
+ * With the item statuses the attempt settled: the worker counts them without reading them back.
  */
-export async function processOrder(deps: ProcessOrderDeps, orderId: number): Promise<ProcessOutcome> {
-  return (await attemptOrder(deps, orderId)).outcome;
-}
-
-/** processOrder, with the item statuses the attempt settled: the worker counts them without reading them back. */
 export async function attemptOrder(deps: ProcessOrderDeps, orderId: number): Promise<ProcessResult> {
   const step = await startAttempt(deps, orderId);
   switch (step.kind) {

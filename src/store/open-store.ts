@@ -4,6 +4,7 @@ import { groupAttempts, groupCommits, groupSettlements } from './decorators/grou
 import { groupCatalogReads, groupOrderReads } from './decorators/group-reads.js';
 import { resolveSecretsKey } from './secrets/secrets-key.js';
 import type { Store } from './port/store.port.js';
+import type { MigrationOptions } from './migration-options.js';
 
 const toStderr = (message: string): void => void process.stderr.write(`${message}\n`);
 
@@ -12,7 +13,7 @@ const toStderr = (message: string): void => void process.stderr.write(`${message
  * secrets under SECRETS_KEY (on SQLite without it, the data folder's secrets.key, generated once and told to
  * `note`, stderr by default). Single orders accepted together share a transaction, and so do attempts and
  * settlements (group-commit.ts); gets of one order and catalog reads asked for together share a statement
- * (group-reads.ts).
+ * (group-reads.ts). `migration`: the gate asked before migrating, and whether to refuse while a step is pending.
  */
 export async function openStore(
   config: Pick<Config, 'DATABASE_URL' | 'DB_PATH' | 'DB_POOL_SIZE' | 'SECRETS_KEY'> &
@@ -29,8 +30,9 @@ export async function openStore(
     >,
   role = 'service',
   note: (message: string) => void = toStderr,
+  migration: MigrationOptions = {},
 ): Promise<Store> {
-  const store = await openAdapter(config, role, note);
+  const store = await openAdapter(config, role, note, migration);
   return {
     ...store,
     orders: groupOrderReads(groupCommits(store.orders)),
@@ -43,6 +45,7 @@ async function openAdapter(
   config: Parameters<typeof openStore>[0],
   role: string,
   note: (message: string) => void,
+  migration: MigrationOptions,
 ): Promise<Store> {
   const keys = resolveSecretsKey(config, note);
   const sealer = createSealer(keys.key, keys.previous);
@@ -50,6 +53,7 @@ async function openAdapter(
   if (config.DATABASE_URL) {
     const { openPostgresStore } = await import('./postgres/postgres.store.js');
     return openPostgresStore(config.DATABASE_URL, {
+      ...migration,
       poolSize: config.DB_POOL_SIZE,
       clientShare: config.DB_POOL_CLIENT_SHARE,
       applicationName: role,
@@ -72,6 +76,7 @@ async function openAdapter(
   // plan cannot bound on a thread, under the deadline PostgreSQL's statements have (issue 41).
   const web = role === 'web';
   return openSqliteStore(config.DB_PATH, {
+    ...migration,
     sealer,
     busyTimeoutMs: web ? config.WEB_DB_BUSY_TIMEOUT_MS : undefined,
     waitUnblocked: web || role === 'worker' || role === 'clock',

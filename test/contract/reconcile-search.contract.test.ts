@@ -209,6 +209,8 @@ describe(`the store's reconciliation and search keys on ${TEST_STORE}`, () => {
           );
         const builtBefore = await probe.scalar<number | null>(`SELECT to_regclass(?)::oid`, COVERING_INDEX);
         expect(await store.migrate()).toEqual([20]);
+        // Built by `admin migrate`'s step, CONCURRENTLY, then swapped in.
+        await store.steps.run({ batchSize: 100 });
         expect(await definition()).toBe(covering);
         expect(covering).toContain('INCLUDE (items_updated_at)');
         const now = await probe.scalar<number>(`SELECT 'orders_client_items_updated'::regclass::oid`);
@@ -231,6 +233,11 @@ describe(`the store's reconciliation and search keys on ${TEST_STORE}`, () => {
     await probe.exec(`ALTER TABLE orders DROP COLUMN items_updated_at;
       DELETE FROM schema_migrations WHERE version = ${version};`);
     expect(await store.migrate()).toEqual([version]);
+    // The orders are filled by `admin migrate`'s step, a batch at a time.
+    const step = () => store.steps.list().then((steps) => steps.find((s) => s.version === version)!);
+    expect(await step()).toMatchObject({ done: false, position: 0, servesBefore: false });
+    await store.steps.run({ batchSize: 1 });
+    expect(await step()).toMatchObject({ done: true });
     const keys = await probe.all<{ items_updated_at: number | null }>(
       'SELECT items_updated_at FROM orders WHERE order_id IN (?, ?) ORDER BY order_id',
       touched,

@@ -1,5 +1,5 @@
 // Batches for the tests of POST /v1/order-batches: entries built from the fixtures' order body, sent signed.
-import type { OrderRequest } from '../../src/http/order-request.schema.js';
+import type { OrderRequest } from '../../src/services/orders/order-request.schema.js';
 import { orderBody } from './fixtures.js';
 import { signed, type Credentials, type SignOptions, type TestService } from './test-service.js';
 

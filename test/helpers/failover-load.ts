@@ -1,4 +1,4 @@
-// A server lost under load (test/failover, scripts/bench-failover.ts): a web, a worker and a clock process on the
+// A server lost under load (test/failover, scripts/bench/failover.ts): a web, a worker and a clock process on the
 // given store and Redis, several callers ordering (a scarce and a plentiful listing), asking dry runs, getting and
 // searching, each request retried with its own Svc-RequestId until it is answered below 500; `lose` takes the
 // server away (and has its replacement take over) while they go on. What the callers and the store saw is returned

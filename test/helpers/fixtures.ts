@@ -1,6 +1,6 @@
 // A small catalog with hand-checkable numbers: one vendor per currency, rates that differ by mode and zone.
 import type { CatalogListing, CatalogVendor } from '../../src/store/port/store.port.js';
-import type { OrderRequest } from '../../src/http/order-request.schema.js';
+import type { OrderRequest } from '../../src/services/orders/order-request.schema.js';
 
 const rate = (first: number, additional: number, minDays: number, maxDays: number) => ({
   firstCents: first,

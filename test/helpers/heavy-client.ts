@@ -1,5 +1,5 @@
-// The heavy client of issue 41 (scripts/heavy-orders.ts) for a test service's client.
-import { storeHeavyOrders, type HeavyOrders } from '../../scripts/heavy-orders.js';
+// The heavy client (heavy-orders.ts) for a test service's client.
+import { storeHeavyOrders, type HeavyOrders } from './heavy-orders.js';
 import { freePort } from '../../scripts/redis.js';
 import { LISTINGS, US_ADDRESS, VENDORS } from './fixtures.js';
 import { createSigningClient, type SigningClient } from './signed-client.js';

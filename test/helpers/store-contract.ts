@@ -34,6 +34,9 @@ export let clientId: number;
 export let cardId: number;
 let requestSeq = 0;
 
+/** The environment of this file's store: what a process (or the admin CLI) on the same store is given. */
+export const contractEnv = (): Record<string, string | undefined> => testStore.env;
+
 /** Opens this file's store before its cases and drops it after them. */
 export function useContractStore(): void {
   beforeAll(async () => {

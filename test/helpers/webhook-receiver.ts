@@ -1,9 +1,19 @@
 // A real HTTP receiver of webhook deliveries on 127.0.0.1, for tests: it records every request and answers as
-// the test says (a status, or never), and checks signatures as a client's receiver would.
+// the test says (a status, at once or late, or never), and checks signatures as a client's receiver would.
 import http, { type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { webhookSignatureMatches } from '../../src/auth/webhook-signature.js';
+import { signatureMatches } from '../../src/auth/signature.js';
+import { signWebhook, type WebhookSignedParts } from '../../src/auth/webhook-signature.js';
 import type { OrderEventBody } from '../../src/services/order-events.js';
+
+/** A receiver's check, in constant time, as a client's receiver would make it: whether `presented` signs these parts. */
+export function webhookSignatureMatches(
+  secret: string,
+  parts: WebhookSignedParts,
+  presented: string,
+): boolean {
+  return signatureMatches(signWebhook(secret, parts), presented.toLowerCase());
+}
 
 export interface Received {
   path: string;
@@ -11,12 +21,15 @@ export interface Received {
   body: string;
   event: OrderEventBody;
   at: number;
-  /** What the receiver answered: a status, or 'hang'. */
-  answered?: number | 'hang';
+  /** What the receiver answered: a status, a status given late, or 'hang'. */
+  answered?: Reply;
 }
 
-/** What to answer the n-th request (0-based): a status code, or 'hang' to leave it unanswered. */
-export type Answer = (received: Received, n: number) => number | 'hang';
+/** A status code, the same given `afterMs` after the request has arrived, or 'hang' to leave it unanswered. */
+export type Reply = number | { status: number; afterMs: number } | 'hang';
+
+/** What to answer the n-th request (0-based). */
+export type Answer = (received: Received, n: number) => Reply;
 
 export interface Receiver {
   readonly port: number;
@@ -53,8 +66,10 @@ export async function startReceiver(answer: Answer = () => 204): Promise<Receive
         at: Date.now(),
       };
       received.push(entry);
-      entry.answered = current(entry, received.length - 1);
-      if (entry.answered !== 'hang') res.writeHead(entry.answered).end();
+      const reply = current(entry, received.length - 1);
+      entry.answered = reply;
+      if (typeof reply === 'number') res.writeHead(reply).end();
+      else if (reply !== 'hang') setTimeout(() => res.writeHead(reply.status).end(), reply.afterMs);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

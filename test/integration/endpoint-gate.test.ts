@@ -80,4 +80,20 @@ describe('an endpoint gate shared by two workers', () => {
     expect(await fail(a)).toBe(0);
     expect(await fail(a)).toBe(1000);
   });
+
+  it('when an endpoint answers slowly again and again, then it is paused as a failing one is, and a timely answer ends the count', async () => {
+    const [a, b] = twoWorkers();
+    const leave = async (gate: EndpointGate, result: 'slow' | 'failed' | 'ok') =>
+      gate.leave(9, token(await gate.enter(9)), result);
+    expect(await leave(a, 'slow')).toBe(0);
+    expect(await leave(b, 'slow')).toBe(0);
+    expect(await leave(a, 'ok')).toBe(0);
+    // Slow and failed count together, in a row.
+    expect(await leave(a, 'slow')).toBe(0);
+    expect(await leave(b, 'failed')).toBe(0);
+    expect(await leave(a, 'slow')).toBe(1000);
+    expect(await b.enter(9)).toEqual({ kind: 'paused', waitMs: 1000 });
+    now += 1000;
+    expect(await leave(b, 'slow')).toBe(2000);
+  });
 });

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BOUGHT_STATUSES, ItemStatus as S } from '../../src/domain/item-status.js';
 import type { PaymentGateway } from '../../src/payments/payment-gateway.js';
 import { moveItem } from '../../src/services/item-lifecycle.js';
-import { processOrder } from '../../src/services/process-order.js';
+import { processOrder } from '../helpers/process-order.js';
 import { reconcileOnce } from '../../src/services/reconcile.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
 import { ledgerBalance } from '../helpers/ledger.js';

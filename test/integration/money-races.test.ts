@@ -5,12 +5,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { PaymentGateway } from '../../src/payments/payment-gateway.js';
 import { paymentKey } from '../../src/payments/payment-gateway.js';
 import { orderJobId } from '../../src/queue/order.queue.js';
-import {
-  failOrder,
-  processOrder,
-  startAttempt,
-  type ProcessOutcome,
-} from '../../src/services/process-order.js';
+import { failOrder, startAttempt, type ProcessOutcome } from '../../src/services/process-order.js';
+import { processOrder } from '../helpers/process-order.js';
 import { moveItem } from '../../src/services/item-lifecycle.js';
 import { runReconcilePass } from '../../src/services/reconcile.js';
 import { LISTINGS, orderBody, VENDORS } from '../helpers/fixtures.js';

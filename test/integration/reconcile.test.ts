@@ -6,7 +6,8 @@ import { reconcile } from '../../src/cli/commands/reconcile.commands.js';
 import { orderJobId } from '../../src/queue/order.queue.js';
 import { withLock } from '../../src/redis/redis-lock.js';
 import { moveItem } from '../../src/services/item-lifecycle.js';
-import { processOrder, startAttempt } from '../../src/services/process-order.js';
+import { startAttempt } from '../../src/services/process-order.js';
+import { processOrder } from '../helpers/process-order.js';
 import { runReconcilePass, type ReconcileCounts } from '../../src/services/reconcile.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
 import {

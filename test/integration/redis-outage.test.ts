@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { startPrivateRedis, type RunningRedis } from '../../scripts/redis.js';
 import { paymentKey } from '../../src/payments/payment-gateway.js';
-import { processOrder, startAttempt } from '../../src/services/process-order.js';
+import { startAttempt } from '../../src/services/process-order.js';
+import { processOrder } from '../helpers/process-order.js';
 import { runReconcilePass, type PassResult } from '../../src/services/reconcile.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
 import { createTestService, signed, type Credentials, type TestService } from '../helpers/test-service.js';

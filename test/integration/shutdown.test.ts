@@ -1,11 +1,10 @@
 import type { ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { childPids, processStats } from '../../scripts/process-stats.js';
+import { childPids, processStats } from '../helpers/process-stats.js';
 import { freePort } from '../../scripts/redis.js';
 import { createSigningClient, type OrderResponse } from '../helpers/signed-client.js';
-import { createOrderRequestCheck } from '../../src/http/order-request.check.js';
-import { placeOrder } from '../../src/services/place-order.js';
+import { placeOrder } from '../../src/services/orders/place-order.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
 import { createTestService, signed, stopChild, type TestService } from '../helpers/test-service.js';
 
@@ -130,20 +129,20 @@ describe('SIGTERM to the clock while a reconciliation pass is requeueing orders'
 
   it('then the pass finishes, the clock exits 0 and frees its lock, and every order is settled afterwards', async () => {
     const buyer = await stale.client('stale buyer');
-    const checkOrderRequest = createOrderRequestCheck(stale.deps.intake);
     for (let i = 0; i < 1000; i++) {
       const requestId = crypto.randomUUID();
-      await placeOrder(
+      const placed = await placeOrder(
         { ...stale.deps, orderWaitMs: 0 },
         {
           clientId: buyer.clientId,
           requestId,
           requestHash: requestId,
-          checked: await checkOrderRequest(buyer.clientId, orderBody(buyer.ccToken)),
+          body: orderBody(buyer.ccToken),
           respondAsync: true,
           log: stale.deps.logger,
         },
       );
+      expect(placed.kind).toBe('placed');
     }
     const queue = stale.deps.queue.queue;
     await queue.drain(true);

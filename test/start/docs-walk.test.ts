@@ -154,7 +154,7 @@ describe('the links between the docs', () => {
   });
 
   it('when a heading is made an anchor, then it is as GitHub makes it', () => {
-    expect(anchorOf('Frozen links (issue 42)')).toBe('frozen-links-issue-42');
+    expect(anchorOf('Load (PostgreSQL), compiled')).toBe('load-postgresql-compiled');
     expect(anchorOf('How it works, in detail')).toBe('how-it-works-in-detail');
     expect(anchorOf("Callers' shape")).toBe('callers-shape');
   });

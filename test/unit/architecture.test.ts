@@ -78,6 +78,20 @@ const valueImportsBetweenRooms = files.flatMap((file) =>
     .map(({ to }) => ({ from: file, to, arrow: `${rel(file)} -> ${rel(to)}` })),
 );
 
+/** Whether a file is inside a folder of src/ (`store/port`). */
+const inside = (file: string, folder: string) => rel(file).startsWith(`${folder}${path.sep}`);
+
+/** Every import, type-only ones too, from a file inside one folder of src/ to a file inside another. */
+const importsBetween = (from: string, to: string) =>
+  files
+    .filter((file) => inside(file, from))
+    .flatMap((file) =>
+      graph
+        .get(file)!
+        .filter((i) => inside(i.to, to))
+        .map((i) => `${rel(file)} -> ${rel(i.to)}`),
+    );
+
 describe('architecture', () => {
   it('finds the source files and their imports', () => {
     expect(files.length).toBeGreaterThan(50);
@@ -105,6 +119,19 @@ describe('architecture', () => {
           .map(({ to }) => `${rel(file)} -> ${rel(to)}`),
       );
     expect(out).toEqual([]);
+  });
+
+  it('keeps taking an order free of the web: src/services/orders/ imports nothing from src/http/, not even a type', () => {
+    expect(importsBetween('services/orders', 'http')).toEqual([]);
+  });
+
+  it("keeps the store's rooms apart: the port imports no adapter, and neither adapter the other, not even a type", () => {
+    expect([
+      ...importsBetween('store/port', 'store/sqlite'),
+      ...importsBetween('store/port', 'store/postgres'),
+      ...importsBetween('store/sqlite', 'store/postgres'),
+      ...importsBetween('store/postgres', 'store/sqlite'),
+    ]).toEqual([]);
   });
 
   it('has metrics import nothing that runs from http', () => {

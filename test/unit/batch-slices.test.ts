@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.js';
 import { loopTurns } from '../../src/services/loop-turns.js';
-import type { CheckedOrder } from '../../src/services/order-intake.js';
+import type { CheckedOrder } from '../../src/services/orders/order-check.js';
 import {
   ITEMS_PER_SLICE,
-  placeOrderBatch,
+  acceptBatch,
   slicesOf,
   type BatchOrder,
-  type PlaceOrderBatchDeps,
-} from '../../src/services/place-order-batch.js';
+  type AcceptBatchDeps,
+} from '../../src/services/orders/accept-batch.js';
 import type { AcceptResult, NewOrder, OrderWithItems } from '../../src/store/port/store.port.js';
 
 const order = (items: number) => ({ items: Array<number>(items).fill(0) });
@@ -106,7 +106,7 @@ function fakeBatchDeps() {
   };
   let nextId = 1;
   const released: [number, number][] = [];
-  const deps: PlaceOrderBatchDeps = {
+  const deps: AcceptBatchDeps = {
     clock: () => 1_000,
     queue: { enqueueMany: async () => {} } as never,
     backpressure: {
@@ -165,7 +165,7 @@ function fakeBatchDeps() {
   return { deps, calls, released };
 }
 
-describe('a batch of large orders (placeOrderBatch)', () => {
+describe('a batch of large orders (acceptBatch)', () => {
   const log = createLogger({ LOG_LEVEL: 'silent', LOG_PRETTY: 'false' }, 'test');
   const orders = [
     ...Array.from({ length: 4 }, (_, i) => batchOrder(`big-${i}`, 250)),
@@ -174,7 +174,7 @@ describe('a batch of large orders (placeOrderBatch)', () => {
 
   it('stores it in transactions of one large order or at most 100 items, with a turn of the event loop between', async () => {
     const { deps, calls, released } = fakeBatchDeps();
-    const results = await placeOrderBatch(deps, { clientId: 3, orders, log });
+    const results = await acceptBatch(deps, { clientId: 3, orders, log });
     expect(results.map((r) => r.kind)).toEqual(orders.map(() => 'placed'));
     expect(calls.map((c) => c.items)).toEqual([250, 250, 250, 250, 100, 50]);
     expect(calls.every((c) => c.afterTurn)).toBe(true);
@@ -183,9 +183,9 @@ describe('a batch of large orders (placeOrderBatch)', () => {
 
   it('sent again, reads its orders back in slices as well, with a turn between', async () => {
     const { deps, calls, released } = fakeBatchDeps();
-    const first = await placeOrderBatch(deps, { clientId: 3, orders, log });
+    const first = await acceptBatch(deps, { clientId: 3, orders, log });
     calls.length = 0;
-    const again = await placeOrderBatch(deps, { clientId: 3, orders, log });
+    const again = await acceptBatch(deps, { clientId: 3, orders, log });
     expect(again.map((r) => r.kind === 'placed' && r.duplicate)).toEqual(orders.map(() => true));
     expect(again.map((r) => r.kind === 'placed' && r.order.orderId)).toEqual(
       first.map((r) => r.kind === 'placed' && r.order.orderId),

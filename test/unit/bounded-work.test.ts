@@ -6,7 +6,7 @@ import { boundMessages } from '../../src/http/errors.js';
 import { metricsListener } from '../../src/http/metrics.js';
 import { sharedInFlight } from '../../src/services/read-cache.js';
 import { jsonOverflow } from '../../src/http/json-body.js';
-import { readableError } from '../../src/http/zod-messages.js';
+import { readableError } from '../../src/domain/readable-input.js';
 import { LOG_LIMITS, boundForLog } from '../../src/logger.js';
 
 const limits = { maxDepth: 4, maxValues: 20 };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalJson } from '../../src/http/canonical-json.js';
+import { canonicalJson } from '../../src/domain/canonical-json.js';
 
 describe('canonicalJson, the text a batch entry is hashed by', () => {
   it('sorts the keys of every object and keeps arrays in order', () => {

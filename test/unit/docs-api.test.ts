@@ -1,11 +1,14 @@
 // docs/api.md stays true to the code: its signing example is recomputed with the service's own signing code,
-// and its table of status codes names every code the service sends, each with its HTTP status.
+// its table of status codes names every code the service sends, each with its HTTP status, and its table of
+// endpoints names every signed endpoint the router serves (ENDPOINTS) and no other.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { sign, stringToSign } from '../../src/auth/signature.js';
 import { parseCatalog } from '../../src/domain/catalog.schema.js';
+import { openApiPath } from '../../src/http/endpoints/endpoint.js';
+import { ENDPOINTS } from '../../src/http/endpoints/index.js';
 import { SvcStatus, httpStatusOf } from '../../src/http/status-codes.js';
 
 const doc = fs.readFileSync(path.resolve(import.meta.dirname, '../../docs/api.md'), 'utf8');
@@ -76,5 +79,18 @@ describe('docs/api.md', () => {
   it('when the catalog example is imported, then it is a valid catalog file', () => {
     const example = /^```json\n([\s\S]*?)^```/m.exec(section('Catalog'))![1]!;
     expect(parseCatalog(JSON.parse(example))).toMatchObject({ ok: true });
+  });
+
+  it('when the router serves a signed endpoint, then the endpoint table names it as signed, and names no other', () => {
+    const rows = [...section('Endpoints').matchAll(/^\| `(GET|POST) (\/\S+)` \| (yes|no) \|/gm)].map(
+      ([, method, route, signed]) => ({ method, route, signed }),
+    );
+    const signedRows = rows.filter((row) => row.signed === 'yes').map((row) => `${row.method} ${row.route}`);
+    const served = ENDPOINTS.map((endpoint) => `${endpoint.method} /v1${openApiPath(endpoint.path)}`);
+    expect([...signedRows].sort()).toEqual([...served].sort());
+    // The unsigned rows are paths the web answers outside the signed API, none of them an endpoint's.
+    for (const row of rows.filter((r) => r.signed === 'no'))
+      expect(served).not.toContain(`${row.method} ${row.route}`);
+    expect(rows.length).toBeGreaterThan(served.length);
   });
 });

@@ -1,7 +1,7 @@
 // bench-latency --stages reads a lone order's stages off its spans: each stage is the time between two
 // boundaries of the order's trace, averaged over the orders less their fastest and slowest tenth.
 import { describe, expect, it } from 'vitest';
-import { stagesOf } from '../../scripts/latency-stages.js';
+import { stagesOf } from '../../scripts/bench/latency-stages.js';
 import type { ReceivedSpan } from '../helpers/otlp-receiver.js';
 
 const ms = (n: number) => BigInt(Math.round(n * 1e6));

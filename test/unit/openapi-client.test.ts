@@ -6,7 +6,7 @@ import path from 'node:path';
 import openapiTS, { astToString, type OpenAPI3 } from 'openapi-typescript';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { orderRequestSchema } from '../../src/http/order-request.schema.js';
+import { orderRequestSchema } from '../../src/services/orders/order-request.schema.js';
 import { UK_ADDRESS, US_ADDRESS } from '../helpers/fixtures.js';
 import { defaultDocument, defaultDomains } from '../helpers/openapi-validator.js';
 

@@ -1,6 +1,6 @@
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { describe, expect, it } from 'vitest';
-import { orderRequestSchema } from '../../src/http/order-request.schema.js';
+import { orderRequestSchema } from '../../src/services/orders/order-request.schema.js';
 import { orderBody } from '../helpers/fixtures.js';
 import { compileDocument, defaultDocument, defaultDomains } from '../helpers/openapi-validator.js';
 

@@ -1,24 +1,16 @@
 import type { Request, RequestHandler } from 'express';
 import { sha256Hex } from '../../auth/signature.js';
-import type { OrderIntake } from '../../services/order-intake.js';
-import type { PlaceOrderDeps } from '../../services/place-order.js';
-import { submitOrder } from '../../services/submit-order.js';
-import { ApiError } from '../errors.js';
+import { ORDER_PROBLEMS } from '../../services/orders/order-check.js';
+import { MAX_LISTINGS, orderRequestSchemas } from '../../services/orders/order-request.schema.js';
+import { placeOrder, type PlaceOrderDeps } from '../../services/orders/place-order.js';
 import { bindLogContext } from '../request-context.js';
-import { jsonObjectBody } from '../json-body.js';
+import { jsonObjectBody, type JsonLimits } from '../json-body.js';
 import { json, responses } from '../openapi-responses.js';
 import { ORDER_COST_RULE, orderCost } from '../order-cost.js';
 import { chargeMore } from '../rate-limit.js';
-import { backpressureError, placedCode } from '../order-answers.js';
-import { createOrderRequestReader, ORDER_JSON_LIMITS, refusalError } from '../order-request.check.js';
-import { AddressSchema, RequestedListingSchema, orderRequestSchema } from '../order-request.schema.js';
-import {
-  ListingSummarySchema,
-  OrderItemSummarySchema,
-  OrderResponseSchema,
-} from '../order-response.schema.js';
+import { placedCode, refusalError } from '../order-answers.js';
+import { orderResponseSchemas } from '../order-response.schema.js';
 import { authOf, bodySha256Of, sendOk } from '../respond.js';
-import { SvcStatus } from '../status-codes.js';
 import { requestIdParam, signed, type Endpoint } from './endpoint.js';
 
 /** POST /v1/orders: place an order, or price it with dryrun (docs/api.md#endpoints). */
@@ -51,15 +43,21 @@ export const placeOrderEndpoint: Endpoint = {
       { 'Preference-Applied': { schema: { type: 'string', enum: ['respond-async'] } } },
     ),
   },
-  schemas: (domains) => [
-    AddressSchema,
-    RequestedListingSchema,
-    orderRequestSchema(domains),
-    OrderItemSummarySchema,
-    ListingSummarySchema,
-    OrderResponseSchema,
-  ],
+  schemas: (domains) => [...orderRequestSchemas(domains), ...orderResponseSchemas()],
   handlers: (deps) => [postOrder({ ...deps, orderWaitMs: deps.config.ORDER_WAIT_MS })],
+};
+
+/**
+ * An OrderRequest is 3 levels deep and holds at most a few hundred values: a body far beyond that is refused
+ * before it is parsed, with 4002 when it is the listings that overflow.
+ */
+const ORDER_JSON_LIMITS: JsonLimits = {
+  maxDepth: 16,
+  maxValues: 10_000,
+  refuse: ({ limit, member, entries }) =>
+    limit === 'values' && member === 'listings' && entries > MAX_LISTINGS
+      ? refusalError({ kind: 'refused', problems: [ORDER_PROBLEMS.tooManyListings] })
+      : undefined,
 };
 
 /** `Prefer: respond-async` (RFC 7240) asks for the answer without waiting for the worker. */
@@ -69,47 +67,32 @@ function prefersAsync(req: Request): boolean {
     .some((p) => p.trim().toLowerCase().split(';')[0] === 'respond-async');
 }
 
-/** POST /v1/orders */
-export function postOrder(deps: PlaceOrderDeps & { intake: OrderIntake }): RequestHandler {
-  const readOrderRequest = createOrderRequestReader(deps.intake.domains.keys());
+/** POST /v1/orders: the body's bytes and cost here; reading, checking and placing it in placeOrder. */
+export function postOrder(deps: PlaceOrderDeps): RequestHandler {
   return async (req, res) => {
     const body = jsonObjectBody(req, ORDER_JSON_LIMITS);
     const cost = orderCost(body);
     await chargeMore(res, cost - 1, `this order costs ${cost} requests (${ORDER_COST_RULE})`);
     const respondAsync = prefersAsync(req);
     const { clientId, requestId } = authOf(res);
-    const { request, problems } = readOrderRequest(body);
-    const result = await submitOrder(deps, {
+    const result = await placeOrder(deps, {
       clientId,
       requestId,
       requestHash: sha256Hex(`${req.method}\n${req.path}\n${bodySha256Of(res)}`),
-      request,
+      body,
       respondAsync,
       log: req.log,
     });
-    switch (result.kind) {
-      case 'locked':
-      case 'refused':
-        throw refusalError(problems, result);
-      case 'dry-run':
-        return sendOk(res, SvcStatus.DRY_RUN_OK, result.order);
-      case 'conflict':
-        throw new ApiError(
-          SvcStatus.REQUEST_ID_CONFLICT,
-          'Svc-RequestId: already used by this access key for a different request',
-        );
-      case 'busy':
-        throw backpressureError(result);
-      case 'placed': {
-        // On the request's log line: the order it placed, whether it was placed before, whether it waits.
-        bindLogContext(req, {
-          orderId: result.order.orderId,
-          duplicate: result.duplicate,
-          queued: result.queued,
-        });
-        if (respondAsync) res.set('Preference-Applied', 'respond-async');
-        return sendOk(res, placedCode(result), result.order);
-      }
+    if (result.kind === 'refused') throw refusalError(result);
+    if (result.kind === 'placed') {
+      // On the request's log line: the order it placed, whether it was placed before, whether it waits.
+      bindLogContext(req, {
+        orderId: result.order.orderId,
+        duplicate: result.duplicate,
+        queued: result.queued,
+      });
+      if (respondAsync) res.set('Preference-Applied', 'respond-async');
     }
+    sendOk(res, placedCode(result), result.order);
   };
 }

@@ -78,11 +78,9 @@ export type OrderView = Pick<
   'orderId' | 'createdAt' | 'currency' | 'taxCents' | 'taxModel' | 'referenceId'
 >;
 
-/** The fields of an item that its OrderResponse shows, and orderId to group by. */
-export type ItemView = Pick<
+/** An item's line: the listing as ordered (copied once for each of its items), and the item's cost. */
+type ItemLine = Pick<
   StoredItem,
-  | 'orderItemId'
-  | 'orderId'
   | 'lineNo'
   | 'listingId'
   | 'vendorId'
@@ -92,25 +90,17 @@ export type ItemView = Pick<
   | 'minDays'
   | 'maxDays'
   | 'costCents'
-  | 'shipcostCents'
-  | 'status'
-  | 'updatedAt'
-  | 'shippingCompany'
-  | 'trackingId'
 >;
 
-export interface NewOrderItem {
-  lineNo: number;
-  listingId: number;
-  vendorId: number;
-  title: string;
-  isbn: string;
-  lineQuantity: number;
-  maxPriceCents: number | null;
-  minDays: number | null;
-  maxDays: number | null;
-  costCents: number;
-}
+/** The fields of an item that its OrderResponse shows, and orderId to group by. */
+export type ItemView = ItemLine &
+  Pick<
+    StoredItem,
+    'orderItemId' | 'orderId' | 'shipcostCents' | 'status' | 'updatedAt' | 'shippingCompany' | 'trackingId'
+  >;
+
+/** An item as acceptance stores it: its line and its limit, before any attempt. */
+export type NewOrderItem = ItemLine & Pick<StoredItem, 'maxPriceCents'>;
 
 /** An order as acceptance stores it: the fields of a StoredOrder that exist before any attempt. */
 export interface NewOrder extends Pick<

@@ -7,6 +7,7 @@ import type { CatalogStore } from './catalog.port.js';
 import type { ClientStore } from './clients.port.js';
 import type { ItemStore } from './items.port.js';
 import type { LedgerStore } from './ledger.port.js';
+import type { MigrationSteps } from './migrations.port.js';
 import type { OrderStore } from './orders.port.js';
 import type { PaymentStore } from './payments.port.js';
 import type { ProcessingStore } from './processing.port.js';
@@ -26,6 +27,7 @@ export type * from './reconcile.port.js';
 export type * from './retention.port.js';
 export type * from './search.port.js';
 export type * from './webhooks.port.js';
+export type * from './migrations.port.js';
 
 export interface StoreCounts {
   itemsByStatus: { status: number; count: number }[];
@@ -66,6 +68,10 @@ export interface Store {
   counts(): Promise<StoreCounts>;
   /** Applies the migrations not applied yet; safe when several processes start at once. Returns their versions. */
   migrate(): Promise<number[]>;
+  /** The highest migration this code knows for its store: its processes' heartbeats carry it. */
+  readonly schemaVersion: number;
+  /** The heavy parts of migrations, which `admin migrate` runs in batches apart from any process's start. */
+  readonly steps: MigrationSteps;
   /** Resolves when the database answers. */
   ping(): Promise<void>;
   /**

@@ -8,5 +8,7 @@ import type { Migration } from './postgres.migrations.js';
 export const DELIVERY_CLAIMS_MIGRATION: Migration = {
   version: 6,
   name: DELIVERY_CLAIMS_MIGRATION_NAME,
+  // An earlier worker delivers without a claim: webhook:remove could answer while it still posts.
+  besideOlder: false,
   sql: DELIVERY_CLAIMS_MIGRATION_SQL,
 };

@@ -4,5 +4,6 @@ import type { Migration } from './postgres.migrations.js';
 export const EVENT_TYPE_MIGRATION: Migration = {
   version: 9,
   name: 'order events carry their type',
+  besideOlder: true,
   sql: `ALTER TABLE order_events ADD COLUMN type TEXT NOT NULL DEFAULT 'order.updated';`,
 };

@@ -23,6 +23,8 @@ export const SETS_ITEMS_UPDATED = 'bo.sets_items_updated_at';
 export const ITEMS_UPDATED_NET_MIGRATION: Migration = {
   version: 19,
   name: "the items' update trigger only for sessions that do not keep the order's time themselves",
+  // The trigger still runs for the statements of earlier processes, which rely on it.
+  besideOlder: true,
   sql: `
     DROP TRIGGER order_items_updated ON order_items;
     CREATE TRIGGER order_items_updated AFTER UPDATE OF updated_at ON order_items

@@ -9,19 +9,18 @@ import type { Migration } from './postgres.migrations.js';
  * paths of earlier versions: items-updated-net.migration.ts); its WHEN is tested without calling the function, so a
  * statement that leaves updated_at alone (a reservation's prices) does not call it, and the order is written only
  * when the time grows: 250 items settled at once write it once, and not at all when the settlement's own update of
- * the order has set it (order-functions.ts, SETTLE_ORDER). The backfill and the index read the tables once under
- * the migration's lock (docs/operating.md, Upgrade notes).
+ * the order has set it (order-functions.ts, SETTLE_ORDER). The backfill is a step of `admin migrate`, a batch of
+ * orders a transaction; the index is migration 20's step (docs/operating.md, Releases side by side).
  */
 export const ITEMS_UPDATED_MIGRATION: Migration = {
   version: 17,
   name: 'orders keep the latest update time of their items: update-range searches read orders',
+  // Earlier processes never read the column, and the trigger keeps it right for their writes too.
+  besideOlder: true,
+  // The trigger keeps every order right from here on; the step fills the orders whose items moved before, and
+  // migration 20's step builds the index.
   sql: `
     ALTER TABLE orders ADD COLUMN items_updated_at BIGINT;
-    UPDATE orders o SET items_updated_at = u.at
-      FROM (SELECT order_id, max(updated_at) AS at FROM order_items GROUP BY order_id) u
-     WHERE o.order_id = u.order_id AND u.at > o.created_at;
-    CREATE INDEX orders_client_items_updated
-      ON orders (client_id, coalesce(items_updated_at, created_at), created_at, order_id);
     CREATE FUNCTION bo_order_items_updated() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
       UPDATE orders SET items_updated_at = NEW.updated_at
@@ -31,4 +30,17 @@ export const ITEMS_UPDATED_MIGRATION: Migration = {
     CREATE TRIGGER order_items_updated AFTER UPDATE OF updated_at ON order_items
       FOR EACH ROW WHEN (NEW.updated_at > OLD.updated_at) EXECUTE FUNCTION bo_order_items_updated();
   `,
+  step: {
+    // A search by item update time would miss the orders not filled yet: processes wait for the step.
+    servesBefore: false,
+    async batch(q, from, to) {
+      await q.query(
+        `UPDATE orders o SET items_updated_at = u.at
+           FROM (SELECT order_id, max(updated_at) AS at FROM order_items
+                  WHERE order_id > $1 AND order_id <= $2 GROUP BY order_id) u
+          WHERE o.order_id = u.order_id AND u.at > coalesce(o.items_updated_at, o.created_at)`,
+        [from, to],
+      );
+    },
+  },
 };

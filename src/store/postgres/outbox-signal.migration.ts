@@ -13,6 +13,7 @@ export const OUTBOX_CHANNEL = 'bo_outbox';
 export const OUTBOX_SIGNAL_MIGRATION: Migration = {
   version: 12,
   name: 'attempts waiting for the relay signal it',
+  besideOlder: true,
   sql: `
     CREATE FUNCTION outbox_signal() RETURNS trigger LANGUAGE plpgsql AS $fn$
     BEGIN

@@ -5,5 +5,7 @@ import type { Migration } from './postgres.migrations.js';
 export const PAYMENT_TARGET_MIGRATION: Migration = {
   version: 5,
   name: 'payment targets: a payment version per order, the gateway brought to the ledger',
+  // An earlier process applies deltas the targets would apply again.
+  besideOlder: false,
   sql: PAYMENT_TARGET_MIGRATION_SQL,
 };

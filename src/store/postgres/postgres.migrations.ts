@@ -6,6 +6,9 @@ import { TRACE_CONTEXT_MIGRATION } from './trace-context.migration.js';
 import { RETENTION_MIGRATION } from '../shared/retention.sql.js';
 import { PAYMENT_TARGET_MIGRATION } from './payment-target.migration.js';
 import type pg from 'pg';
+import type { PendingMigration } from '../port/migrations.port.js';
+import { MIGRATION_STEPS_TABLE, recordStep } from './migration-steps.postgres.js';
+import type { Queryable } from './postgres.pool.js';
 import type { MigrationContext } from '../secrets/store-secrets.js';
 import { SECRETS_MIGRATION } from './secrets.migration.js';
 import { IDLE_TRANSACTION_MIGRATION, SETTINGS_MIGRATION } from './settings.migration.js';
@@ -20,21 +23,45 @@ import { UNSETTLED_APART_MIGRATION } from './unsettled-apart.migration.js';
 import { UNSETTLED_ITEMS_MIGRATION } from './unsettled-items.migration.js';
 import { withTransaction } from './postgres.pool.js';
 
-/** One schema version: its SQL, then code when rows must be rewritten too (in the same transaction). */
+/**
+ * One schema version: its SQL, then code when rows must be rewritten too (in the same transaction), both cheap
+ * at any size; what scans or rewrites a large table is its `step`, which `admin migrate` runs in batches.
+ */
 export interface Migration {
   version: number;
   name: string;
   sql?: string;
   run?(tx: pg.ClientBase, ctx: MigrationContext): Promise<void>;
+  /** Whether processes that do not know it may run beside it (PendingMigration in migrations.port.ts). */
+  besideOlder: boolean;
+  step?: PostgresMigrationStep;
+}
+
+/**
+ * The heavy part of a migration: batches over the orders that existed when the migration was applied (by id,
+ * each its own transaction), then `finish`. On a store without orders it is all done inside the migration.
+ */
+export interface PostgresMigrationStep {
+  /** Processes start and serve right before it is done; false: they refuse to start until it is. */
+  servesBefore: boolean;
+  /** The orders after `from` up to `to` (ids, inclusive); absent: the step is its `finish` alone. */
+  batch?(q: Queryable, from: number, to: number): Promise<void>;
+  /**
+   * `concurrently`: run on its own connection outside any transaction, beside serving processes (an index built
+   * CONCURRENTLY, then swapped in a moment's lock); false: inside the migration's transaction, no order exists.
+   */
+  finish?(q: Queryable, concurrently: boolean): Promise<void>;
 }
 
 /**
  * Versioned schema migrations, applied in order, each once. Version 1 is the whole schema of the SQLite
- * adapter's versions 1 to 3: same tables, columns and indexes. Later changes append a version; none is edited.
+ * adapter's versions 1 to 3: same tables, columns and indexes. Later changes append a version; none is edited, but to
+ * move a part that scans a large table into its step (the schema at the end the same).
  */
 export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
+    besideOlder: true,
     name: 'the whole schema: clients, catalog, orders and items, payments, ledger outbox, search cursors',
     sql: `
       CREATE TABLE clients (
@@ -199,6 +226,8 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   {
     version: 2,
     name: 'attempt leases',
+    // An earlier worker takes no lease: reconciliation could fail an order it is still paying.
+    besideOlder: false,
     sql: `
       -- Until when the attempt that counted itself last may still be paying: nothing else fails the order before.
       ALTER TABLE orders ADD COLUMN lease_until BIGINT;
@@ -208,13 +237,13 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   WEBHOOKS_MIGRATION,
   PAYMENT_TARGET_MIGRATION,
   DELIVERY_CLAIMS_MIGRATION,
-  { version: 7, ...UNSETTLED_PER_CLIENT_MIGRATION },
+  { version: 7, ...UNSETTLED_PER_CLIENT_MIGRATION, besideOlder: true },
   SETTINGS_MIGRATION,
   EVENT_TYPE_MIGRATION,
   TRACE_CONTEXT_MIGRATION,
-  { version: 11, ...RETENTION_MIGRATION },
+  { version: 11, ...RETENTION_MIGRATION, besideOlder: true },
   OUTBOX_SIGNAL_MIGRATION,
-  { version: 13, ...UNSETTLED_BY_AGE_MIGRATION },
+  { version: 13, ...UNSETTLED_BY_AGE_MIGRATION, besideOlder: true },
   UNSETTLED_APART_MIGRATION,
   IDLE_TRANSACTION_MIGRATION,
   UNSETTLED_ITEMS_MIGRATION,
@@ -228,9 +257,28 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
 const MIGRATION_LOCK = 7_301_202_611;
 
 /**
+ * The migrations the database has not seen yet, with whether processes that do not know them may run beside
+ * them; none on a database that holds no schema yet (nothing can be running on it).
+ */
+export async function pendingPostgresMigrations(
+  pool: Queryable,
+  migrations: readonly Migration[] = POSTGRES_MIGRATIONS,
+): Promise<PendingMigration[]> {
+  const exists = await pool.query<{ t: string | null }>(`SELECT to_regclass('schema_migrations')::text AS t`);
+  if (!exists.rows[0]?.t) return [];
+  const done = await pool.query<{ version: number }>('SELECT version FROM schema_migrations');
+  if (done.rows.length === 0) return [];
+  const applied = new Set(done.rows.map((r) => Number(r.version)));
+  return migrations
+    .filter((m) => !applied.has(m.version))
+    .map(({ version, name, besideOlder }) => ({ version, name, besideOlder }));
+}
+
+/**
  * Applies the migrations not applied yet, all in one transaction under a transaction-scoped advisory lock:
  * processes starting at once queue on the lock and find the work done. Returns the versions it applied. The
- * worker's functions of this code (order-functions.ts) are created in the same transaction when missing.
+ * worker's functions of this code (order-functions.ts) are created in the same transaction when missing. A
+ * migration's step is recorded in `migration_steps` for `admin migrate`, or done at once when no order exists.
  */
 export async function migratePostgres(
   pool: pg.Pool,
@@ -243,6 +291,7 @@ export async function migratePostgres(
     // Created under the lock: two concurrent CREATE TABLE IF NOT EXISTS may both try to create it.
     await tx.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`);
+    await tx.query(MIGRATION_STEPS_TABLE);
     const { rows } = await tx.query<{ version: number }>('SELECT version FROM schema_migrations');
     const done = new Set(rows.map((r) => r.version));
     const applied: number[] = [];
@@ -250,6 +299,7 @@ export async function migratePostgres(
       if (done.has(migration.version)) continue;
       if (migration.sql) await tx.query(migration.sql);
       await migration.run?.(tx, ctx);
+      if (migration.step) await recordStep(tx, migration, migration.step, clock);
       await tx.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
         migration.version,
         migration.name,

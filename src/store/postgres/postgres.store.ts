@@ -11,7 +11,9 @@ import { postgresPayments } from './payments.postgres.js';
 import { postgresProcessing } from './processing.postgres.js';
 import { postgresReconcile } from './reconcile.postgres.js';
 import { postgresSearch, type PostgresSearchOptions } from './search.postgres.js';
-import { migratePostgres } from './postgres.migrations.js';
+import { migratePostgres, pendingPostgresMigrations, POSTGRES_MIGRATIONS } from './postgres.migrations.js';
+import { postgresMigrationSteps } from './migration-steps.postgres.js';
+import { assertStepsDone, type MigrationOptions } from '../migration-options.js';
 import { watchOutbox } from './outbox-watch.js';
 import { postgresWebhooks } from './webhooks.postgres.js';
 import { postgresRetention } from './retention.postgres.js';
@@ -20,7 +22,8 @@ import { clientShare, searchWithinShare } from './client-share.js';
 import { backfillItemCounts, ITEMS_OF_ORDER } from './unsettled-items.migration.js';
 
 export type PostgresStoreOptions = PoolOptions &
-  PostgresSearchOptions & {
+  PostgresSearchOptions &
+  MigrationOptions & {
     /** Seals the clients' secret keys; must be the key the database was first sealed or last rotated with. */
     sealer: Sealer;
     /** Where a session may LISTEN (never a transaction pooler); without it the relays poll. */
@@ -51,8 +54,12 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     }
   };
   let secrets: StoreSecrets;
+  const steps = postgresMigrationSteps(pool, POSTGRES_MIGRATIONS);
   try {
+    const pending = await pendingPostgresMigrations(pool);
+    if (pending.length > 0) await options.gate?.('postgres', pending);
     await migrate();
+    if (options.stepsDone) await assertStepsDone(steps);
     secrets = await openPostgresSecrets(pool, options.sealer);
   } catch (err) {
     await close();
@@ -99,6 +106,8 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     retention: postgresRetention(pool),
     counts,
     migrate,
+    schemaVersion: POSTGRES_MIGRATIONS.at(-1)!.version,
+    steps,
     // Not ready when the store's secrets are no longer under this process's key (rotated since it started).
     async ping() {
       const { rows } = await pool.query<{ key_id: string }>('SELECT key_id FROM store_secrets WHERE id = 1');

@@ -10,6 +10,8 @@ import { updateColumn } from './postgres.rows.js';
 export const SECRETS_MIGRATION: Migration = {
   version: 3,
   name: 'secret keys sealed, card tokens hashed',
+  // An earlier process reads a sealed secret key as the key itself: every signature fails.
+  besideOlder: false,
   sql: `
     -- One row: which SECRETS_KEY seals this store (its key id), and the card-token hashing key sealed under it.
     CREATE TABLE store_secrets (

@@ -8,6 +8,7 @@ import type { Migration } from './postgres.migrations.js';
 export const SETTINGS_MIGRATION: Migration = {
   version: 8,
   name: 'server settings on the role in this database (no startup option, which a transaction pooler refuses)',
+  besideOlder: true,
   sql: `
     DO $$
     BEGIN
@@ -26,6 +27,7 @@ export const SETTINGS_MIGRATION: Migration = {
 export const IDLE_TRANSACTION_MIGRATION: Migration = {
   version: 15,
   name: 'idle_in_transaction_session_timeout on the role in this database',
+  besideOlder: true,
   sql: `
     DO $$
     BEGIN

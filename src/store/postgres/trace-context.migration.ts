@@ -4,5 +4,6 @@ import type { Migration } from './postgres.migrations.js';
 export const TRACE_CONTEXT_MIGRATION: Migration = {
   version: 10,
   name: 'order events keep the trace of their change',
+  besideOlder: true,
   sql: `ALTER TABLE order_events ADD COLUMN trace_context TEXT;`,
 };

@@ -15,6 +15,8 @@ import type { Migration } from './postgres.migrations.js';
 export const UNSETTLED_APART_MIGRATION: Migration = {
   version: 14,
   name: "unsettled orders apart from their phase: a reservation's update stays on its page",
+  // Earlier processes read orders by name (and run statements with a `*` unprepared): a new column is invisible.
+  besideOlder: true,
   sql: `
     ALTER TABLE orders SET (fillfactor = 80),
       ADD COLUMN settled BOOLEAN GENERATED ALWAYS AS (phase = 'settled') STORED;

@@ -1,4 +1,5 @@
 import type { Queryable } from './postgres.pool.js';
+import { buildAndSwapIndex } from './index-swap.js';
 import type { Migration } from './postgres.migrations.js';
 
 /**
@@ -8,17 +9,30 @@ import type { Migration } from './postgres.migrations.js';
  * `order_id` in it lets an order without a count find its items. Null on an order accepted by an older version:
  * the counts take its items from order_items instead, and `backfillItemCounts` fills the unsettled ones after
  * the migration, a batch per statement (settled orders are never counted: they keep null). Adding a column
- * without a default is instant; the index is built under the migration's lock, a scan of `orders`. The count
+ * without a default is instant; the index, a scan of `orders`, is a step of `admin migrate`, built CONCURRENTLY. The count
  * never changes after acceptance, so a reservation's update stays heap-only (unsettled-apart.migration.ts).
  */
 export const UNSETTLED_ITEMS_MIGRATION: Migration = {
   version: 16,
   name: 'orders keep their item count: the backlog counts items',
-  sql: `
-    ALTER TABLE orders ADD COLUMN item_count INTEGER;
-    DROP INDEX orders_unsettled_client;
-    CREATE INDEX orders_unsettled_client ON orders (client_id) INCLUDE (order_id, item_count) WHERE NOT settled;
-  `,
+  // Earlier processes read orders by name: a new column is invisible to them, and they accept orders without a
+  // count, whose items the counts read from order_items.
+  besideOlder: true,
+  sql: 'ALTER TABLE orders ADD COLUMN item_count INTEGER;',
+  step: {
+    // Until the index is rebuilt, the counts read the index of migration 14 and each order's row: right, slower.
+    servesBefore: true,
+    finish: (q, concurrently) =>
+      buildAndSwapIndex(
+        q,
+        {
+          target: 'orders_unsettled_client',
+          temp: 'orders_unsettled_client_items',
+          on: 'ON orders (client_id) INCLUDE (order_id, item_count) WHERE NOT settled',
+        },
+        concurrently,
+      ),
+  },
 };
 
 /** An order's items, from its item count or, accepted by an older version, from its item rows. */

@@ -8,6 +8,8 @@ import type { Migration } from './postgres.migrations.js';
 export const WEBHOOKS_MIGRATION: Migration = {
   version: 4,
   name: 'order events, webhooks and their delivery outbox',
+  // An earlier process changes orders without recording their events: webhooks would miss them.
+  besideOlder: false,
   sql: `
     ALTER TABLE orders ADD COLUMN event_seq INTEGER NOT NULL DEFAULT 0;
 

@@ -153,6 +153,10 @@ export function eventItemsJsonSql(orderId: string, sequence: string): string {
  */
 export const eventItemStatesMigration = (bigint: string, withoutRowid: string) => ({
   name: 'event item states: an event stores the items that changed, not the whole order',
+  // A table earlier releases never read. Their workers cannot deliver an event that a newer process recorded
+  // without its items (they fail the attempt, which is retried until a newer worker takes it), and the events
+  // they record keep their whole snapshot, which newer processes read as it is.
+  besideOlder: true,
   sql: `
   CREATE TABLE event_item_states (
     order_id          ${bigint}  NOT NULL,

@@ -4,5 +4,6 @@ import type { SqliteMigration } from './sqlite.migrations.js';
 export const EVENT_TYPE_MIGRATION: SqliteMigration = {
   version: 10,
   name: 'order events carry their type',
+  besideOlder: true,
   sql: `ALTER TABLE order_events ADD COLUMN type TEXT NOT NULL DEFAULT 'order.updated';`,
 };

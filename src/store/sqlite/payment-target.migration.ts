@@ -5,5 +5,7 @@ import type { SqliteMigration } from './sqlite.migrations.js';
 export const PAYMENT_TARGET_MIGRATION: SqliteMigration = {
   version: 7,
   name: 'payment targets: a payment version per order, the gateway brought to the ledger',
+  // An earlier process applies deltas the targets would apply again.
+  besideOlder: false,
   sql: PAYMENT_TARGET_MIGRATION_SQL,
 };

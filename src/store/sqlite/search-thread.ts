@@ -12,6 +12,14 @@ export const SEARCH_THREAD_IDLE_MS = 30_000;
 const THREAD_HEAP_MB = 64;
 
 /**
+ * Threads a process has at most, counting those let go that still finish a search given up on: terminating a thread
+ * stops its JavaScript, but a statement in SQLite's native code runs on until it returns (better-sqlite3 exposes no
+ * interrupt nor progress handler), and only then does the thread end. While this many live, searches wait for one
+ * to end (their deadline counting), so a client whose searches all time out cannot pile threads and heaps up.
+ */
+export const SEARCH_THREADS_MAX = 2;
+
+/**
  * How long a new thread may take to open its connection (loading its modules; under tsx, compiling them) before
  * the search it was started for fails as a timed-out one: the search's own deadline counts from then.
  */
@@ -91,8 +99,9 @@ export interface SearchThread {
  * that reads the pages of searches whose cost the plan cannot bound, so that the event loop of the process goes
  * on meanwhile. Started at the first such search and let go after an idle while. It reads one search at a time;
  * the next is the oldest of the client served least recently, so that a client with many waiting cannot keep
- * another's behind all of them. One thread only: a second would hold a second connection's cache and heap, and the
- * machine's cores are the web's and the workers'.
+ * another's behind all of them. One thread reads at a time: a second would hold a second connection's cache and heap,
+ * and the machine's cores are the web's and the workers'. A thread whose search was given up on is terminated and
+ * replaced, but lives on until its statement ends: at most SEARCH_THREADS_MAX live at once, whatever clients do.
  */
 export function searchThread(file: string, options: SearchThreadOptions): SearchThread {
   const idleMs = options.idleMs ?? SEARCH_THREAD_IDLE_MS;
@@ -104,6 +113,8 @@ export function searchThread(file: string, options: SearchThreadOptions): Search
   let turns = 0;
   let running: Job | undefined;
   let thread: Worker | undefined;
+  /** Threads let go that have not ended yet: each may still be finishing a statement given up on. */
+  const leaving = new Set<Worker>();
   /** Whether the thread has opened its connection: a search's run is timed from then. */
   let ready = false;
   let idle: NodeJS.Timeout | undefined;
@@ -111,6 +122,8 @@ export function searchThread(file: string, options: SearchThreadOptions): Search
 
   function next(): void {
     if (running || closed) return;
+    // Every thread is still finishing a search given up on: the first to end starts the next.
+    if (!thread && leaving.size >= SEARCH_THREADS_MAX) return;
     const job = pick();
     if (!job) {
       if (thread && !idle) idle = setTimeout(letGo, idleMs).unref();
@@ -181,7 +194,10 @@ export function searchThread(file: string, options: SearchThreadOptions): Search
       next();
     };
     worker.on('error', stopped);
-    worker.on('exit', (code) => stopped(new Error(`it exited with code ${code}`)));
+    worker.on('exit', (code) => {
+      if (leaving.delete(worker)) next();
+      else stopped(new Error(`it exited with code ${code}`));
+    });
     return worker;
   }
 
@@ -212,14 +228,16 @@ export function searchThread(file: string, options: SearchThreadOptions): Search
 
   /**
    * Terminates the thread without waiting for it: a statement in progress ends only when its native step returns,
-   * and the next search starts on a new thread meanwhile.
+   * and the next search starts on a new thread meanwhile, unless SEARCH_THREADS_MAX threads still live.
    */
   function letGo(): void {
     clearTimeout(idle);
     idle = undefined;
     const worker = thread;
     thread = undefined;
-    void worker?.terminate();
+    if (!worker) return;
+    leaving.add(worker);
+    void worker.terminate();
   }
 
   return {

@@ -1,10 +1,13 @@
+import type { SqliteMigration } from './sqlite.migrations.js';
+
 /**
  * Indexes chosen for the search endpoint's filters, and the table of issued paging cursors.
  * Each index serves one driver of `order-search.repository.ts`; the plan tests pin which one each uses.
  */
-export const SEARCH_MIGRATION = {
+export const SEARCH_MIGRATION: SqliteMigration = {
   version: 2,
   name: 'search indexes and paging cursors',
+  besideOlder: true,
   sql: `
     -- Replaced by order_items_search_updated, which also filters the order date inside the index.
     DROP INDEX order_items_client_updated;

@@ -9,6 +9,8 @@ import type { SqliteMigration } from './sqlite.migrations.js';
 export const SECRETS_MIGRATION: SqliteMigration = {
   version: 5,
   name: 'secret keys sealed, card tokens hashed',
+  // An earlier process reads a sealed secret key as the key itself: every signature fails.
+  besideOlder: false,
   sql: `
     -- One row: which SECRETS_KEY seals this store (its key id), and the card-token hashing key sealed under it.
     CREATE TABLE store_secrets (

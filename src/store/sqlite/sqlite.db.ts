@@ -3,6 +3,8 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { restrictToOwner, touchPrivateFile } from '../secrets/private-files.js';
 import type { MigrationContext } from '../secrets/store-secrets.js';
+import type { PendingMigration } from '../port/migrations.port.js';
+import { MIGRATION_STEPS_TABLE, recordStep } from './migration-steps.sqlite.js';
 import { MIGRATIONS } from './sqlite.migrations.js';
 
 export type Db = Database.Database;
@@ -59,14 +61,39 @@ const realPath = (file: string): string => {
 };
 
 /**
- * Applies the migrations this file has not seen yet, in one `BEGIN IMMEDIATE` transaction: safe when
- * several processes start at once. A migration may run code (`run`) besides its SQL.
+ * The migrations this file has not seen yet, with whether processes that do not know them may run beside them;
+ * none on a file that holds no schema yet (nothing can be running on it).
  */
-export function migrate(db: Db, ctx: MigrationContext): number[] {
+export function pendingMigrations(db: Db, migrations = MIGRATIONS): PendingMigration[] {
+  const known = db
+    .prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")
+    .pluck()
+    .get() as number;
+  if (known === 0) return [];
+  const done = new Set(
+    db
+      .prepare('SELECT version FROM schema_migrations')
+      .pluck()
+      .all()
+      .map((v) => Number(v)),
+  );
+  if (done.size === 0) return [];
+  return migrations
+    .filter((m) => !done.has(m.version))
+    .map(({ version, name, besideOlder }) => ({ version, name, besideOlder }));
+}
+
+/**
+ * Applies the migrations this file has not seen yet, in one `BEGIN IMMEDIATE` transaction: safe when
+ * several processes start at once. A migration may run code (`run`) besides its SQL. A migration's step is
+ * recorded in `migration_steps` for `admin migrate`, or done at once when no order exists yet.
+ */
+export function migrate(db: Db, ctx: MigrationContext, migrations = MIGRATIONS): number[] {
   const applied: number[] = [];
   db.transaction(() => {
     db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`);
+    db.exec(MIGRATION_STEPS_TABLE);
     const done = new Set(
       db
         .prepare('SELECT version FROM schema_migrations')
@@ -74,10 +101,11 @@ export function migrate(db: Db, ctx: MigrationContext): number[] {
         .all()
         .map((v) => Number(v)),
     );
-    for (const migration of MIGRATIONS) {
+    for (const migration of migrations) {
       if (done.has(migration.version)) continue;
       if (migration.sql) db.exec(migration.sql);
       migration.run?.(db, ctx);
+      if (migration.step) recordStep(db, migration.version, migration.name, migration.step);
       db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
         migration.version,
         migration.name,

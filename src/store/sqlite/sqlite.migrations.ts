@@ -15,19 +15,43 @@ import { WEBHOOKS_MIGRATION } from './webhooks.migration.js';
 import { UNSETTLED_ITEMS_MIGRATION } from './unsettled-items.migration.js';
 import type { Db } from './sqlite.db.js';
 
-/** One schema version: its SQL, then code when rows must be rewritten too (in the same transaction). */
+/**
+ * One schema version: its SQL, then code when rows must be rewritten too (in the same transaction), both cheap
+ * at any size; what scans or rewrites a large table is its `step`, which `admin migrate` runs in batches.
+ */
 export interface SqliteMigration {
   version: number;
   name: string;
   sql?: string;
   run?(db: Db, ctx: MigrationContext): void;
+  /** Whether processes that do not know it may run beside it (PendingMigration in migrations.port.ts). */
+  besideOlder: boolean;
+  step?: SqliteMigrationStep;
 }
 
-/** Versioned schema migrations, applied in order, each once. */
+/**
+ * The heavy part of a migration: batches over the orders that existed when the migration was applied (by id,
+ * each its own transaction, so processes of the file write between them), then `finish` in one transaction. On a
+ * store without orders it is all done inside the migration.
+ */
+export interface SqliteMigrationStep {
+  /** Processes start and serve right before it is done; false: they refuse to start until it is. */
+  servesBefore: boolean;
+  /** The orders after `from` up to `to` (ids, inclusive); absent: the step is its `finish` alone. */
+  batch?(db: Db, from: number, to: number): void;
+  finish?(db: Db): void;
+}
+
+/**
+ * Versioned schema migrations, applied in order, each once. `besideOlder`: can a process of an earlier release,
+ * which does not know the migration, run on the schema with it (each judged in docs/operating.md, Releases side by
+ * side)? The first ones, older than every release still supported, are judged as they stood when they came.
+ */
 export const MIGRATIONS: readonly SqliteMigration[] = [
   {
     version: 1,
     name: 'initial schema for the whole contract',
+    besideOlder: true,
     sql: `
       CREATE TABLE clients (
         client_id   INTEGER PRIMARY KEY,
@@ -174,6 +198,8 @@ export const MIGRATIONS: readonly SqliteMigration[] = [
   {
     version: 4,
     name: 'attempt leases',
+    // An earlier worker takes no lease: reconciliation could fail an order it is still paying.
+    besideOlder: false,
     // Until when the attempt that counted itself last may still be paying: nothing else fails the order before.
     sql: 'ALTER TABLE orders ADD COLUMN lease_until INTEGER;',
   },
@@ -181,11 +207,11 @@ export const MIGRATIONS: readonly SqliteMigration[] = [
   WEBHOOKS_MIGRATION,
   PAYMENT_TARGET_MIGRATION,
   DELIVERY_CLAIMS_MIGRATION,
-  { version: 9, ...UNSETTLED_PER_CLIENT_MIGRATION },
+  { version: 9, ...UNSETTLED_PER_CLIENT_MIGRATION, besideOlder: true },
   EVENT_TYPE_MIGRATION,
   TRACE_CONTEXT_MIGRATION,
-  { version: 12, ...RETENTION_MIGRATION },
-  { version: 13, ...UNSETTLED_BY_AGE_MIGRATION },
+  { version: 12, ...RETENTION_MIGRATION, besideOlder: true },
+  { version: 13, ...UNSETTLED_BY_AGE_MIGRATION, besideOlder: true },
   UNSETTLED_ITEMS_MIGRATION,
   ITEMS_UPDATED_MIGRATION,
   { version: 16, ...eventItemStatesMigration('INTEGER', ' WITHOUT ROWID') },

@@ -1,7 +1,10 @@
 import path from 'node:path';
 import type { Sealer } from '../../domain/secrets.js';
 import { cursorKeyOf, SecretsKeyMismatchError, type StoreSecrets } from '../secrets/store-secrets.js';
-import type { Store, StoreCounts } from '../port/store.port.js';
+import type { MigrationSteps, Store, StoreCounts } from '../port/store.port.js';
+import { assertStepsDone, type MigrationOptions } from '../migration-options.js';
+import { sqliteMigrationSteps } from './migration-steps.sqlite.js';
+import { MIGRATIONS } from './sqlite.migrations.js';
 import { sqliteCatalog } from './catalog.sqlite.js';
 import { openSqliteSecrets, sqliteClients } from './clients.sqlite.js';
 import { sqliteItems } from './items.sqlite.js';
@@ -18,6 +21,7 @@ import {
   incrementalVacuum,
   migrate,
   openDb,
+  pendingMigrations,
   restrictDbFiles,
   truncateWal,
   type Db,
@@ -28,7 +32,7 @@ import { waitUnblocked } from './wait-unblocked.js';
 import { flushedStore } from './flushed-store.js';
 import { walFlusher, type WalFlusher, type WalFs } from './wal-flusher.js';
 
-export interface SqliteStoreOptions extends SqliteSearchOptions {
+export interface SqliteStoreOptions extends SqliteSearchOptions, MigrationOptions {
   /** Seals the clients' secret keys; must be the key the file was first sealed or last rotated with. */
   sealer: Sealer;
   /**
@@ -89,8 +93,13 @@ export const WEB_CHECKPOINT_PAGES = 4 * WORKER_CHECKPOINT_PAGES;
 export async function openSqliteStore(dbPath: string, options: SqliteStoreOptions): Promise<Store> {
   const db = openDb(dbPath);
   let secrets: StoreSecrets;
+  let steps: MigrationSteps;
   try {
+    const pending = pendingMigrations(db);
+    if (pending.length > 0) await options.gate?.('sqlite', pending);
     migrateAndTidy(db, dbPath, options.sealer);
+    steps = sqliteMigrationSteps(db);
+    if (options.stepsDone) await assertStepsDone(steps);
     secrets = openSqliteSecrets(db, options.sealer);
   } catch (err) {
     db.close();
@@ -133,6 +142,15 @@ export async function openSqliteStore(dbPath: string, options: SqliteStoreOption
       const applied = migrateAndTidy(db, dbPath, options.sealer);
       await flusher.flushed();
       return applied;
+    },
+    schemaVersion: MIGRATIONS.at(-1)!.version,
+    steps: {
+      list: () => steps.list(),
+      async run(runOptions) {
+        const run = await steps.run(runOptions);
+        await flusher.flushed();
+        return run;
+      },
     },
     // Not ready when the store's secrets are no longer under this process's key (rotated since it started).
     async ping() {

@@ -4,5 +4,6 @@ import type { SqliteMigration } from './sqlite.migrations.js';
 export const TRACE_CONTEXT_MIGRATION: SqliteMigration = {
   version: 11,
   name: 'order events keep the trace of their change',
+  besideOlder: true,
   sql: `ALTER TABLE order_events ADD COLUMN trace_context TEXT;`,
 };

@@ -13,11 +13,19 @@ import type { SqliteMigration } from './sqlite.migrations.js';
 export const UNSETTLED_ITEMS_MIGRATION: SqliteMigration = {
   version: 14,
   name: 'orders keep their item count: the backlog counts items',
-  sql: `
-    ALTER TABLE orders ADD COLUMN item_count INTEGER;
-    DROP INDEX orders_unsettled_client;
-    CREATE INDEX orders_unsettled_client ON orders (client_id, item_count, phase) WHERE phase <> 'settled';
-  `,
+  // The release of 2026-11-27 reads an order's row and its items' as one row split by position: one more
+  // column of orders shifts every item column it reads.
+  besideOlder: false,
+  sql: 'ALTER TABLE orders ADD COLUMN item_count INTEGER;',
+  step: {
+    // Until the index is rebuilt, the counts read the index of migration 9 and each order's row: right, slower.
+    servesBefore: true,
+    // Building a partial index reads the whole table under the write lock: an operator's step, not a start's.
+    finish(db) {
+      db.exec(`DROP INDEX IF EXISTS orders_unsettled_client;
+        CREATE INDEX orders_unsettled_client ON orders (client_id, item_count, phase) WHERE phase <> 'settled';`);
+    },
+  },
 };
 
 /** An order's items, from its item count or, accepted by an older version, from its item rows. */

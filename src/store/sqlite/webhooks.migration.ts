@@ -8,6 +8,8 @@ import type { SqliteMigration } from './sqlite.migrations.js';
 export const WEBHOOKS_MIGRATION: SqliteMigration = {
   version: 6,
   name: 'order events, webhooks and their delivery outbox',
+  // An earlier process changes orders without recording their events: webhooks would miss them.
+  besideOlder: false,
   sql: `
     ALTER TABLE orders ADD COLUMN event_seq INTEGER NOT NULL DEFAULT 0;
 

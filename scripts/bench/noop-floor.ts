@@ -1,0 +1,185 @@
+// The floor under an order: BullMQ's own no-op job on the same Redis, in the same run as the orders it is set
+// against. Each job is added, taken by a worker that does nothing, and counted once its `completed` event is
+// seen by the adding side (QueueEvents), as an order's answer waits for its end; `inFlight` jobs at once, a payload
+// of about the size of an order's job, `removeOnComplete`. The worker runs in a process of its own (this file,
+// started with --worker), so that the CPU per job of the adding side and of the working side are read apart, as
+// the web's and the worker's are for an order.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { parseArgs } from 'node:util';
+import { Queue, QueueEvents, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { treeCpuSeconds } from '../../test/helpers/process-stats.js';
+import { redisCommandsSoFar } from './lone-orders.js';
+
+/** What the no-op jobs cost, per job. */
+export interface Floor {
+  jobs: number;
+  jobsPerSecond: number;
+  /** CPU ms per job of the adding side (this process), the worker process and the Redis server. */
+  cpuMs: { adding: number; worker: number; redis: number };
+  /** Commands Redis ran per job (INFO commandstats: those run inside BullMQ's scripts included). */
+  redisCommands: number;
+}
+
+const QUEUE = 'noop';
+
+/** The no-op worker's process: `--worker --url URL --prefix P --concurrency N`; says `ready` once it listens. */
+async function runWorker(url: string, prefix: string, concurrency: number): Promise<void> {
+  const worker = new Worker(QUEUE, async () => undefined, {
+    connection: new Redis(url, { maxRetriesPerRequest: null }),
+    prefix,
+    concurrency,
+  });
+  await worker.waitUntilReady();
+  process.stdout.write('ready\n');
+  process.once('SIGTERM', () => void worker.close().then(() => process.exit(0)));
+}
+
+/** Own CPU seconds of this process so far. */
+const ownCpu = () => {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1e6;
+};
+
+/**
+ * `jobs` no-op jobs through BullMQ on `redisUrl`, `inFlight` at once, each with a payload of `payloadBytes`;
+ * `redisPid`: the Redis server's process, to read its CPU (none: Redis's CPU is not counted).
+ */
+export async function noopFloor(
+  redisUrl: string,
+  {
+    jobs,
+    inFlight,
+    payloadBytes,
+    redisPid,
+  }: { jobs: number; inFlight: number; payloadBytes: number; redisPid?: number },
+): Promise<Floor> {
+  const prefix = `benchfloor${process.pid}`;
+  const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
+  const queue = new Queue(QUEUE, { connection, prefix });
+  const eventsConnection = connection.duplicate();
+  const events = new QueueEvents(QUEUE, { connection: eventsConnection, prefix });
+  const worker: ChildProcess = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      import.meta.filename,
+      '--worker',
+      '--url',
+      redisUrl,
+      '--prefix',
+      prefix,
+      '--concurrency',
+      String(inFlight),
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  try {
+    await events.waitUntilReady();
+    await new Promise<void>((resolve, reject) => {
+      worker.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('ready') && resolve());
+      worker.once('exit', (code) => reject(new Error(`the no-op worker exited ${code} before it was ready`)));
+    });
+    const payload = { order: 'x'.repeat(Math.max(0, payloadBytes - 12)) };
+    const waiting = new Map<string, () => void>();
+    // A job's event may be read before its add has answered here: it is kept until the add's answer comes.
+    const early = new Set<string>();
+    events.on('completed', ({ jobId }) => {
+      const resolve = waiting.get(jobId);
+      if (resolve) resolve();
+      else early.add(jobId);
+    });
+    const oneJob = async () => {
+      const job = await queue.add(QUEUE, payload, { removeOnComplete: true });
+      const id = job.id!;
+      if (early.delete(id)) return;
+      await new Promise<void>((resolve) => waiting.set(id, resolve));
+      waiting.delete(id);
+    };
+    const cpuBefore = {
+      adding: ownCpu(),
+      worker: treeCpuSeconds(worker.pid!),
+      redis: redisPid ? treeCpuSeconds(redisPid) : 0,
+    };
+    const commandsBefore = await redisCommandsSoFar(connection);
+    const started = performance.now();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: Math.min(inFlight, jobs) }, async () => {
+        while (next < jobs) {
+          next += 1;
+          await oneJob();
+        }
+      }),
+    );
+    const seconds = (performance.now() - started) / 1000;
+    // The INFO call that reads the count is itself one command.
+    const commands = (await redisCommandsSoFar(connection)) - commandsBefore - 1;
+    const perJob = (after: number, before: number) => ((after - before) * 1000) / jobs;
+    return {
+      jobs,
+      jobsPerSecond: jobs / seconds,
+      cpuMs: {
+        adding: perJob(ownCpu(), cpuBefore.adding),
+        worker: perJob(treeCpuSeconds(worker.pid!), cpuBefore.worker),
+        redis: redisPid ? perJob(treeCpuSeconds(redisPid), cpuBefore.redis) : NaN,
+      },
+      redisCommands: commands / jobs,
+    };
+  } finally {
+    if (worker.exitCode === null) {
+      worker.kill('SIGTERM');
+      await once(worker, 'exit');
+    }
+    await events.close();
+    await queue.obliterate({ force: true }).catch(() => undefined);
+    await queue.close();
+    eventsConnection.disconnect();
+    connection.disconnect();
+  }
+}
+
+/** One run of orders beside the floor taken right after it on the same Redis. */
+export interface FloorRow {
+  label: string;
+  ordersPerSecond: number;
+  /** CPU ms per order of the web, the workers and Redis. */
+  cpuMs: { web: number; workers: number; redis: number };
+  redisCommands: number;
+  floor: Floor;
+}
+
+/** The orders against their floor, as ratios: what an order costs in no-op jobs. */
+export function floorTable(rows: readonly FloorRow[], inFlight: number, payloadBytes: number): string {
+  const x = (a: number, b: number) => (Number.isFinite(a / b) ? `${(a / b).toFixed(2)}×` : '–');
+  return [
+    `The floor: BullMQ's own no-op job on the same Redis right after each run (add → worker → completed event seen, ` +
+      `${inFlight} in flight, a ${payloadBytes}-byte payload, \`removeOnComplete\`; the worker in a process of its own). ` +
+      'CPU per order of the web, the workers and Redis against CPU per job of the adding side, the no-op worker and Redis; ' +
+      'Redis commands from INFO commandstats, those run inside scripts included.',
+    '',
+    '| run | orders/s ÷ jobs/s | CPU per order ÷ per job: web / worker / Redis | Redis commands per order ÷ per job | jobs/s | CPU ms per job: adding / worker / Redis |',
+    '|---|--:|---|---|--:|---|',
+    ...rows.map(
+      (r) =>
+        `| ${r.label} | ${x(r.ordersPerSecond, r.floor.jobsPerSecond)} | ${x(r.cpuMs.web, r.floor.cpuMs.adding)} / ` +
+        `${x(r.cpuMs.workers, r.floor.cpuMs.worker)} / ${x(r.cpuMs.redis, r.floor.cpuMs.redis)} | ` +
+        `${r.redisCommands.toFixed(1)} ÷ ${r.floor.redisCommands.toFixed(1)} = ${x(r.redisCommands, r.floor.redisCommands)} | ` +
+        `${r.floor.jobsPerSecond.toFixed(0)} | ${r.floor.cpuMs.adding.toFixed(2)} / ${r.floor.cpuMs.worker.toFixed(2)} / ${r.floor.cpuMs.redis.toFixed(2)} |`,
+    ),
+  ].join('\n');
+}
+
+if (process.argv.includes('--worker')) {
+  const { values } = parseArgs({
+    options: {
+      worker: { type: 'boolean' },
+      url: { type: 'string' },
+      prefix: { type: 'string' },
+      concurrency: { type: 'string' },
+    },
+  });
+  await runWorker(values.url!, values.prefix!, Number(values.concurrency));
+}

@@ -1,0 +1,138 @@
+// The store's upgrade from the release of 2026-11-27 (SQLite schema 13, PostgreSQL 14): the schema part at a
+// process's start, the heavy part as `admin migrate`'s steps, in batches, interrupted and resumed, the orders read
+// the same throughout. The same cases on whichever adapter the project names (test/helpers/store-contract.ts).
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { migrate } from '../../src/cli/commands/migrate.commands.js';
+import type { CommandContext } from '../../src/cli/commands/command.js';
+import { openStore } from '../../src/store/open-store.js';
+import { MigrationStepsPendingError } from '../../src/store/port/migrations.port.js';
+import type {
+  OrderWithItems,
+  PendingMigration,
+  SearchCriteria,
+  Store,
+} from '../../src/store/port/store.port.js';
+import {
+  accepted,
+  approval,
+  clientId,
+  contractEnv,
+  probe,
+  reserveAll,
+  shipping,
+  store,
+  T0,
+  WALDEN,
+  useContractStore,
+} from '../helpers/store-contract.js';
+import { toTheReleaseBefore } from '../helpers/release-before.js';
+import { TEST_STORE } from '../helpers/test-store.js';
+
+useContractStore();
+
+const DAY = 86_400_000;
+
+const byUpdate: SearchCriteria = {
+  dateStart: T0 - DAY,
+  dateEnd: T0 + 30 * DAY,
+  sortOrder: 'ascending',
+  limit: 50,
+  itemUpdateStart: T0 + DAY,
+};
+
+const readAll = (on: Store, ids: readonly number[]): Promise<(OrderWithItems | null)[]> =>
+  Promise.all(ids.map((id) => on.orders.get(id)));
+
+const commandContext = (on: Store): CommandContext => ({
+  config: loadConfig(contractEnv()),
+  store: () => Promise.resolve(on),
+  out: { note: () => undefined },
+});
+
+describe(`the store's upgrade from the release before on ${TEST_STORE}`, () => {
+  it('needs no admin migrate on a fresh store: every step was done inside its migration', async () => {
+    const steps = await store.steps.list();
+    expect(steps.map((s) => s.version)).toEqual(TEST_STORE === 'postgres' ? [16, 17, 20] : [14, 15]);
+    expect(steps.every((s) => s.done && s.upto === 0)).toBe(true);
+  });
+
+  it('migrates the schema at start, refuses to serve until admin migrate has filled the orders, in batches resumed, reading the same orders throughout', async () => {
+    const waldens = [{ listingId: WALDEN, copies: 2 }];
+    const settled = await accepted(waldens);
+    await reserveAll(settled, waldens);
+    await store.processing.settle({ ...approval(settled, `authorize:${settled}`), now: T0 + 2 * DAY });
+    const moved = await accepted(waldens);
+    await reserveAll(moved, waldens);
+    await store.processing.settle({ ...approval(moved, `authorize:${moved}`), now: T0 + 2 * DAY });
+    const item = (await store.orders.get(moved))!.items[0]!;
+    expect(await store.items.applyMove(shipping(item, T0 + 4 * DAY))).toMatchObject({ kind: 'moved' });
+    const untouched = await accepted(waldens);
+    const ids = [settled, moved, untouched];
+    const orders = await readAll(store, ids);
+    const found = (await store.search.search(clientId, byUpdate)).orders.map((o) => o.order.orderId);
+    expect(found).toEqual([settled, moved]);
+
+    await toTheReleaseBefore(probe);
+    const config = loadConfig(contractEnv());
+    const asked: PendingMigration[] = [];
+    const gate = async (_kind: string, pending: readonly PendingMigration[]) => void asked.push(...pending);
+    // A serving process: it applies the schema part, then will not serve searches that would miss orders.
+    const starting = openStore(config, 'test', () => undefined, { gate, stepsDone: true });
+    await expect(starting).rejects.toBeInstanceOf(MigrationStepsPendingError);
+    await expect(starting).rejects.toThrow(/admin -- migrate/);
+    // Every migration since that release was asked about; on SQLite two of them cannot run beside it.
+    expect(asked.map((m) => m.version)).toEqual(
+      expect.arrayContaining(TEST_STORE === 'postgres' ? [15, 16, 17, 18, 19, 20] : [14, 15, 16]),
+    );
+    expect(asked.filter((m) => !m.besideOlder).map((m) => m.version)).toEqual(
+      TEST_STORE === 'postgres' ? [] : [14, 15],
+    );
+
+    let admin = await openStore(config, 'admin', () => undefined);
+    try {
+      expect(await readAll(admin, ids)).toEqual(orders);
+      const runs: { remaining: number[]; batches: number }[] = [];
+      for (let run = 0; run < 50; run++) {
+        const printed = (await migrate.run(
+          ['--batch-size', '1', '--max-batches', '2'],
+          commandContext(admin),
+        )) as { remaining: number[]; batches: number };
+        runs.push(printed);
+        expect(await readAll(admin, ids)).toEqual(orders);
+        if (printed.remaining.length === 0) break;
+        // Interrupted: the next run, in a store opened anew, goes on where this one's last batch committed.
+        await admin.close();
+        admin = await openStore(config, 'admin', () => undefined);
+      }
+      // Orders one by one (ids up to the highest at the migration), then each step's last part.
+      expect(runs.length).toBeGreaterThan(2);
+      expect(runs.at(-1)!.remaining).toEqual([]);
+      expect(runs.slice(0, -1).every((r) => r.batches === 2 && r.remaining.length > 0)).toBe(true);
+      const steps = await admin.steps.list();
+      expect(steps.every((s) => s.done)).toBe(true);
+      const filled = steps.find((s) => s.version === (TEST_STORE === 'postgres' ? 17 : 15))!;
+      expect(filled.position).toBe(filled.upto);
+      expect(filled.upto).toBeGreaterThanOrEqual(untouched);
+
+      const serving = await openStore(config, 'test', () => undefined, { gate, stepsDone: true });
+      try {
+        expect(await readAll(serving, ids)).toEqual(orders);
+        const after = (await serving.search.search(clientId, byUpdate)).orders.map((o) => o.order.orderId);
+        expect(after).toEqual(found);
+      } finally {
+        await serving.close();
+      }
+      const index = await probe.scalar<string>(
+        TEST_STORE === 'postgres'
+          ? `SELECT pg_get_indexdef('orders_client_items_updated'::regclass)`
+          : `SELECT sql FROM sqlite_master WHERE name = 'orders_client_items_updated'`,
+      );
+      expect(index).toContain(TEST_STORE === 'postgres' ? 'INCLUDE (items_updated_at)' : 'items_updated_at');
+      // A run with nothing left does nothing.
+      expect(await migrate.run([], commandContext(admin))).toMatchObject({ batches: 0, remaining: [] });
+    } finally {
+      await admin.close();
+    }
+  });
+});
