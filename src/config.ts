@@ -53,6 +53,9 @@ const ConfigSchema = z.object({
   // The same database reached without a transaction pooler, for whatever needs a session (LISTEN).
   DATABASE_DIRECT_URL: postgresUrl.optional(),
   DB_POOL_SIZE: positiveInt.default(10),
+  // PostgreSQL: the fraction of a process's DB_POOL_SIZE connections one client's searches may hold at once (at
+  // least one); all clients' searches together leave that many to everything else (docs/configuration.md).
+  DB_POOL_CLIENT_SHARE: z.coerce.number().gt(0).max(1).default(0.3),
   // PostgreSQL: how long a statement, or getting a connection, waits for the database before it fails as
   // unavailable (the web answers 503 5030, a worker tries the job again later); 0 waits as long as it takes.
   // SQLite: how long a web search that the plan cannot bound waits for the search thread, then runs on it.

@@ -63,7 +63,8 @@ export function runProcess(name: ProcessName) {
       shutdown();
     });
   }
-  start(config, logger).then(
+  const starting = guardStoreClients(config, logger).then(() => start(config, logger));
+  starting.then(
     (started) => {
       stop = started.stop;
       shutdown();
@@ -76,5 +77,18 @@ export function runProcess(name: ProcessName) {
       else logger.fatal(`failed to start: ${err instanceof Error ? err.message : String(err)}`);
       process.exit(1);
     },
+  );
+}
+
+/**
+ * On PostgreSQL, a client error that no listener took (its server restarted, failed over or ended the session) is
+ * logged in one line and the process goes on (client-errors.ts): only what leaves the process unable to tell its
+ * state, such as SQLite's failed flush of its log, ends it. Loaded only where the store is PostgreSQL.
+ */
+async function guardStoreClients(config: Config, logger: Logger): Promise<void> {
+  if (!config.DATABASE_URL) return;
+  const { guardPostgresClients } = await import('../store/postgres/client-errors.js');
+  guardPostgresClients(({ code, message }) =>
+    logger.error({ code }, `PostgreSQL connection error with no handler, the process goes on: ${message}`),
   );
 }

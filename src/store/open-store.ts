@@ -25,6 +25,7 @@ export async function openStore(
         | 'DATABASE_POOLING'
         | 'DATABASE_DIRECT_URL'
         | 'DATABASE_TIMEOUT_MS'
+        | 'DB_POOL_CLIENT_SHARE'
       >
     >,
   role = 'service',
@@ -54,6 +55,7 @@ async function openAdapter(
     return openPostgresStore(config.DATABASE_URL, {
       ...migration,
       poolSize: config.DB_POOL_SIZE,
+      clientShare: config.DB_POOL_CLIENT_SHARE,
       applicationName: role,
       pooling: config.DATABASE_POOLING,
       // The operator's commands (a large catalog import, a re-seal) may take as long as they need.

@@ -5,7 +5,10 @@
 // for the caller to judge (expectNothingLost in the tests, figures in the benchmark).
 import type { ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
-import { expect } from 'vitest';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { expect, inject } from 'vitest';
 import {
   createSigningClient,
   type OrderResponse,
@@ -72,6 +75,26 @@ export interface FailoverRun {
   logs: string[][];
   /** What each process printed last, to tell why something failed. */
   tails(): string;
+}
+
+/**
+ * What every process of a service under load gets besides its store (a temporary directory of its own, which
+ * `cleanups` removes): a fresh secrets key, the run's Redis under a queue prefix of its own, JSON logs, no rate
+ * limit, reconciliation every 2 s and MAX_PROCESS_ATTEMPTS.
+ */
+export function loadedServiceEnv(cleanups: (() => Promise<unknown>)[]): Record<string, string> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bookorders-load-'));
+  cleanups.push(async () => fs.rmSync(dir, { recursive: true, force: true }));
+  return {
+    SECRETS_KEY: crypto.randomBytes(32).toString('hex'),
+    REDIS_URL: inject('redisUrl'),
+    QUEUE_PREFIX: `l${crypto.randomBytes(5).toString('hex')}`,
+    DB_PATH: path.join(dir, 'unused.db'),
+    LOG_PRETTY: 'false',
+    RATE_LIMIT_PER_S: '0',
+    RECONCILE_CRON: '*/2 * * * * *',
+    MAX_PROCESS_ATTEMPTS: String(MAX_PROCESS_ATTEMPTS),
+  };
 }
 
 export interface Caller {

@@ -25,7 +25,10 @@ export async function startHeavyWeb(h: {
   orders: number;
   items: number;
   t0: number;
+  /** For the whole service, its web included. */
   env?: Record<string, string>;
+  /** For the web process alone. */
+  webEnv?: Record<string, string>;
 }): Promise<HeavyWeb> {
   const env = { MAX_UNSETTLED_ORDERS: '10000000', MAX_UNSETTLED_PER_CLIENT: '10000000', ...h.env };
   const service = await createTestService({ env });
@@ -39,7 +42,7 @@ export async function startHeavyWeb(h: {
     items: h.items,
   });
   const port = await freePort();
-  const web = await service.spawn('src/server.ts', { PORT: String(port) }, 'web listening');
+  const web = await service.spawn('src/server.ts', { PORT: String(port), ...h.webEnv }, 'web listening');
   return {
     service,
     web,

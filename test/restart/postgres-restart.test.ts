@@ -7,18 +7,14 @@
 // caller that retried with the same Svc-RequestId got the same order.
 // The test starts its own PostgreSQL (and PgBouncer): it stops them, so never the run's shared server.
 import type { ChildProcess } from 'node:child_process';
-import crypto from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { inject } from 'vitest';
 import { startPgBouncer, type RunningPgBouncer } from '../../scripts/pgbouncer.js';
 import { createDatabase, startPrivatePostgres, type RunningPostgres } from '../../scripts/postgres.js';
 import { freePort } from '../../scripts/redis.js';
 import type { Probe } from '../helpers/store.probe.js';
 import {
   allSettled,
+  loadedServiceEnv,
   MAX_PROCESS_ATTEMPTS,
   PLENTY,
   SCARCE,
@@ -51,19 +47,10 @@ describe.each(['direct', 'pgbouncer'] as const)('a PostgreSQL server restart (%s
     }
     const direct = await createDatabase(server.url, 'restart');
     const port = await freePort();
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bookorders-restart-'));
-    cleanups.push(async () => fs.rmSync(dir, { recursive: true, force: true }));
     const env: Record<string, string> = {
+      ...loadedServiceEnv(cleanups),
       DATABASE_URL: bouncer ? bouncer.databaseUrl('restart') : direct,
       DATABASE_POOLING: bouncer ? 'transaction' : 'direct',
-      SECRETS_KEY: crypto.randomBytes(32).toString('hex'),
-      REDIS_URL: inject('redisUrl'),
-      QUEUE_PREFIX: `r${crypto.randomBytes(5).toString('hex')}`,
-      DB_PATH: path.join(dir, 'unused.db'),
-      LOG_PRETTY: 'false',
-      RATE_LIMIT_PER_S: '0',
-      RECONCILE_CRON: '*/2 * * * * *',
-      MAX_PROCESS_ATTEMPTS: String(MAX_PROCESS_ATTEMPTS),
     };
     const baseUrl = `http://127.0.0.1:${port}`;
     const callers = await seedCallers(env, baseUrl);

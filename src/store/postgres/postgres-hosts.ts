@@ -111,6 +111,14 @@ export function targetedClient(url: string, Base: typeof pg.Client, timeoutMs = 
   return class TargetedClient extends Base {
     private reached: PostgresHost | undefined;
 
+    constructor(config?: string | pg.ClientConfig) {
+      super(config);
+      // Listening from the start, for the client's whole life: while it connects (its server may end the session
+      // in the same read as the answer that ends connecting, before the pool listens), idle in the pool, checked
+      // out between statements, and once ended (client-errors.ts). Whoever uses the client hears it too.
+      this.on('error', (err: unknown) => this.met(err));
+    }
+
     override connect(callback?: unknown): never {
       const run = choice.pick().then(async (host) => {
         const self = this as unknown as { host: string; port: number; connectionParameters: PostgresHost };

@@ -18,7 +18,8 @@ import { assertStepsDone, type MigrationOptions } from '../migration-options.js'
 import { watchOutbox } from './outbox-watch.js';
 import { postgresWebhooks } from './webhooks.postgres.js';
 import { postgresRetention } from './retention.postgres.js';
-import { createPool, type PoolOptions } from './postgres.pool.js';
+import { createPool, DEFAULT_POOL_SIZE, type PoolOptions } from './postgres.pool.js';
+import { clientShare, searchWithinShare } from './client-share.js';
 import { backfillItemCounts, ITEMS_OF_ORDER } from './unsettled-items.migration.js';
 
 export type PostgresStoreOptions = PoolOptions &
@@ -28,6 +29,8 @@ export type PostgresStoreOptions = PoolOptions &
     sealer: Sealer;
     /** Where a session may LISTEN (never a transaction pooler); without it the relays poll. */
     listenUrl?: string | undefined;
+    /** The fraction of the pool one client's searches may hold at once (client-share.ts); default 0.3. */
+    clientShare?: number;
   };
 
 /**
@@ -88,7 +91,10 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     payments: postgresPayments(pool),
     ledger: postgresLedger(pool),
     reconcile: postgresReconcile(pool),
-    search: postgresSearch(pool, cursorKeyOf(secrets), options),
+    search: searchWithinShare(
+      postgresSearch(pool, cursorKeyOf(secrets), options),
+      clientShare(options.poolSize ?? DEFAULT_POOL_SIZE, options.clientShare ?? 0.3, options.timeoutMs ?? 0),
+    ),
     webhooks: {
       ...postgresWebhooks(pool, secrets),
       ...(listenUrl
