@@ -42,22 +42,24 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
   const pool = createPool(url, options);
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => (closing ??= pool.end());
-  // Migrations may rightly take long (an index on a large table, another process's migration lock): with a
-  // timeout, they run on a connection of their own without it.
-  // Orders of an older version (before migration 16, or still running beside this one) then get their item count.
-  const migrate = async () => {
-    if (!options.timeoutMs) return migrateAndBackfill(pool, options.sealer);
-    const untimed = createPool(url, { ...options, poolSize: 1, timeoutMs: 0 });
+  // Migrations, and the look at which are pending, run on a connection of their own, closed after: migrations may
+  // rightly take long (an index on a large table, another process's migration lock), so without a time-out; and a
+  // connection opened before them lacks the role's settings that they set (a session takes them when it opens),
+  // which the pool would otherwise keep.
+  const onOwnConnection = async <T>(fn: (own: pg.Pool) => Promise<T>): Promise<T> => {
+    const own = createPool(url, { ...options, poolSize: 1, timeoutMs: 0 });
     try {
-      return await migrateAndBackfill(untimed, options.sealer);
+      return await fn(own);
     } finally {
-      await untimed.end();
+      await own.end();
     }
   };
+  // Orders of an older version (before migration 16, or still running beside this one) then get their item count.
+  const migrate = () => onOwnConnection((own) => migrateAndBackfill(own, options.sealer));
   let secrets: StoreSecrets;
   const steps = postgresMigrationSteps(pool, POSTGRES_MIGRATIONS);
   try {
-    const pending = await pendingPostgresMigrations(pool);
+    const pending = await onOwnConnection((own) => pendingPostgresMigrations(own));
     if (pending.length > 0) await options.gate?.('postgres', pending);
     await migrate();
     if (options.stepsDone) await assertStepsDone(steps);
