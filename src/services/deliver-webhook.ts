@@ -104,7 +104,13 @@ export async function deliverWebhook(
           ? { kind: 'gave-up', error: result.error }
           : { kind: 'retry', retryAt: now + retryDelayMs(attempt, base), error: result.error };
       const recorded = await deps.store.webhooks.recordAttempt(deliveryId, attempt, outcome, now);
-      const fields = { deliveryId, attempt, webhookId: webhook.webhookId, eventId: event.eventId };
+      const fields = {
+        deliveryId,
+        attempt,
+        webhookId: webhook.webhookId,
+        eventId: event.eventId,
+        secretVersion: webhook.secretVersion,
+      };
       if (outcome.kind === 'delivered') deps.logger.debug(fields, 'webhook delivered');
       else if (outcome.kind === 'retry' && !result.ok && result.refused)
         // The operator's to mend (the URL, or WEBHOOK_ALLOW_PRIVATE on the workers), not the receiver's.

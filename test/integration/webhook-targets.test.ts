@@ -151,6 +151,54 @@ describe('when a webhook name resolves to a private address at delivery time', (
   });
 });
 
+describe("when a webhook's secret is rolled", () => {
+  it("then each delivery's log lines name the version of the secret that signed it, never the secret", async () => {
+    const buyer = await service.client('rolled hooks buyer');
+    const added = await addWebhook(
+      { store: service.deps.store, allowPrivate: true, clock: Date.now },
+      buyer.clientId,
+      receiver.url('/versions'),
+    );
+    if (added.kind !== 'added') throw new Error(added.message);
+    const { webhookId } = added.webhook;
+    const lines: string[] = [];
+    const logger = pino({ level: 'debug' }, { write: (line: string) => lines.push(line) });
+    const deps = {
+      store: service.deps.store,
+      sender: createWebhookSender({ allowPrivate: true, timeoutMs: 2000 }),
+      clock: Date.now,
+      logger,
+      config: service.config,
+    };
+    const deliverNext = async () => {
+      await settledOrder(buyer);
+      const deliveryId = await service.probe.scalar(
+        `SELECT delivery_id FROM webhook_deliveries WHERE state = 'pending' AND webhook_id = ?
+          ORDER BY delivery_id DESC`,
+        webhookId,
+      );
+      expect(await deliverWebhook(deps, deliveryId, 1)).toBe('delivered');
+      return lines
+        .map((line) => JSON.parse(line) as { deliveryId?: number; secretVersion?: number })
+        .filter((line) => line.deliveryId === deliveryId);
+    };
+
+    // Rolled with an overlap: deliveries are still signed with version 1, the receiver's.
+    const overlapping = await service.deps.store.webhooks.rollSecret(webhookId, Date.now() + 60_000);
+    expect(await deliverNext()).toEqual([
+      expect.objectContaining({ msg: 'webhook delivered', secretVersion: 1 }),
+    ]);
+    // Rolled again with none: version 3 signs.
+    const rolled = await service.deps.store.webhooks.rollSecret(webhookId, Date.now() - 1);
+    expect(rolled).toMatchObject({ secretVersion: 3 });
+    expect(await deliverNext()).toEqual([
+      expect.objectContaining({ msg: 'webhook delivered', secretVersion: 3 }),
+    ]);
+    for (const secret of [added.webhook.secret, overlapping!.secret, rolled!.secret])
+      expect(lines.filter((line) => line.includes(secret.slice(6, 14)))).toEqual([]);
+  });
+});
+
 describe('when an order is given up on', () => {
   it('then its FAILED items are one event, as GET shows the order', async () => {
     const body = orderBody(buyer.ccToken);

@@ -46,6 +46,8 @@ export interface Webhook {
 /** A webhook with the key of its signatures, in clear. */
 export interface WebhookWithSecret extends Webhook {
   secret: string;
+  /** Which of the webhook's secrets it is: 1 until the first roll, one more at each (logs name it, never the secret). */
+  secretVersion: number;
 }
 
 /** The next attempt of a pending delivery, as the relay hands it to the queue. */

@@ -35,10 +35,12 @@ export interface WebhookRow {
   /** The salt of the secret before the last roll, used to sign until previous_expires_at; null when never rolled. */
   previous_secret_salt: string | null;
   previous_expires_at: number | string | null;
+  /** 1 until the first roll; the one before it (version - 1) is previous_secret_salt's. */
+  secret_version: number;
 }
 
 export const WEBHOOK_COLUMNS =
-  'webhook_id, client_id, url, secret_salt, active, failing, previous_secret_salt, previous_expires_at';
+  'webhook_id, client_id, url, secret_salt, active, failing, previous_secret_salt, previous_expires_at, secret_version';
 
 export const toWebhook = (r: WebhookRow): Webhook => ({
   webhookId: r.webhook_id,
@@ -51,6 +53,7 @@ export const toWebhook = (r: WebhookRow): Webhook => ({
 export const toWebhookWithSecret = (r: WebhookRow, secrets: SecretDeriver): WebhookWithSecret => ({
   ...toWebhook(r),
   secret: webhookSecret(secrets, r.secret_salt),
+  secretVersion: r.secret_version,
 });
 
 /** When the secret before the last roll stops signing (ms), or null when there is none. */
@@ -61,10 +64,15 @@ export const previousExpiryOf = (r: WebhookRow): number | null =>
  * The secret a delivery made at `now` is signed with: the one before the last roll until it expires, so a
  * receiver that has not taken the new one yet still verifies every delivery, then the new one.
  */
-function signingSecretOf(r: WebhookRow, secrets: SecretDeriver, now: number): string {
+function signingSecretOf(
+  r: WebhookRow,
+  secrets: SecretDeriver,
+  now: number,
+): { secret: string; secretVersion: number } {
   const expiry = previousExpiryOf(r);
-  const salt = expiry !== null && now < expiry ? r.previous_secret_salt! : r.secret_salt;
-  return webhookSecret(secrets, salt);
+  return expiry !== null && now < expiry
+    ? { secret: webhookSecret(secrets, r.previous_secret_salt!), secretVersion: r.secret_version - 1 }
+    : { secret: webhookSecret(secrets, r.secret_salt), secretVersion: r.secret_version };
 }
 
 /** A delivery with its webhook and its event, as TARGET_SQL of either adapter reads it. */
@@ -86,7 +94,7 @@ export type TargetRow = WebhookRow & {
 /** A delivery with its webhook and its event; `more` adds columns (`, expression AS name`). */
 export const targetSelect = (more = ''): string => `
   SELECT d.delivery_id, d.state, d.attempts, w.webhook_id, w.client_id, w.url, w.secret_salt, w.active,
-         w.failing, w.previous_secret_salt, w.previous_expires_at, e.event_id, e.type AS event_type, e.order_id, e.sequence, e.created_at AS event_created_at, e.snapshot,
+         w.failing, w.previous_secret_salt, w.previous_expires_at, w.secret_version, e.event_id, e.type AS event_type, e.order_id, e.sequence, e.created_at AS event_created_at, e.snapshot,
          e.trace_context${more}
     FROM webhook_deliveries d
     JOIN webhooks w ON w.webhook_id = d.webhook_id
@@ -118,7 +126,7 @@ export function toTarget(
     deliveryId: r.delivery_id,
     state: r.state,
     attempts: r.attempts,
-    webhook: { ...toWebhook(r), secret: signingSecretOf(r, secrets, now) },
+    webhook: { ...toWebhook(r), ...signingSecretOf(r, secrets, now) },
     event: {
       eventId: r.event_id,
       type: r.event_type,
