@@ -5,7 +5,7 @@
 // see, is what a web does to the connections it already has: the drain of src/processes/web.process.ts is for that.
 import http from 'node:http';
 import net from 'node:net';
-import { join, type Link } from './tcp-proxy.js';
+import { apply, join, type Link } from './tcp-proxy.js';
 import { sleep } from './wait.js';
 
 export interface Balancer {
@@ -15,6 +15,13 @@ export interface Balancer {
   live(): number[];
   /** How many connections the balancer has passed to the backend on `port` since it started. */
   connections(port: number): number;
+  /**
+   * What a caller may feel, with when (ms since the balancer started): a backend going out or back in, a connection
+   * closed for want of a live backend, one ended by its backend while a request on it was unanswered.
+   */
+  events(): string[];
+  /** Adds a line of the caller's own to events() (a step of a deploy), to read them in one timeline. */
+  mark(what: string): void;
   close(): Promise<void>;
 }
 
@@ -33,21 +40,30 @@ export async function startBalancer(ports: number[], options: BalancerOptions = 
   const links = new Set<Link>();
   let turn = 0;
   let closing = false;
+  const started = Date.now();
+  const events: string[] = [];
+  const note = (what: string) => events.push(`${Date.now() - started} ms: ${what}`);
 
+  /** Whether the backend on `port` is ready, and if not, why. */
   const check = (port: number) =>
-    new Promise<boolean>((resolve) => {
+    new Promise<string | undefined>((resolve) => {
       const req = http.get({ host: '127.0.0.1', port, path: '/readyz', agent: false, timeout: checkEveryMs });
       req.once('response', (res) => {
         res.resume();
-        resolve(res.statusCode === 200);
+        resolve(res.statusCode === 200 ? undefined : `/readyz ${res.statusCode}`);
       });
-      req.once('timeout', () => req.destroy());
-      req.once('error', () => resolve(false));
+      req.once('timeout', () => req.destroy(new Error(`/readyz unanswered in ${checkEveryMs} ms`)));
+      req.once('error', (err) => resolve(err.message));
     });
   const checking = (async () => {
     while (!closing) {
       const found = await Promise.all(ports.map(check));
-      ports.forEach((port, i) => isLive.set(port, found[i]!));
+      ports.forEach((port, i) => {
+        const why = found[i];
+        if (isLive.get(port) !== (why === undefined))
+          note(`:${port} ${why === undefined ? 'live' : `out: ${why}`}`);
+        isLive.set(port, why === undefined);
+      });
       await sleep(checkEveryMs);
     }
   })();
@@ -80,8 +96,10 @@ export async function startBalancer(ports: number[], options: BalancerOptions = 
         upstream.once('connect', () => resolve(true)).once('error', () => resolve(false)),
       );
       if (connected) return [port, upstream];
+      if (isLive.get(port)) note(`:${port} out: refused a connection`);
       isLive.set(port, false);
     }
+    if (!closing) note(`a connection closed: no live backend in ${waitForLiveMs} ms`);
     return undefined;
   };
 
@@ -95,7 +113,17 @@ export async function startBalancer(ports: number[], options: BalancerOptions = 
       }
       const [port, upstream] = chosen;
       passed.set(port, passed.get(port)! + 1);
-      links.add(join(client, upstream, (link) => links.delete(link)));
+      // A request is taken as unanswered from the caller's bytes until the backend's next ones.
+      let asked = false;
+      const forward = (_link: Link, to: net.Socket, what: Buffer | 'end' | 'destroy') => {
+        if (Buffer.isBuffer(what)) asked = to === upstream;
+        else if (to === client && asked && !closing) {
+          note(`:${port} ${what === 'end' ? 'ended' : 'closed'} a connection with a request unanswered`);
+          asked = false;
+        }
+        apply(to, what);
+      };
+      links.add(join(client, upstream, (link) => links.delete(link), forward));
       client.resume();
     });
   });
@@ -106,6 +134,8 @@ export async function startBalancer(ports: number[], options: BalancerOptions = 
     port,
     live: () => ports.filter((p) => isLive.get(p)),
     connections: (p) => passed.get(p) ?? 0,
+    events: () => [...events],
+    mark: note,
     async close() {
       closing = true;
       await checking;

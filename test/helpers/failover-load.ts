@@ -44,7 +44,10 @@ export interface Answer<At = number> {
 
 /** A request that got no answer (a reset, a connection closed unanswered), or an answer that was wrong. */
 export interface Failure<At = number> {
+  /** When the request was sent (a wrong answer: when it came). */
   at: At;
+  /** When an unanswered request was given up on: its connection closed, or reset. */
+  endedAt?: At;
   what: string;
   kind: 'unanswered' | 'wrong';
   message: string;
@@ -164,7 +167,7 @@ export function startLoad<At>(callers: Caller[], at: () => At, options: LoadOpti
         const cause = (err as Error).cause as Error | undefined;
         const message = `${(err as Error).message}${cause ? `: ${cause.message}` : ''}`;
         networkErrors.push(`${what}: ${message}`);
-        failures.push({ at: sentAt, what, kind: 'unanswered', message });
+        failures.push({ at: sentAt, endedAt: at(), what, kind: 'unanswered', message });
         return null;
       });
       const ms = Date.now() - started;

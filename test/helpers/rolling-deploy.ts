@@ -88,7 +88,10 @@ export interface DeployRun {
   /** Every process's exit code, when stopped at the end (the replaced ones are in `steps`). */
   finalExits: { name: string; code: number | null }[];
   findings: Awaited<ReturnType<typeof storeFindings>>;
+  /** The last lines each process printed, the replaced ones included. */
   tails(): string;
+  /** The steps and what the balancer saw (backends out and in, connections ended unanswered), in time order. */
+  timeline: string[];
 }
 
 export interface DeployOptions {
@@ -122,15 +125,29 @@ export async function rollingDeploy(options: DeployOptions): Promise<DeployRun> 
   const webPorts = [await freePort(), await freePort()];
   const balancer = await startBalancer(webPorts);
   const running = new Map<string, Running>();
+  const everyProcess: Running[] = [];
   try {
     const callers = await seedWith(from, env, `http://127.0.0.1:${balancer.port}`);
-    const start = (name: string, role: Role, release: string) =>
-      startOne(processes, { name, role, release, env, port: webPorts[Number(name.at(-1)) - 1]! });
+    const start = async (name: string, role: Role, release: string) => {
+      const one = await startOne(processes, {
+        name,
+        role,
+        release,
+        env,
+        port: webPorts[Number(name.at(-1)) - 1]!,
+      });
+      everyProcess.push(one);
+      return one;
+    };
     const first = await Promise.all(PROCESSES.map(({ name, role }) => start(name, role, from)));
     for (const one of first) running.set(one.name, one);
     const tails = () =>
-      [...running.values()]
-        .map((p) => `${p.name}:\n${p.printed.join('').split('\n').slice(-30).join('\n')}`)
+      everyProcess
+        .map(
+          (p) =>
+            `${p.name} (${p.release === ROOT ? 'this tree' : path.basename(p.release)}):\n` +
+            p.printed.join('').split('\n').slice(-30).join('\n'),
+        )
         .join('\n----\n');
     await until(() => balancer.live().length === 2, 30_000, 'both webs live in the balancer');
 
@@ -142,7 +159,10 @@ export async function rollingDeploy(options: DeployOptions): Promise<DeployRun> 
       start,
       to,
       from,
-      onStep: (now) => (step = now),
+      onStep: (now) => {
+        step = now;
+        balancer.mark(now);
+      },
       live: () => balancer.live().length === 2,
     });
     step = 'after';
@@ -164,6 +184,7 @@ export async function rollingDeploy(options: DeployOptions): Promise<DeployRun> 
       finalExits,
       findings,
       tails,
+      timeline: balancer.events(),
     };
   } finally {
     await Promise.all([...processes].map((child) => stopChild(child, 'SIGKILL')));
@@ -213,7 +234,13 @@ async function roll(deploy: {
 
 /** Whether the webs of `release` drain before they stop (releases before this one close at once). */
 export function hasDrain(release: string): boolean {
-  return fs.readFileSync(path.join(release, 'src/config.ts'), 'utf8').includes('SHUTDOWN_DRAIN_MS');
+  // Its settings are in src/config.ts, or in the files of src/config/ in later releases.
+  const dir = path.join(release, 'src/config');
+  const files = [
+    path.join(release, 'src/config.ts'),
+    ...(fs.existsSync(dir) ? fs.readdirSync(dir).map((name) => path.join(dir, name)) : []),
+  ].filter((file) => file.endsWith('.ts') && fs.existsSync(file));
+  return files.some((file) => fs.readFileSync(file, 'utf8').includes('SHUTDOWN_DRAIN_MS'));
 }
 
 /**
@@ -225,7 +252,9 @@ export function unansweredByUndrained(run: DeployRun): Failure<string>[] {
   const undrained = new Set(
     run.steps.filter((s) => s.name.startsWith('web') && !s.drains).map((s) => `stop ${s.name}`),
   );
-  return run.failures.filter((f) => f.kind === 'unanswered' && undrained.has(f.at));
+  // By when the connection closed, not when the request was sent: one sent just before the stop (the step's
+  // name changes as SIGTERM is sent) may still be unread in the socket, which the web then closes as idle.
+  return run.failures.filter((f) => f.kind === 'unanswered' && undrained.has(f.endedAt ?? f.at));
 }
 
 /** Failures counted by step and kind, with the first of each, so that hundreds read in a few lines. */
@@ -288,7 +317,10 @@ async function seedWith(release: string, env: Record<string, string>, baseUrl: s
  */
 export function expectUnharmed(run: DeployRun, { rolled = true }: { rolled?: boolean } = {}): void {
   const excused = new Set(unansweredByUndrained(run));
-  expect(summary(run.failures.filter((f) => !excused.has(f)))).toEqual([]);
+  expect(
+    summary(run.failures.filter((f) => !excused.has(f))),
+    `${run.timeline.join('\n')}\n${run.tails()}`,
+  ).toEqual([]);
   const refused = run.answers.filter((a) => a.status >= 500);
   expect(refused.filter((a) => a.status !== 503 || !a.svcStatus.includes(5030) || !a.retryAfter)).toEqual([]);
   expect(run.answers.filter((a) => a.status >= 400 && a.status < 500)).toEqual([]);
