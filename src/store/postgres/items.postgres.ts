@@ -2,7 +2,6 @@ import type pg from 'pg';
 import type { ItemMoveWrite, ItemMoveWriteResult, ItemStore } from '../port/store.port.js';
 import { writeAdjustment } from './ledger.postgres.js';
 import { recordEvent } from './webhooks.postgres.js';
-import { SETS_ITEMS_UPDATED } from './items-updated-net.migration.js';
 import { withTransaction } from './postgres.pool.js';
 import { canBeId, toItemWithCurrency, type ItemWithCurrencyRow } from './postgres.rows.js';
 
@@ -28,6 +27,13 @@ const MOVE_SQL = `
       FROM moved m
      WHERE o.order_id = m.order_id AND ($10 = 1 OR coalesce(o.items_updated_at, o.created_at) < m.updated_at))
   SELECT * FROM moved`;
+
+/**
+ * The setting by which a session says that its statements keep orders.items_updated_at themselves: the worker's
+ * functions carry it (order-functions.ts), an item move sets it for its transaction; the row trigger of earlier
+ * versions skips their statements (items-updated-net.migration.ts).
+ */
+export const SETS_ITEMS_UPDATED = 'bo.sets_items_updated_at';
 
 // The move keeps its order's items_updated_at itself: the row trigger of earlier versions is off for it.
 const BEGIN_MOVE = `BEGIN; SET LOCAL ${SETS_ITEMS_UPDATED} = on`;

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import type { AcceptResult, NewOrder, OrderPhase, OrderStore, OrderWithItems } from '../port/store.port.js';
 import { acceptOrderBatch, INSERT_NUMBERED_ITEMS, NEXT_ITEM_ID } from './order-batch.postgres.js';
 import type { Queryable } from './postgres.pool.js';
-import { ITEMS_OF_ORDER } from './unsettled-items.migration.js';
+import { ITEMS_OF_ORDER } from './item-counts.postgres.js';
 import {
   canBeId,
   newOrderWithItems,

@@ -20,7 +20,7 @@ import {
 } from '../shared/search-plan.js';
 import { canBeId } from './postgres.rows.js';
 import { ITEM_VIEW_COLUMNS } from '../shared/order.rows.js';
-import { ITEMS_OF_ORDER } from './unsettled-items.migration.js';
+import { ITEMS_OF_ORDER } from './item-counts.postgres.js';
 
 const PG_ITEM_IDS = (column: string) => `${column} = ANY(@orderItemIds::bigint[])`;
 

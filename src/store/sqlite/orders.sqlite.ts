@@ -17,7 +17,7 @@ import {
 } from './sqlite.rows.js';
 import { orderBatchAcceptor } from './order-batch.sqlite.js';
 import type { Db } from './sqlite.db.js';
-import { ITEMS_OF_ORDER } from './unsettled-items.migration.js';
+import { ITEMS_OF_ORDER } from './item-counts.sqlite.js';
 
 /** The items of unsettled orders: a sum over the covering partial index orders_unsettled_client. */
 export const COUNT_UNSETTLED_SQL = `SELECT total(${ITEMS_OF_ORDER}) FROM orders o WHERE phase <> 'settled'`;

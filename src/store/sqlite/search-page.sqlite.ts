@@ -6,7 +6,7 @@ import type { Database, Statement } from 'better-sqlite3';
 import type { ItemView, OrderView, SearchPage } from '../port/store.port.js';
 import { toItemView, type ItemTuple } from '../shared/order.rows.js';
 import { pageLength } from '../shared/search-plan.js';
-import { ITEMS_OF_ORDER } from './unsettled-items.migration.js';
+import { ITEMS_OF_ORDER } from './item-counts.sqlite.js';
 
 export type Bindings = Record<string, number | string | null>;
 
