@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { AcceptResult, NewOrder, OrderWithItems } from '../port/store.port.js';
 import type { Queryable } from './postgres.pool.js';
-import { ITEM_LINE_COLUMNS, lineField, type ItemLineColumn } from '../shared/item.columns.js';
+import { ITEM_LINE_COLUMNS, fieldOf, type ItemLineColumn } from '../shared/item.columns.js';
 import { newOrderWithItems, type OrderRow } from './postgres.rows.js';
 
 /** The PostgreSQL type of each column an order gives its items, as acceptance's statements read them. */
@@ -70,7 +70,7 @@ const ACCEPT_SQL = `
       FROM t
       JOIN o ON o.client_id = t.client_id AND o.request_id = t.request_id
      CROSS JOIN LATERAL ROWS FROM (json_to_recordset(t.items)
-             AS (${ITEM_LINE_COLUMNS.map((c) => `"${lineField(c)}" ${LINE_TYPES[c]}`).join(', ')}))
+             AS (${ITEM_LINE_COLUMNS.map((c) => `"${fieldOf(c)}" ${LINE_TYPES[c]}`).join(', ')}))
            WITH ORDINALITY AS x(${LINE}, k)
      ORDER BY t.n, x.k
   ), i AS (${INSERT_NUMBERED_ITEMS}

@@ -7,7 +7,7 @@ import type {
   OrderWithItems,
   StoredItem,
 } from '../port/store.port.js';
-import { ITEM_LINE_COLUMNS, itemFields, lineField } from '../shared/item.columns.js';
+import { ITEM_LINE_COLUMNS, itemFields, fieldOf } from '../shared/item.columns.js';
 import { acceptOrderBatch, INSERT_NUMBERED_ITEMS, LINE_TYPES, NEXT_ITEM_ID } from './order-batch.postgres.js';
 import type { Queryable } from './postgres.pool.js';
 import { ITEMS_OF_ORDER } from './item-counts.postgres.js';
@@ -99,7 +99,7 @@ function acceptParams(order: NewOrder): unknown[] {
     order.totalMaxPriceCents,
     order.createdAt,
     items.length,
-    ...ITEM_LINE_COLUMNS.map((column) => items.map((item) => item[lineField(column)])),
+    ...ITEM_LINE_COLUMNS.map((column) => items.map((item) => item[fieldOf(column)])),
   ];
 }
 

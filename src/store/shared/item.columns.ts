@@ -60,9 +60,8 @@ export const ITEM_LINE_COLUMNS = [
 
 export type ItemLineColumn = (typeof ITEM_LINE_COLUMNS)[number];
 
-/** The field of NewOrderItem that a line column takes. */
-export const lineField = <C extends ItemLineColumn>(column: C): (typeof ITEM_FIELDS)[C] =>
-  ITEM_FIELDS[column];
+/** The field of StoredItem (of NewOrderItem, for a line column) that a column is read as. */
+export const fieldOf = <C extends ItemColumn>(column: C): (typeof ITEM_FIELDS)[C] => ITEM_FIELDS[column];
 
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 type Holds<T extends true> = T;
