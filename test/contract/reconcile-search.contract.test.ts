@@ -5,7 +5,7 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { ItemStatus as S } from '../../src/domain/item-status.js';
 import { LISTINGS } from '../helpers/fixtures.js';
 import type { SearchCriteria } from '../../src/store/port/store.port.js';
-import { SETS_ITEMS_UPDATED } from '../../src/store/postgres/items-updated-net.migration.js';
+import { SETS_ITEMS_UPDATED } from '../../src/store/postgres/items.postgres.js';
 import { COVERING_INDEX } from '../../src/store/postgres/items-updated-covering.migration.js';
 import {
   accepted,

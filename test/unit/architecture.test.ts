@@ -134,6 +134,23 @@ describe('architecture', () => {
     ]).toEqual([]);
   });
 
+  it('keeps SQL that runs at run time out of migration files: only migrations and the stores import one', () => {
+    // A migration (NAME.migration.ts) is read by the list that applies it (KIND.migrations.ts), by another
+    // migration, and by the store that opens it (KIND.store.ts, for its version); an adapter's statements are
+    // never read from one.
+    const migration = (file: string) => file.endsWith('.migration.ts');
+    const mayImport = (file: string) => /\.migrations?\.ts$|\.store\.ts$/.test(file);
+    const readers = files
+      .filter((file) => !mayImport(file))
+      .flatMap((file) =>
+        graph
+          .get(file)!
+          .filter(({ to }) => migration(to))
+          .map(({ to }) => `${rel(file)} -> ${rel(to)}`),
+      );
+    expect(readers).toEqual([]);
+  });
+
   it('has metrics import nothing that runs from http', () => {
     const arrows = valueImportsBetweenRooms.filter(
       ({ from, to }) => roomOf(from) === 'metrics' && roomOf(to) === 'http',

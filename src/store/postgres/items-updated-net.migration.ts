@@ -1,10 +1,5 @@
+import { SETS_ITEMS_UPDATED } from './items.postgres.js';
 import type { Migration } from './postgres.migrations.js';
-
-/**
- * The setting by which a session says that its statements keep orders.items_updated_at themselves: the worker's
- * functions carry it (order-functions.ts), an item move sets it for its transaction (items.postgres.ts).
- */
-export const SETS_ITEMS_UPDATED = 'bo.sets_items_updated_at';
 
 /**
  * Since this version the adapter keeps each order's items_updated_at in the statements that move its items'

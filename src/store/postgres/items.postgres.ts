@@ -1,14 +1,20 @@
 import type pg from 'pg';
-import type { ItemMoveWrite, ItemMoveWriteResult, ItemStore } from '../port/store.port.js';
+import type {
+  ItemMoveWrite,
+  ItemMoveWriteResult,
+  ItemStore,
+  StoredItemWithCurrency,
+} from '../port/store.port.js';
+import { ITEM_COLUMNS, itemFields } from '../shared/item.columns.js';
 import { writeAdjustment } from './ledger.postgres.js';
 import { recordEvent } from './webhooks.postgres.js';
-import { SETS_ITEMS_UPDATED } from './items-updated-net.migration.js';
 import { withTransaction } from './postgres.pool.js';
-import { canBeId, toItemWithCurrency, type ItemWithCurrencyRow } from './postgres.rows.js';
+import { canBeId } from './postgres.rows.js';
 
 // Compare-and-set on (status, status_changed_at) as the service read them; joining orders locks no order row.
 // The order is written, and locked, only when the move is its items' latest update (items_updated_at) or records
 // an event ($10 = 1): one UPDATE for both, its event's sequence counted there (recordEvent's first statement).
+// The item's columns named (item.columns.ts), so its result type is fixed: prepared once per connection.
 const MOVE_SQL = `
   WITH moved AS (
     UPDATE order_items i
@@ -19,18 +25,28 @@ const MOVE_SQL = `
            tracking_id = coalesce($8, i.tracking_id)
       FROM orders o
      WHERE i.order_item_id = $1 AND i.status = $3 AND i.status_changed_at = $9 AND o.order_id = i.order_id
-    RETURNING i.*, o.currency),
+    RETURNING ${itemFields('i')}, o.currency),
   latest AS (
     UPDATE orders o
-       SET items_updated_at = CASE WHEN coalesce(o.items_updated_at, o.created_at) < m.updated_at
-                                   THEN m.updated_at ELSE o.items_updated_at END,
+       SET items_updated_at = CASE WHEN coalesce(o.items_updated_at, o.created_at) < m."updatedAt"
+                                   THEN m."updatedAt" ELSE o.items_updated_at END,
            event_seq = o.event_seq + $10
       FROM moved m
-     WHERE o.order_id = m.order_id AND ($10 = 1 OR coalesce(o.items_updated_at, o.created_at) < m.updated_at))
-  SELECT * FROM moved`;
+     WHERE o.order_id = m."orderId" AND ($10 = 1 OR coalesce(o.items_updated_at, o.created_at) < m."updatedAt"))
+  SELECT ${ITEM_COLUMNS.map(([, field]) => `m."${field}"`).join(', ')}, m.currency FROM moved m`;
+
+/**
+ * The setting by which a session says that its statements keep orders.items_updated_at themselves: the worker's
+ * functions carry it (order-functions.ts), an item move sets it for its transaction; the row trigger of earlier
+ * versions skips their statements (items-updated-net.migration.ts).
+ */
+export const SETS_ITEMS_UPDATED = 'bo.sets_items_updated_at';
 
 // The move keeps its order's items_updated_at itself: the row trigger of earlier versions is off for it.
 const BEGIN_MOVE = `BEGIN; SET LOCAL ${SETS_ITEMS_UPDATED} = on`;
+
+const ITEM_SQL = `SELECT ${itemFields('i')}, o.currency FROM order_items i JOIN orders o ON o.order_id = i.order_id
+  WHERE i.order_item_id = $1`;
 
 const moveParams = (m: ItemMoveWrite): unknown[] => [
   m.orderItemId,
@@ -46,14 +62,14 @@ const moveParams = (m: ItemMoveWrite): unknown[] => [
 ];
 
 async function applyMoveIn(tx: pg.PoolClient, m: ItemMoveWrite): Promise<ItemMoveWriteResult> {
-  const moved = (await tx.query<ItemWithCurrencyRow>(MOVE_SQL, moveParams(m))).rows[0];
+  const moved = (await tx.query<StoredItemWithCurrency>(MOVE_SQL, moveParams(m))).rows[0];
   if (!moved) return { kind: 'changed' };
   if (m.returnStockOf !== null) {
     await tx.query('UPDATE listings SET stock = stock + 1 WHERE listing_id = $1', [m.returnStockOf]);
   }
   const entryId = m.ledger ? await writeAdjustment(tx, m.ledger, m.now) : null;
-  if (m.event) await recordEvent(tx, moved.order_id, m.event, m.now, { counted: true });
-  return { kind: 'moved', item: toItemWithCurrency(moved), entryId };
+  if (m.event) await recordEvent(tx, moved.orderId, m.event, m.now, { counted: true });
+  return { kind: 'moved', item: moved, entryId };
 }
 
 /** Item moves as compare-and-set: status, stock, shipping cost and ledger change together or not at all. */
@@ -61,12 +77,8 @@ export function postgresItems(pool: pg.Pool): ItemStore {
   return {
     async getItem(orderItemId) {
       if (!canBeId(orderItemId)) return null;
-      const { rows } = await pool.query<ItemWithCurrencyRow>(
-        `SELECT i.*, o.currency FROM order_items i JOIN orders o ON o.order_id = i.order_id
-          WHERE i.order_item_id = $1`,
-        [orderItemId],
-      );
-      return rows[0] ? toItemWithCurrency(rows[0]) : null;
+      const { rows } = await pool.query<StoredItemWithCurrency>(ITEM_SQL, [orderItemId]);
+      return rows[0] ?? null;
     },
     applyMove(m) {
       return withTransaction(pool, (tx) => applyMoveIn(tx, m), BEGIN_MOVE);

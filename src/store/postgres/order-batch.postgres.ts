@@ -1,7 +1,24 @@
 import type pg from 'pg';
 import type { AcceptResult, NewOrder, OrderWithItems } from '../port/store.port.js';
 import type { Queryable } from './postgres.pool.js';
+import { ITEM_LINE_COLUMNS, fieldOf, type ItemLineColumn } from '../shared/item.columns.js';
 import { newOrderWithItems, type OrderRow } from './postgres.rows.js';
+
+/** The PostgreSQL type of each column an order gives its items, as acceptance's statements read them. */
+export const LINE_TYPES: Record<ItemLineColumn, 'int' | 'bigint' | 'text'> = {
+  line_no: 'int',
+  listing_id: 'bigint',
+  vendor_id: 'bigint',
+  title: 'text',
+  isbn: 'text',
+  line_quantity: 'int',
+  max_price_cents: 'bigint',
+  min_days: 'int',
+  max_days: 'int',
+  cost_cents: 'bigint',
+};
+
+const LINE = ITEM_LINE_COLUMNS.join(', ');
 
 /**
  * The next item id, drawn in the row that carries the item's ordinal: PostgreSQL promises neither the order in
@@ -12,11 +29,9 @@ export const NEXT_ITEM_ID = `nextval('order_items_order_item_id_seq'::regclass)`
 
 /** Inserts the rows of the CTE `numbered`, each with the id drawn for it (NEXT_ITEM_ID), QUEUED, no charges yet. */
 export const INSERT_NUMBERED_ITEMS = `
-    INSERT INTO order_items (order_item_id, order_id, client_id, order_created_at, line_no, listing_id, vendor_id,
-      title, isbn, line_quantity, max_price_cents, min_days, max_days, cost_cents, shipcost_cents, tax_cents,
-      status, updated_at, status_changed_at)
-    SELECT order_item_id, order_id, client_id, created_at, line_no, listing_id, vendor_id, title, isbn,
-           line_quantity, max_price_cents, min_days, max_days, cost_cents, 0, 0, 1, created_at, created_at
+    INSERT INTO order_items (order_item_id, order_id, client_id, order_created_at, ${LINE}, shipcost_cents,
+      tax_cents, status, updated_at, status_changed_at)
+    SELECT order_item_id, order_id, client_id, created_at, ${LINE}, 0, 0, 1, created_at, created_at
       FROM numbered`;
 
 // Every order of a batch and its items in one statement, so one round trip and one commit. The orders go in
@@ -50,16 +65,13 @@ const ACCEPT_SQL = `
     ON CONFLICT (client_id, request_id) DO NOTHING
     RETURNING order_id, client_id, request_id, created_at, row_to_json(orders) AS r
   ), numbered AS (
-    SELECT ${NEXT_ITEM_ID} AS order_item_id, o.order_id, o.client_id, o.created_at, x.line_no, x.listing_id,
-           x.vendor_id, x.title, x.isbn, x.line_quantity, x.max_price_cents, x.min_days, x.max_days, x.cost_cents,
-           t.n, x.k
+    SELECT ${NEXT_ITEM_ID} AS order_item_id, o.order_id, o.client_id, o.created_at,
+           ${ITEM_LINE_COLUMNS.map((c) => `x.${c}`).join(', ')}, t.n, x.k
       FROM t
       JOIN o ON o.client_id = t.client_id AND o.request_id = t.request_id
-     CROSS JOIN LATERAL ROWS FROM (json_to_recordset(t.items) AS ("lineNo" int, "listingId" bigint,
-             "vendorId" bigint, "title" text, "isbn" text, "lineQuantity" int, "maxPriceCents" bigint,
-             "minDays" int, "maxDays" int, "costCents" bigint))
-           WITH ORDINALITY AS x(line_no, listing_id, vendor_id, title, isbn, line_quantity, max_price_cents,
-                min_days, max_days, cost_cents, k)
+     CROSS JOIN LATERAL ROWS FROM (json_to_recordset(t.items)
+             AS (${ITEM_LINE_COLUMNS.map((c) => `"${fieldOf(c)}" ${LINE_TYPES[c]}`).join(', ')}))
+           WITH ORDINALITY AS x(${LINE}, k)
      ORDER BY t.n, x.k
   ), i AS (${INSERT_NUMBERED_ITEMS}
   )

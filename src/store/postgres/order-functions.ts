@@ -4,7 +4,7 @@ import { PRICING_SQL } from './catalog.postgres.js';
 import { INSERT_SQL as LEDGER_SQL } from './ledger.postgres.js';
 import { itemsJsonOf } from './orders.postgres.js';
 import { EVENT_SQL } from './webhooks.postgres.js';
-import { SETS_ITEMS_UPDATED } from './items-updated-net.migration.js';
+import { SETS_ITEMS_UPDATED } from './items.postgres.js';
 
 /**
  * The worker's steps on PostgreSQL as functions of the database (PL/pgSQL), each called in one round trip:

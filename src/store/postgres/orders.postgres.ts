@@ -1,16 +1,17 @@
 import type pg from 'pg';
-import type { AcceptResult, NewOrder, OrderPhase, OrderStore, OrderWithItems } from '../port/store.port.js';
-import { acceptOrderBatch, INSERT_NUMBERED_ITEMS, NEXT_ITEM_ID } from './order-batch.postgres.js';
+import type {
+  AcceptResult,
+  NewOrder,
+  OrderPhase,
+  OrderStore,
+  OrderWithItems,
+  StoredItem,
+} from '../port/store.port.js';
+import { ITEM_LINE_COLUMNS, itemFields, fieldOf } from '../shared/item.columns.js';
+import { acceptOrderBatch, INSERT_NUMBERED_ITEMS, LINE_TYPES, NEXT_ITEM_ID } from './order-batch.postgres.js';
 import type { Queryable } from './postgres.pool.js';
-import { ITEMS_OF_ORDER } from './unsettled-items.migration.js';
-import {
-  canBeId,
-  newOrderWithItems,
-  toStoredItem,
-  toStoredOrder,
-  type ItemRow,
-  type OrderRow,
-} from './postgres.rows.js';
+import { ITEMS_OF_ORDER } from './item-counts.postgres.js';
+import { canBeId, newOrderWithItems, toStoredOrder, type OrderRow } from './postgres.rows.js';
 
 // One statement, so one atomic write: the order, then its items from parallel arrays in request order. The order
 // comes back as JSON of its row (as `readOrder` reads it), its items as their ids alone, in request order: an
@@ -20,29 +21,30 @@ import {
 // order in which PostgreSQL numbers the rows of an INSERT … SELECT nor that of its RETURNING is promised.
 // On a duplicate key the order insert returns nothing and so inserts no items; a concurrent insert of the same
 // key waits for the first to commit and then returns nothing too.
+/** The parameter of the first line column's array: after the order's 13. */
+const FIRST_LINE = 14;
 const ACCEPT_SQL = `
   WITH accepted AS (
     INSERT INTO orders (client_id, request_id, request_hash, reference_id, domain, currency, shipping_mode,
       ship_addr, bill_addr, card_id, total_max_price_cents, created_at, item_count)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12, $23)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12, $13)
     ON CONFLICT (client_id, request_id) DO NOTHING
     RETURNING order_id, client_id, created_at, row_to_json(orders) AS r),
   numbered AS (
     SELECT ${NEXT_ITEM_ID} AS order_item_id, a.order_id, a.client_id, a.created_at, t.*
       FROM accepted a
-     CROSS JOIN unnest($13::int[], $14::bigint[], $15::bigint[], $16::text[], $17::text[], $18::int[],
-                       $19::bigint[], $20::int[], $21::int[], $22::bigint[]) WITH ORDINALITY
-           AS t(line_no, listing_id, vendor_id, title, isbn, line_quantity, max_price_cents, min_days, max_days,
-                cost_cents, n)
+     CROSS JOIN unnest(${ITEM_LINE_COLUMNS.map((c, k) => `$${FIRST_LINE + k}::${LINE_TYPES[c]}[]`).join(', ')})
+           WITH ORDINALITY AS t(${ITEM_LINE_COLUMNS.join(', ')}, n)
      ORDER BY t.n),
   items AS (
     ${INSERT_NUMBERED_ITEMS})
   SELECT a.r, coalesce((SELECT json_agg(order_item_id ORDER BY n) FROM numbered), '[]') AS item_ids
     FROM accepted a`;
 
-/** The items of the order `orderId` (an SQL expression) as one JSON array of their rows, by order_item_id. */
+/** The items of the order `orderId` (an SQL expression) as one JSON array of StoredItem, by order_item_id. */
 export const itemsJsonOf = (orderId: string): string =>
-  `coalesce((SELECT json_agg(i ORDER BY i.order_item_id) FROM order_items i WHERE i.order_id = ${orderId}), '[]')`;
+  `coalesce((SELECT json_agg(r ORDER BY r."orderItemId")
+               FROM (SELECT ${itemFields('i')} FROM order_items i WHERE i.order_id = ${orderId}) r), '[]')`;
 
 // The order and its items in one statement, hence one snapshot. Both as JSON of their rows (as the order
 // functions return them): the statement's result type does not change when a column is added, so it is prepared
@@ -56,13 +58,15 @@ const OWNED_ORDERS_WITH_ITEMS_SQL = `
     FROM unnest($1::bigint[], $2::bigint[]) AS a(order_id, client_id)
     JOIN orders o ON o.order_id = a.order_id AND o.client_id = a.client_id`;
 
-export type OrderWithItemsRow = OrderRow & { items: ItemRow[] };
-/** A row of ORDER_WITH_ITEMS: the order's row and its items' rows, as JSON. */
+/** A row of ORDER_WITH_ITEMS: the order's row and its items, as JSON. */
 interface JsonOrderWithItemsRow {
   r: OrderRow;
-  items: ItemRow[];
+  items: StoredItem[];
 }
-const fromJson = ({ r, items }: JsonOrderWithItemsRow): OrderWithItems => toOrderWithItems({ ...r, items });
+const fromJson = ({ r, items }: JsonOrderWithItemsRow): OrderWithItems => ({
+  order: toStoredOrder(r),
+  items,
+});
 
 /** The order with its items (sorted by order_item_id), read in one snapshot; only the client's when given. */
 export async function readOrder(
@@ -79,12 +83,6 @@ export async function readOrder(
   return row ? fromJson(row) : null;
 }
 
-/** A row of an order with its items as one JSON array (sorted by order_item_id). */
-export const toOrderWithItems = (row: OrderWithItemsRow): OrderWithItems => ({
-  order: toStoredOrder(row),
-  items: row.items.map(toStoredItem),
-});
-
 function acceptParams(order: NewOrder): unknown[] {
   const items = order.items;
   return [
@@ -100,17 +98,8 @@ function acceptParams(order: NewOrder): unknown[] {
     order.cardId,
     order.totalMaxPriceCents,
     order.createdAt,
-    items.map((i) => i.lineNo),
-    items.map((i) => i.listingId),
-    items.map((i) => i.vendorId),
-    items.map((i) => i.title),
-    items.map((i) => i.isbn),
-    items.map((i) => i.lineQuantity),
-    items.map((i) => i.maxPriceCents),
-    items.map((i) => i.minDays),
-    items.map((i) => i.maxDays),
-    items.map((i) => i.costCents),
     items.length,
+    ...ITEM_LINE_COLUMNS.map((column) => items.map((item) => item[fieldOf(column)])),
   ];
 }
 

@@ -1,7 +1,5 @@
+import { OUTBOX_CHANNEL } from './outbox-watch.js';
 import type { Migration } from './postgres.migrations.js';
-
-/** The channel on which a transaction that recorded webhook deliveries signals the relays at its commit. */
-export const OUTBOX_CHANNEL = 'bo_outbox';
 
 /**
  * An attempt waiting for the relay (a new delivery, or a retry recorded after a failed attempt) wakes the relays

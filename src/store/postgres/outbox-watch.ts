@@ -1,8 +1,13 @@
 import pg from 'pg';
 import type { OutboxWatch } from '../port/store.port.js';
-import { OUTBOX_CHANNEL } from './outbox-signal.migration.js';
 import { firstHostUrl, targetedClient } from './postgres-hosts.js';
 import { CONNECT_TIMEOUT_MS, KEEPALIVE } from './postgres.pool.js';
+
+/**
+ * The channel on which a transaction that recorded webhook deliveries signals the relays at its commit (the
+ * triggers of outbox-signal.migration.ts).
+ */
+export const OUTBOX_CHANNEL = 'bo_outbox';
 
 const RECONNECT_MS = 1000;
 /** How often the idle session is asked whether it still answers, and how long it has to. */

@@ -1,4 +1,4 @@
-import { PAYMENT_TARGET_MIGRATION_SQL } from '../shared/payment-target.sql.js';
+import { PAYMENT_TARGET_MIGRATION_SQL } from '../shared/payment-target.migration.js';
 import type { Migration } from './postgres.migrations.js';
 
 /** As the SQLite adapter's version 7: payments brought to absolute, versioned targets instead of deltas. */

@@ -1,9 +1,9 @@
-import { UNSETTLED_BY_AGE_MIGRATION } from '../shared/unsettled-by-age.sql.js';
-import { UNSETTLED_PER_CLIENT_MIGRATION } from '../shared/unsettled-per-client.sql.js';
+import { UNSETTLED_BY_AGE_MIGRATION } from '../shared/unsettled-by-age.migration.js';
+import { UNSETTLED_PER_CLIENT_MIGRATION } from '../shared/unsettled-per-client.migration.js';
 import { DELIVERY_CLAIMS_MIGRATION } from './delivery-claims.migration.js';
 import { EVENT_TYPE_MIGRATION } from './event-type.migration.js';
 import { TRACE_CONTEXT_MIGRATION } from './trace-context.migration.js';
-import { RETENTION_MIGRATION } from '../shared/retention.sql.js';
+import { RETENTION_MIGRATION } from '../shared/retention.migration.js';
 import { PAYMENT_TARGET_MIGRATION } from './payment-target.migration.js';
 import type pg from 'pg';
 import type { PendingMigration } from '../port/migrations.port.js';
@@ -22,7 +22,7 @@ import { OUTBOX_SIGNAL_MIGRATION } from './outbox-signal.migration.js';
 import { UNSETTLED_APART_MIGRATION } from './unsettled-apart.migration.js';
 import { UNSETTLED_ITEMS_MIGRATION } from './unsettled-items.migration.js';
 import { withTransaction } from './postgres.pool.js';
-import { SECRET_ROLL_MIGRATION_NAME, secretRollSql } from '../shared/secret-roll.sql.js';
+import { SECRET_ROLL_MIGRATION_NAME, secretRollSql } from '../shared/secret-roll.migration.js';
 
 /**
  * One schema version: its SQL, then code when rows must be rewritten too (in the same transaction), both cheap

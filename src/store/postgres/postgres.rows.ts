@@ -2,13 +2,6 @@ import type pg from 'pg';
 import type { NewOrder, OrderAddress, OrderWithItems, StoredOrder } from '../port/store.port.js';
 import { newStoredItem, toStoredOrder as mapOrder, type OrderRow as Row } from '../shared/order.rows.js';
 
-export {
-  toItemWithCurrency,
-  toStoredItem,
-  type ItemRow,
-  type ItemWithCurrencyRow,
-} from '../shared/order.rows.js';
-
 /** An order row as PostgreSQL returns it: BIGINT already numbers, JSONB addresses already objects. */
 export type OrderRow = Row<OrderAddress>;
 

@@ -20,7 +20,7 @@ import { postgresWebhooks } from './webhooks.postgres.js';
 import { postgresRetention } from './retention.postgres.js';
 import { createPool, DEFAULT_POOL_SIZE, type PoolOptions } from './postgres.pool.js';
 import { clientShare, searchWithinShare } from './client-share.js';
-import { backfillItemCounts, ITEMS_OF_ORDER } from './unsettled-items.migration.js';
+import { backfillItemCounts, ITEMS_OF_ORDER } from './item-counts.postgres.js';
 
 export type PostgresStoreOptions = PoolOptions &
   PostgresSearchOptions &

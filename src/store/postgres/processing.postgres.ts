@@ -9,11 +9,12 @@ import type {
   ReserveResult,
   Settlement,
   StockChange,
+  StoredItem,
 } from '../port/store.port.js';
 import { toPricingCatalog, type ListingWithVendorRow } from './catalog.postgres.js';
 import { BEGIN_ATTEMPT, COUNT_ATTEMPT_SQL, RESERVE_ORDER, SETTLE_ORDER } from './order-functions.js';
 import { inOneTransaction, withTightTransaction, type Statement } from './postgres.pool.js';
-import { toStoredItem, toStoredOrder, type ItemRow, type OrderRow } from './postgres.rows.js';
+import { toStoredOrder, type OrderRow } from './postgres.rows.js';
 
 /** Copies per listing, in listing id order: the order every writer locks listings in. */
 function perListing(changes: readonly StockChange[]): { ids: number[]; copies: number[] } {
@@ -64,7 +65,7 @@ function settleArgs(s: Settlement): unknown[] {
 interface AttemptRow {
   counted: boolean;
   order: OrderRow;
-  items: ItemRow[];
+  items: StoredItem[];
   catalog?: ListingWithVendorRow[] | null;
 }
 
@@ -115,7 +116,7 @@ const LOCK_LISTINGS_SQL = `SELECT count(*) FROM (SELECT 1 FROM listings WHERE li
 function attemptStart(row: AttemptRow | null | undefined, request: AttemptRequest) {
   if (!row) return { begun: null, reservation: null, count: null };
   const order = toStoredOrder(row.order);
-  const items = row.items.map(toStoredItem);
+  const items = row.items;
   const count: Count | null = row.counted ? { attempts: order.attempts, leaseUntil: order.leaseUntil } : null;
   if (!row.catalog)
     return { begun: { order, items, catalog: null, reserved: null }, reservation: null, count };

@@ -5,13 +5,11 @@ import {
   denseMatches,
   fewOrderCap,
   itemTerms,
-  keyRange,
   orderUpdateKey,
   updatedOrderTerms,
   SCAN_CAPS,
   searchBounds,
   shapeOf,
-  existsTerms,
   countedProbe,
   type Driver,
   type RangeCounts,
@@ -20,7 +18,8 @@ import {
 } from '../shared/search-plan.js';
 import { canBeId } from './postgres.rows.js';
 import { ITEM_VIEW_COLUMNS } from '../shared/order.rows.js';
-import { ITEMS_OF_ORDER } from './unsettled-items.migration.js';
+import { pageSql, type PageDialect } from '../shared/search-page.sql.js';
+import { ITEMS_OF_ORDER } from './item-counts.postgres.js';
 
 const PG_ITEM_IDS = (column: string) => `${column} = ANY(@orderItemIds::bigint[])`;
 
@@ -137,59 +136,27 @@ function bind(clientId: number, c: SearchCriteria): Record<string, unknown> {
   };
 }
 
-// Drivers that read orders: by (client_id, created_at, order_id), by reference, or by the ids given; the
-// reference's own term is added for every driver that reads orders.
-const ORDER_TERMS: Partial<Record<Driver, string[]>> = {
-  orders: [],
-  reference: [],
-  'order-ids': ['o.order_id = ANY(@orderIds::bigint[])'],
-  'item-ids': [
-    `o.order_id IN (SELECT i.order_id FROM order_items i
+// How PostgreSQL reads a page (pageSql): the order drivers' terms; no hints, it picks the indexes.
+const PG_PAGE: PageDialect = {
+  itemsOfOrder: ITEMS_OF_ORDER,
+  idIn: PG_ITEM_IDS,
+  orders: {
+    orders: { source: 'orders o' },
+    reference: { source: 'orders o' },
+    'order-ids': { source: 'orders o', terms: ['o.order_id = ANY(@orderIds::bigint[])'] },
+    'item-ids': {
+      source: 'orders o',
+      terms: [
+        `o.order_id IN (SELECT i.order_id FROM order_items i
                      WHERE i.order_item_id = ANY(@orderItemIds::bigint[]) AND i.client_id = @clientId)`,
-  ],
+      ],
+    },
+  },
+  itemIndex: () => '',
+  updatedOrderKeys,
+  // Keys first, from an index alone; the orders table is read for the page only (the outer statement orders it).
+  keysFirst: (columns, keys) => `SELECT ${columns} FROM (${keys}) k JOIN orders o ON o.order_id = k.id`,
 };
-
-// Drivers that read the keys of orders from an index of items, each its own: the terms it seeks on.
-const ITEM_TERMS: Partial<Record<Driver, (s: SearchShape) => string[]>> = {
-  // order_items_client_vendor (client_id, vendor_id, order_created_at, order_id)
-  'vendor-items': () => ['d.vendor_id = @vendorId'],
-  // order_items_search_created (client_id, order_created_at, order_id, updated_at): in result order, the update
-  // times checked inside the index.
-  'dated-items': (s) => itemTerms('d', s, PG_ITEM_IDS),
-  // order_items_search_updated (client_id, updated_at, order_created_at, order_id): the few items updated.
-  'updated-items': () => ['d.updated_at >= @scanFrom', 'd.updated_at < @scanTo'],
-};
-
-// What the page's outer statement reads of each order, named rather than `o.*`: the statements' result types do
-// not change when a column is added, so they are prepared once per connection (postgres.pool.ts). Its items are
-// counted too, for where the page ends (pageLength).
-const PAGE_COLUMNS = `o.order_id, o.created_at, o.currency, o.tax_cents, o.tax_model, o.reference_id,
-  ${ITEMS_OF_ORDER} AS item_count`;
-
-function pageSql(s: SearchShape): string {
-  const dir = s.desc ? 'DESC' : 'ASC';
-  const orderTerms = ORDER_TERMS[s.driver];
-  if (orderTerms) {
-    const where = [
-      'o.client_id = @clientId',
-      keyRange('o.created_at', 'o.order_id', s),
-      ...orderTerms,
-      ...(s.reference ? ['o.reference_id = @referenceId'] : []),
-      ...existsTerms('o.created_at', 'o.order_id', s, PG_ITEM_IDS),
-    ];
-    return `SELECT ${PAGE_COLUMNS} FROM orders o WHERE ${where.join(' AND ')}
-             ORDER BY o.created_at ${dir}, o.order_id ${dir} LIMIT @limit`;
-  }
-  if (s.driver === 'updated-orders') return keysFirst(updatedOrderKeys(s));
-  const terms = ITEM_TERMS[s.driver]!(s);
-  const where = ['d.client_id = @clientId', ...terms, keyRange('d.order_created_at', 'd.order_id', s)];
-  // The order's other conditions once per order, after its item rows are grouped.
-  const having = existsTerms('d.order_created_at', 'd.order_id', s, PG_ITEM_IDS);
-  const group = `GROUP BY d.order_created_at, d.order_id${having.length > 0 ? ` HAVING ${having.join(' AND ')}` : ''}`;
-  return keysFirst(`SELECT d.order_created_at AS at, d.order_id AS id FROM order_items d
-                     WHERE ${where.join(' AND ')}
-                     ${group} ORDER BY at ${dir}, id ${dir} LIMIT @limit`);
-}
 
 /**
  * Orders with an item updated since the range's start, by orders_client_items_updated (client_id, key, created_at,
@@ -202,10 +169,6 @@ function updatedOrderKeys(s: SearchShape): string {
   return `SELECT u.created_at AS at, u.order_id AS id FROM orders u
            WHERE ${where.join(' AND ')} ORDER BY u.created_at + 0 ${dir}, id ${dir} LIMIT @limit`;
 }
-
-/** Keys first, from an index alone; the orders table is read for the page only. */
-const keysFirst = (keys: string) =>
-  `SELECT ${PAGE_COLUMNS} FROM (${keys}) k JOIN orders o ON o.order_id = k.id`;
 
 function searchSql(s: SearchShape): string {
   const dir = s.desc ? 'DESC' : 'ASC';
@@ -223,7 +186,7 @@ function searchSql(s: SearchShape): string {
                     FROM order_items i WHERE ${items.join(' AND ')}) END AS items
             FROM (SELECT q.*, row_number() OVER w < @limit
                           AND (row_number() OVER w = 1 OR sum(q.item_count) OVER w <= @maxItems) AS kept
-                    FROM (${pageSql(s)}) q
+                    FROM (${pageSql(s, PG_PAGE)}) q
                   WINDOW w AS (ORDER BY q.created_at ${dir}, q.order_id ${dir})) p
            ORDER BY p.created_at ${dir}, p.order_id ${dir}`;
 }

@@ -7,6 +7,7 @@
  * the adapters import this.
  */
 import type { ItemView, OrderView } from '../port/store.port.js';
+import { fieldOf, type ItemColumn } from './item.columns.js';
 import { ITEM_VIEW_COLUMNS } from './order.rows.js';
 
 export interface EventSnapshot {
@@ -51,6 +52,9 @@ export const holdsItems = (snapshot: StoredSnapshot): boolean => snapshot.items 
 // eight of an item's view. The others (ids, line, listing, vendor, title, isbn, quantity) are written once, when
 // the order is accepted.
 export const ITEM_STATE_COLUMNS = ITEM_VIEW_COLUMNS.slice(8);
+
+/** Where an event reads a column of its items: its state (`s`, event_item_states) or the item's row (`i`). */
+const viewSource = (column: ItemColumn) => (ITEM_STATE_COLUMNS.includes(column) ? 's' : 'i');
 
 /**
  * Where an event's statement finds the order's items `i`, each with its latest state `s` (null for an item with
@@ -115,11 +119,7 @@ export function recordItemStatesSql(
  * with eventItemsJsonSql).
  */
 export const EVENT_ITEMS_SQL = `
-  SELECT i.order_item_id AS "orderItemId", i.order_id AS "orderId", i.line_no AS "lineNo",
-         i.listing_id AS "listingId", i.vendor_id AS "vendorId", i.title, i.isbn,
-         i.line_quantity AS "lineQuantity", s.min_days AS "minDays", s.max_days AS "maxDays",
-         s.cost_cents AS "costCents", s.shipcost_cents AS "shipcostCents", s.status,
-         s.updated_at AS "updatedAt", s.shipping_company AS "shippingCompany", s.tracking_id AS "trackingId"
+  SELECT ${ITEM_VIEW_COLUMNS.map((c) => `${viewSource(c)}.${c} AS "${fieldOf(c)}"`).join(', ')}
     FROM order_items i
     JOIN event_item_states s ON s.order_id = i.order_id AND s.order_item_id = i.order_item_id
    WHERE i.order_id = $1
@@ -136,11 +136,7 @@ export function eventItemsJsonSql(orderId: string, sequence: string): string {
   const source = itemsWithLatest.postgres(orderId, sequence);
   return `
   (${source.with}
-   SELECT json_agg(json_build_object('orderItemId', i.order_item_id, 'orderId', i.order_id, 'lineNo', i.line_no,
-            'listingId', i.listing_id, 'vendorId', i.vendor_id, 'title', i.title, 'isbn', i.isbn,
-            'lineQuantity', i.line_quantity, 'minDays', s.min_days, 'maxDays', s.max_days,
-            'costCents', s.cost_cents, 'shipcostCents', s.shipcost_cents, 'status', s.status,
-            'updatedAt', s.updated_at, 'shippingCompany', s.shipping_company, 'trackingId', s.tracking_id)
+   SELECT json_agg(json_build_object(${ITEM_VIEW_COLUMNS.map((c) => `'${fieldOf(c)}', ${viewSource(c)}.${c}`).join(', ')})
             ORDER BY i.order_item_id)
      FROM ${source.from} WHERE s.order_item_id IS NOT NULL)`;
 }

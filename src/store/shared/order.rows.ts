@@ -1,16 +1,17 @@
 /**
- * The order and item rows as both adapters' SQL names their columns, and their mapping to the port's objects.
- * Only the adapters import this: no row leaves them.
+ * The order rows as both adapters' SQL names their columns, and their mapping to the port's objects; an item is
+ * read as the port's object already (item.columns.ts), or as a tuple of a search page. Only the adapters import
+ * this: no row leaves them.
  */
 import { ItemStatus, type ItemStatusCode } from '../../domain/item-status.js';
 import type { Currency } from '../../domain/money.js';
+import { ITEM_LINE_COLUMNS, type ItemColumn } from './item.columns.js';
 import type {
   ItemView,
   NewOrder,
   NewOrderItem,
   OrderAddress,
   StoredItem,
-  StoredItemWithCurrency,
   StoredOrder,
 } from '../port/store.port.js';
 
@@ -36,33 +37,6 @@ export interface OrderRow<Address> {
   lease_until: number | null;
   created_at: number;
 }
-
-export interface ItemRow {
-  order_item_id: number;
-  order_id: number;
-  client_id: number;
-  order_created_at: number;
-  line_no: number;
-  listing_id: number;
-  vendor_id: number;
-  title: string;
-  isbn: string;
-  line_quantity: number;
-  max_price_cents: number | null;
-  min_days: number | null;
-  max_days: number | null;
-  cost_cents: number;
-  shipcost_cents: number;
-  tax_cents: number;
-  status: ItemStatusCode;
-  updated_at: number;
-  status_changed_at: number;
-  shipping_company: string | null;
-  tracking_id: string | null;
-  extra_shipping_cents: number | null;
-}
-
-export type ItemWithCurrencyRow = ItemRow & { currency: Currency };
 
 export function toStoredOrder<Address>(
   r: OrderRow<Address>,
@@ -90,31 +64,6 @@ export function toStoredOrder<Address>(
     createdAt: r.created_at,
   };
 }
-
-export const toStoredItem = (r: ItemRow): StoredItem => ({
-  orderItemId: r.order_item_id,
-  orderId: r.order_id,
-  clientId: r.client_id,
-  orderCreatedAt: r.order_created_at,
-  lineNo: r.line_no,
-  listingId: r.listing_id,
-  vendorId: r.vendor_id,
-  title: r.title,
-  isbn: r.isbn,
-  lineQuantity: r.line_quantity,
-  maxPriceCents: r.max_price_cents,
-  minDays: r.min_days,
-  maxDays: r.max_days,
-  costCents: r.cost_cents,
-  shipcostCents: r.shipcost_cents,
-  taxCents: r.tax_cents,
-  status: r.status,
-  updatedAt: r.updated_at,
-  statusChangedAt: r.status_changed_at,
-  shippingCompany: r.shipping_company,
-  trackingId: r.tracking_id,
-  extraShippingCents: r.extra_shipping_cents,
-});
 
 /**
  * A new item as acceptance stores it: what the order gave it, QUEUED with no charges yet, and the id the insert
@@ -150,35 +99,25 @@ export const newStoredItem = (
   extraShippingCents: null,
 });
 
-export const toItemWithCurrency = (r: ItemWithCurrencyRow): StoredItemWithCurrency => ({
-  ...toStoredItem(r),
-  currency: r.currency,
-});
-
 /** The distinct listings of an order's items, in item order: what pricing the order reads. */
 export const listingsOf = (items: readonly Pick<StoredItem, 'listingId'>[]): number[] => [
   ...new Set(items.map((item) => item.listingId)),
 ];
 
-/** The item columns of a search page, in the order of its item tuples; both searches read items so. */
-export const ITEM_VIEW_COLUMNS = [
+/**
+ * The item columns of a search page, in the order of its item tuples; both searches read items so. As ItemView is
+ * made: the ids, the item's line as ordered without its limit (ItemLine), then what attempts and moves change.
+ */
+export const ITEM_VIEW_COLUMNS: readonly ItemColumn[] = [
   'order_item_id',
   'order_id',
-  'line_no',
-  'listing_id',
-  'vendor_id',
-  'title',
-  'isbn',
-  'line_quantity',
-  'min_days',
-  'max_days',
-  'cost_cents',
+  ...ITEM_LINE_COLUMNS.filter((column) => column !== 'max_price_cents'),
   'shipcost_cents',
   'status',
   'updated_at',
   'shipping_company',
   'tracking_id',
-] as const;
+];
 
 /** An item of a search page, as ITEM_VIEW_COLUMNS lists its columns. */
 export type ItemTuple = [

@@ -49,19 +49,5 @@ export const PRUNE_CURSORS_SQL = `
   DELETE FROM search_cursors WHERE cursor_id IN (
     SELECT cursor_id FROM search_cursors WHERE created_at < $1 ORDER BY created_at LIMIT $2)`;
 
-/**
- * The indexes the batches need: finished deliveries by age, events by age, and deliveries by event (without it,
- * each event deleted would scan the deliveries, for NOT EXISTS and for the foreign key's check).
- */
-export const RETENTION_MIGRATION = {
-  name: 'retention: indexes to prune events and finished deliveries by age',
-  sql: `
-    CREATE INDEX IF NOT EXISTS webhook_deliveries_event ON webhook_deliveries (event_no);
-    CREATE INDEX IF NOT EXISTS webhook_deliveries_finished ON webhook_deliveries (finished_at)
-      WHERE state <> 'pending';
-    CREATE INDEX IF NOT EXISTS order_events_created ON order_events (created_at);
-  `,
-};
-
 /** The statement with SQLite's positional parameters (each `$n` appears once, in order). */
 export const forSqlite = (sql: string): string => sql.replace(/\$\d+/g, '?');

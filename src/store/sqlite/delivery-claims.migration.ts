@@ -1,7 +1,7 @@
 import {
   DELIVERY_CLAIMS_MIGRATION_NAME,
   DELIVERY_CLAIMS_MIGRATION_SQL,
-} from '../shared/webhook-claims.sql.js';
+} from '../shared/delivery-claims.migration.js';
 import type { SqliteMigration } from './sqlite.migrations.js';
 
 /** Delivery attempts claimed in the store, with their webhook checked: see WebhookStore.claim. */

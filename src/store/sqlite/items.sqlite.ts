@@ -1,13 +1,18 @@
-import type { ItemMoveWrite, ItemMoveWriteResult, ItemStore } from '../port/store.port.js';
-import { toItemWithCurrency, type ItemWithCurrencyRow } from './sqlite.rows.js';
+import type {
+  ItemMoveWrite,
+  ItemMoveWriteResult,
+  ItemStore,
+  StoredItemWithCurrency,
+} from '../port/store.port.js';
+import { itemFields } from '../shared/item.columns.js';
 import { ledgerWriter, paymentVersionBumper } from './ledger.sqlite.js';
 import type { Db } from './sqlite.db.js';
 import { eventRecorder } from './webhooks.sqlite.js';
 
 /** Item moves as compare-and-set: status, stock, shipping cost and ledger change together or not at all. */
 export function sqliteItems(db: Db): ItemStore {
-  const itemById = db.prepare<[number], ItemWithCurrencyRow>(
-    `SELECT i.*, o.currency FROM order_items i JOIN orders o ON o.order_id = i.order_id
+  const itemById = db.prepare<[number], StoredItemWithCurrency>(
+    `SELECT ${itemFields('i')}, o.currency FROM order_items i JOIN orders o ON o.order_id = i.order_id
       WHERE i.order_item_id = ?`,
   );
   const updateItem = db.prepare(
@@ -44,15 +49,14 @@ export function sqliteItems(db: Db): ItemStore {
     if (m.returnStockOf !== null) returnStock.run(m.returnStockOf);
     const entryId = m.ledger ? writeLedger(m.ledger, m.now) : null;
     if (m.ledger && entryId !== null) bumpPaymentVersion(m.ledger.orderId);
-    const item = toItemWithCurrency(itemById.get(m.orderItemId)!);
+    const item = itemById.get(m.orderItemId)!;
     if (m.event) recordEvent(item.orderId, m.event, m.now, sequence);
     return { kind: 'moved', item, entryId };
   });
 
   return {
     async getItem(orderItemId) {
-      const row = itemById.get(orderItemId);
-      return row ? toItemWithCurrency(row) : null;
+      return itemById.get(orderItemId) ?? null;
     },
     async applyMove(move) {
       return applyMove.immediate(move);

@@ -6,25 +6,24 @@ import type {
   OrderWithItems,
   StoredItem,
 } from '../port/store.port.js';
+import { ITEM_COLUMNS, ITEM_LINE_COLUMNS, itemFields } from '../shared/item.columns.js';
 import {
   newStoredItem,
-  toStoredItem,
   toStoredOrder,
   toStoredOrderFromJson,
-  type ItemRow,
   type OrderJsonRow,
   type OrderRow,
 } from './sqlite.rows.js';
 import { orderBatchAcceptor } from './order-batch.sqlite.js';
 import type { Db } from './sqlite.db.js';
-import { ITEMS_OF_ORDER } from './unsettled-items.migration.js';
+import { ITEMS_OF_ORDER } from './item-counts.sqlite.js';
 
 /** The items of unsettled orders: a sum over the covering partial index orders_unsettled_client. */
 export const COUNT_UNSETTLED_SQL = `SELECT total(${ITEMS_OF_ORDER}) FROM orders o WHERE phase <> 'settled'`;
 /** The items of a client's unsettled orders, over the same index. */
 export const COUNT_UNSETTLED_OF_CLIENT_SQL = `${COUNT_UNSETTLED_SQL} AND client_id = ?`;
 
-/** An item's INSERT parameters, in its columns' order. */
+/** An item's INSERT parameters, in its columns' order (ITEM_LINE_COLUMNS between the order's and the times). */
 type InsertItemParams = [
   orderId: number,
   clientId: number,
@@ -63,10 +62,9 @@ export function sqliteOrders(db: Db): OrderStore {
   // items makes no parameter object, returned row or strings read back per item for the collector.
   const insertItem = db
     .prepare<InsertItemParams, number>(
-      `INSERT INTO order_items (order_id, client_id, order_created_at, line_no, listing_id, vendor_id, title, isbn,
-         line_quantity, max_price_cents, min_days, max_days, cost_cents, shipcost_cents, tax_cents, status,
-         updated_at, status_changed_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 1, ?, ?)
+      `INSERT INTO order_items (order_id, client_id, order_created_at, ${ITEM_LINE_COLUMNS.join(', ')},
+         shipcost_cents, tax_cents, status, updated_at, status_changed_at)
+       VALUES (?, ?, ?, ${ITEM_LINE_COLUMNS.map(() => '?').join(', ')}, 0, 0, 1, ?, ?)
        RETURNING order_item_id`,
     )
     .pluck();
@@ -128,8 +126,9 @@ export function sqliteOrders(db: Db): OrderStore {
   const ordersIn = db.prepare<[string], OrderRow>(
     'SELECT * FROM orders WHERE order_id IN (SELECT value FROM json_each(?))',
   );
-  const itemsIn = db.prepare<[string], ItemRow>(
-    'SELECT * FROM order_items WHERE order_id IN (SELECT value FROM json_each(?)) ORDER BY order_id, order_item_id',
+  const itemsIn = db.prepare<[string], StoredItem>(
+    `SELECT ${itemFields('i')} FROM order_items i
+      WHERE i.order_id IN (SELECT value FROM json_each(?)) ORDER BY i.order_id, i.order_item_id`,
   );
   const getMany = db.transaction((orderIds: readonly number[]): OrderWithItems[] => {
     const ids = JSON.stringify(orderIds);
@@ -138,7 +137,7 @@ export function sqliteOrders(db: Db): OrderStore {
         .all(ids)
         .map((row) => [row.order_id, { order: toStoredOrder(row), items: [] as StoredItem[] }]),
     );
-    for (const row of itemsIn.all(ids)) found.get(row.order_id)?.items.push(toStoredItem(row));
+    for (const item of itemsIn.all(ids)) found.get(item.orderId)?.items.push(item);
     return [...found.values()];
   });
 
@@ -152,8 +151,8 @@ export function sqliteOrders(db: Db): OrderStore {
         .map((row) => [row.order_id, { order: toStoredOrder(row), items: [] as StoredItem[] }]),
     );
     if (found.size === 0) return [];
-    for (const row of itemsIn.all(JSON.stringify([...found.keys()])))
-      found.get(row.order_id)?.items.push(toStoredItem(row));
+    for (const item of itemsIn.all(JSON.stringify([...found.keys()])))
+      found.get(item.orderId)?.items.push(item);
     return [...found.values()];
   });
 
@@ -191,15 +190,16 @@ export function sqliteOrders(db: Db): OrderStore {
 
 /**
  * The order and its items in one statement, so one snapshot without a transaction: the order's row as a JSON
- * object and its items' rows as an array of them (SQLite's json_object over each table's columns, as the schema
- * lists them), parsed by JSON.parse. Instructions per read (callgrind): better-sqlite3 builds a row,
+ * object (its columns as the schema lists them) and its items as an array of StoredItem objects (their columns
+ * as item.columns.ts names them), each by SQLite's json_object, parsed by JSON.parse. Instructions per read
+ * (callgrind): better-sqlite3 builds a row,
  * as an array or as an object, one property at a time through V8's generic setter, about 1,000 instructions per
  * column, and naming an array's columns in JavaScript took each object through a map per property; JSON.parse
  * builds the objects in their final shapes at once: about half the instructions of the join read as arrays.
  */
 export function orderReader(db: Db) {
   const sql = `SELECT json_array(${rowAsJson(db, 'orders', 'o.')},
-                 (SELECT json_group_array(${rowAsJson(db, 'order_items', 'i.')} ORDER BY i.order_item_id)
+                 (SELECT json_group_array(json_object(${ITEM_JSON}) ORDER BY i.order_item_id)
                     FROM order_items i WHERE i.order_id = o.order_id))
                  FROM orders o WHERE o.order_id = ?`;
   const orderWithItems = db.prepare<[number], string>(sql).pluck();
@@ -210,10 +210,13 @@ export function orderReader(db: Db) {
     const found =
       clientId === undefined ? orderWithItems.get(orderId) : ownedOrderWithItems.get(orderId, clientId);
     if (found === undefined) return null;
-    const [order, items] = JSON.parse(found) as [OrderJsonRow, ItemRow[]];
-    return { order: toStoredOrderFromJson(order), items: items.map((item) => toStoredItem(item)) };
+    const [order, items] = JSON.parse(found) as [OrderJsonRow, StoredItem[]];
+    return { order: toStoredOrderFromJson(order), items };
   };
 }
+
+/** An item's columns as the pairs of json_object, each under its field: the object JSON.parse gives is a StoredItem. */
+const ITEM_JSON = ITEM_COLUMNS.map(([column, field]) => `'${field}', i.${column}`).join(', ');
 
 /**
  * A row of `table` as one JSON object, every column of the schema under its name (`prefix`: the table's alias

@@ -1,4 +1,4 @@
-import { PAYMENT_TARGET_MIGRATION_SQL } from '../shared/payment-target.sql.js';
+import { PAYMENT_TARGET_MIGRATION_SQL } from '../shared/payment-target.migration.js';
 import type { SqliteMigration } from './sqlite.migrations.js';
 
 /** Payments brought to absolute, versioned targets instead of deltas: see PaymentTarget in store.port.ts. */

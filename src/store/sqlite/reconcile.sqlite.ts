@@ -12,7 +12,7 @@ const START_ITEM: StaleItemKey = { statusChangedAt: Number.MIN_SAFE_INTEGER, ord
 
 /**
  * Unsettled orders are exactly those with QUEUED items: a page of them by age is a range of the partial index
- * orders_unsettled (created_at, order_id, phase), read in order (unsettled-by-age.sql.ts).
+ * orders_unsettled (created_at, order_id, phase), read in order (unsettled-by-age.migration.ts).
  */
 export const STALE_ORDERS_SQL = `SELECT order_id AS orderId, attempts, created_at AS createdAt FROM orders
       WHERE phase <> 'settled' AND created_at < ? AND (created_at, order_id) > (?, ?)

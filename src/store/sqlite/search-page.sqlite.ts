@@ -6,7 +6,6 @@ import type { Database, Statement } from 'better-sqlite3';
 import type { ItemView, OrderView, SearchPage } from '../port/store.port.js';
 import { toItemView, type ItemTuple } from '../shared/order.rows.js';
 import { pageLength } from '../shared/search-plan.js';
-import { ITEMS_OF_ORDER } from './unsettled-items.migration.js';
 
 export type Bindings = Record<string, number | string | null>;
 
@@ -59,9 +58,7 @@ export function readPage(prepared: (sql: string) => Statement, p: PageStatements
   };
 }
 
-/** The columns pageSql selects, in toOrderView's order, then the order's items (its count, for pageLength). */
-export const ORDER_COLUMNS = `o.order_id, o.created_at, o.currency, o.tax_cents, o.tax_model, o.reference_id,
-  ${ITEMS_OF_ORDER}`;
+/** A row of pageSql (pageColumns, shared/search-page.sql.ts): the order as OrderView, then its items' count. */
 type OrderTuple = [number, number, string, number | null, string | null, string | null, number];
 const itemCountOf = (tuple: OrderTuple): number => tuple[6];
 const toOrderView = ([

@@ -8,13 +8,14 @@ import {
   scanCaps,
   searchBounds,
   shapeOf,
-  existsTerms,
   type Driver,
   type ScanCaps,
   type SearchShape,
 } from '../shared/search-plan.js';
 import { ITEM_VIEW_COLUMNS } from '../shared/order.rows.js';
-import { ORDER_COLUMNS, readPage, statementCache, type Bindings } from './search-page.sqlite.js';
+import { pageSql, type ItemDriver, type PageDialect } from '../shared/search-page.sql.js';
+import { ITEMS_OF_ORDER } from './item-counts.sqlite.js';
+import { readPage, statementCache, type Bindings } from './search-page.sqlite.js';
 import { searchThread, type SearchThreadOptions } from './search-thread.js';
 import { dbFile, type Db } from './sqlite.db.js';
 import type { Statement } from 'better-sqlite3';
@@ -87,7 +88,7 @@ export function sqliteSearch(
       driver,
       bounded,
       probes,
-      pageSql: full ? dense!.sql : pageSql(s),
+      pageSql: full ? dense!.sql : pageSql(s, SQLITE_PAGE),
       itemsSql: itemsSql(s),
       params: full ? dense!.params : params,
       ...(full ? { rows: dense!.rows } : {}),
@@ -160,7 +161,7 @@ function denseProbe(
   probes: SearchPlan['probes'],
 ): DensePage {
   const s = shapeOf('dated-items', c);
-  let page: DensePage = { sql: pageSql(s), params, rows: [] };
+  let page: DensePage = { sql: pageSql(s, SQLITE_PAGE), params, rows: [] };
   for (const first of new Set([Math.ceil(cap / 10), cap])) {
     if (first <= 0) break;
     const keyParams = { ...params, cap: first };
@@ -200,51 +201,34 @@ function bind(clientId: number, c: SearchCriteria): Bindings {
   };
 }
 
-const ORDER_SOURCES: Partial<Record<Driver, string>> = {
-  orders: 'orders o',
-  reference: 'orders o INDEXED BY orders_client_reference',
-  'order-ids': 'json_each(@orderIds) j CROSS JOIN orders o ON o.order_id = j.value',
-  'item-ids': `(SELECT DISTINCT i.order_id FROM json_each(@orderItemIds) j
+// How SQLite reads a page (pageSql): each driver's index named, as SQLite gathers no statistics to choose by.
+const SQLITE_PAGE: PageDialect = {
+  itemsOfOrder: ITEMS_OF_ORDER,
+  idIn: SQLITE_ITEM_IDS,
+  orders: {
+    orders: { source: 'orders o' },
+    reference: { source: 'orders o INDEXED BY orders_client_reference' },
+    'order-ids': { source: 'json_each(@orderIds) j CROSS JOIN orders o ON o.order_id = j.value' },
+    'item-ids': {
+      source: `(SELECT DISTINCT i.order_id FROM json_each(@orderItemIds) j
                   CROSS JOIN order_items i ON i.order_item_id = j.value
                  WHERE i.client_id = @clientId) c
                CROSS JOIN orders o ON o.order_id = c.order_id`,
-};
-
-const ITEM_DRIVERS: Partial<Record<Driver, { index: string; terms: (s: SearchShape) => string[] }>> = {
-  'vendor-items': { index: 'order_items_client_vendor', terms: () => ['d.vendor_id = @vendorId'] },
-  'dated-items': { index: 'order_items_search_created', terms: (s) => itemTerms('d', s, SQLITE_ITEM_IDS) },
-  'updated-items': {
-    index: 'order_items_search_updated',
-    terms: () => ['d.updated_at >= @scanFrom', 'd.updated_at < @scanTo'],
+    },
   },
+  itemIndex: (driver) => ` INDEXED BY ${ITEM_INDEXES[driver]}`,
+  updatedOrderKeys,
+  // Keys first, from an index alone; the orders table is read for the page only.
+  keysFirst: (columns, keys, dir) => `SELECT ${columns} FROM (${keys}) k
+     CROSS JOIN orders o ON o.order_id = k.id
+    ORDER BY k.at ${dir}, k.id ${dir}`,
 };
 
-function pageSql(s: SearchShape): string {
-  const dir = s.desc ? 'DESC' : 'ASC';
-  const source = ORDER_SOURCES[s.driver];
-  if (source) {
-    const where = [
-      'o.client_id = @clientId',
-      keyRange('o.created_at', 'o.order_id', s),
-      ...(s.reference ? ['o.reference_id = @referenceId'] : []),
-      ...existsTerms('o.created_at', 'o.order_id', s, SQLITE_ITEM_IDS),
-    ];
-    return `SELECT ${ORDER_COLUMNS} FROM ${source} WHERE ${where.join(' AND ')}
-            ORDER BY o.created_at ${dir}, o.order_id ${dir} LIMIT @limit`;
-  }
-  if (s.driver === 'updated-orders') return keysFirst(updatedOrderKeys(s), dir);
-  const { index, terms } = ITEM_DRIVERS[s.driver]!;
-  const where = ['d.client_id = @clientId', ...terms(s), keyRange('d.order_created_at', 'd.order_id', s)];
-  // The order's other conditions once per order, after its item rows are grouped.
-  const having = existsTerms('d.order_created_at', 'd.order_id', s, SQLITE_ITEM_IDS);
-  const group = `GROUP BY d.order_created_at, d.order_id${having.length > 0 ? ` HAVING ${having.join(' AND ')}` : ''}`;
-  return keysFirst(
-    `SELECT d.order_created_at AS at, d.order_id AS id FROM order_items d INDEXED BY ${index}
-      WHERE ${where.join(' AND ')}
-      ${group} ORDER BY at ${dir}, id ${dir} LIMIT @limit`,
-    dir,
-  );
-}
+const ITEM_INDEXES: Record<ItemDriver, string> = {
+  'vendor-items': 'order_items_client_vendor',
+  'dated-items': 'order_items_search_created',
+  'updated-items': 'order_items_search_updated',
+};
 
 /** Orders with an item updated since the range's start, from their index alone; each one's items by a seek. */
 function updatedOrderKeys(s: SearchShape): string {
@@ -253,12 +237,6 @@ function updatedOrderKeys(s: SearchShape): string {
   return `SELECT u.created_at AS at, u.order_id AS id FROM orders u INDEXED BY orders_client_items_updated
            WHERE ${where.join(' AND ')} ORDER BY at ${dir}, id ${dir} LIMIT @limit`;
 }
-
-/** Keys first, from an index alone; the orders table is read for the page only. */
-const keysFirst = (keys: string, dir: string) =>
-  `SELECT ${ORDER_COLUMNS} FROM (${keys}) k
-     CROSS JOIN orders o ON o.order_id = k.id
-    ORDER BY k.at ${dir}, k.id ${dir}`;
 
 function itemsSql(s: SearchShape): string {
   const where = [

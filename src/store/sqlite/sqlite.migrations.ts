@@ -1,5 +1,5 @@
-import { UNSETTLED_BY_AGE_MIGRATION } from '../shared/unsettled-by-age.sql.js';
-import { UNSETTLED_PER_CLIENT_MIGRATION } from '../shared/unsettled-per-client.sql.js';
+import { UNSETTLED_BY_AGE_MIGRATION } from '../shared/unsettled-by-age.migration.js';
+import { UNSETTLED_PER_CLIENT_MIGRATION } from '../shared/unsettled-per-client.migration.js';
 import { DELIVERY_CLAIMS_MIGRATION } from './delivery-claims.migration.js';
 import { EVENT_TYPE_MIGRATION } from './event-type.migration.js';
 import { PAYMENT_TARGET_MIGRATION } from './payment-target.migration.js';
@@ -8,12 +8,12 @@ import { ITEMS_UPDATED_MIGRATION } from './items-updated.migration.js';
 import { LIFECYCLE_MIGRATION } from './lifecycle.migration.js';
 import { SEARCH_MIGRATION } from './search.migration.js';
 import { TRACE_CONTEXT_MIGRATION } from './trace-context.migration.js';
-import { RETENTION_MIGRATION } from '../shared/retention.sql.js';
+import { RETENTION_MIGRATION } from '../shared/retention.migration.js';
 import { eventItemStatesMigration } from '../shared/event-snapshot.js';
 import { SECRETS_MIGRATION } from './secrets.migration.js';
 import { WEBHOOKS_MIGRATION } from './webhooks.migration.js';
 import { UNSETTLED_ITEMS_MIGRATION } from './unsettled-items.migration.js';
-import { SECRET_ROLL_MIGRATION_NAME, secretRollSql } from '../shared/secret-roll.sql.js';
+import { SECRET_ROLL_MIGRATION_NAME, secretRollSql } from '../shared/secret-roll.migration.js';
 import type { Db } from './sqlite.db.js';
 
 /**

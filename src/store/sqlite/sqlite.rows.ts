@@ -1,13 +1,7 @@
 import type { OrderAddress, StoredOrder } from '../port/store.port.js';
 import { toStoredOrder as mapOrder, type OrderRow as Row } from '../shared/order.rows.js';
 
-export {
-  newStoredItem,
-  toItemWithCurrency,
-  toStoredItem,
-  type ItemRow,
-  type ItemWithCurrencyRow,
-} from '../shared/order.rows.js';
+export { newStoredItem } from '../shared/order.rows.js';
 
 /** An order row as SQLite stores it: the addresses as JSON text. */
 export type OrderRow = Row<string>;

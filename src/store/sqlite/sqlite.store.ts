@@ -15,7 +15,7 @@ import { sqliteProcessing } from './processing.sqlite.js';
 import { sqliteReconcile } from './reconcile.sqlite.js';
 import { sqliteSearch, type SqliteSearchOptions } from './search.sqlite.js';
 import { SECRETS_MIGRATION } from './secrets.migration.js';
-import { backfillItemCounts, ITEMS_OF_ORDER } from './unsettled-items.migration.js';
+import { backfillItemCounts, ITEMS_OF_ORDER } from './item-counts.sqlite.js';
 import {
   dbFile,
   incrementalVacuum,
