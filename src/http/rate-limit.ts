@@ -17,6 +17,10 @@ import { groupCalls } from '../group-calls.js';
 // Each key of KEYS is one request's, in the order asked (a key may come twice), with its `now`, `cost` and `paid`
 // at ARGV[3i], ARGV[3i+1], ARGV[3i+2]; for each, in order, {1, 0} when the tokens were taken, else
 // {0, milliseconds until enough will be there}, as one flat array.
+// The key lives until its bucket is full again (then it is worth nothing), with a bucket's refill time to spare:
+// its expiry is set only when the one set before would come too soon, and not on every take. `expires` holds that
+// time and the `tokens` and `at` it was written with: a process that does not keep it (a previous release, which
+// sets the expiry on every take, and a shorter one) leaves them out of step, and the expiry is set again.
 const TAKE_TOKENS = luaScript(`
 local capacity = tonumber(ARGV[1])
 local perMs = tonumber(ARGV[2])
@@ -25,9 +29,14 @@ for i, key in ipairs(KEYS) do
   local now = tonumber(ARGV[3 * i])
   local cost = tonumber(ARGV[3 * i + 1])
   local paid = tonumber(ARGV[3 * i + 2])
-  local state = redis.call('HMGET', key, 'tokens', 'at')
+  local state = redis.call('HMGET', key, 'tokens', 'at', 'expires')
   local tokens = tonumber(state[1]) or capacity
   local at = tonumber(state[2]) or now
+  local expiresAt = nil
+  if state[3] then
+    local set, setTokens, setAt = string.match(state[3], '^(%d+)|([^|]*)|([^|]*)$')
+    if setTokens == state[1] and setAt == state[2] then expiresAt = tonumber(set) end
+  end
   if now > at then
     tokens = math.min(capacity, tokens + (now - at) * perMs)
     at = now
@@ -40,8 +49,13 @@ for i, key in ipairs(KEYS) do
   else
     waitMs = math.ceil((need - tokens) / perMs)
   end
-  redis.call('HSET', key, 'tokens', tostring(tokens), 'at', tostring(at))
-  redis.call('PEXPIRE', key, math.ceil((capacity - math.min(tokens, 0)) / perMs) + 1000)
+  local fullAt = now + math.ceil((capacity - math.min(tokens, 0)) / perMs) + 1000
+  local extend = not expiresAt or expiresAt < fullAt
+  if extend then expiresAt = fullAt + math.ceil(capacity / perMs) end
+  local tokensText, atText = tostring(tokens), tostring(at)
+  redis.call('HSET', key, 'tokens', tokensText, 'at', atText,
+    'expires', string.format('%d', expiresAt) .. '|' .. tokensText .. '|' .. atText)
+  if extend then redis.call('PEXPIRE', key, expiresAt - now) end
   out[2 * i - 1] = allowed
   out[2 * i] = waitMs
 end

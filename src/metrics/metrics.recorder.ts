@@ -87,7 +87,8 @@ class CommandList implements FlushCommands {
  * Sends `commands` on `redis` in one write to its socket, their replies read as they come; rejects with the first
  * error. The socket stays corked until the promise jobs this turn has queued have run: what they send on the
  * connection goes in the same write, after these commands (a worker's mark that the job is finished, which BullMQ
- * sends once the job's wait for its metrics is over: one write, and one read of the replies, instead of two).
+ * sends once recordJob's wait for the writes sent along is over: one write, and one read of the replies, instead
+ * of two).
  * Not an ioredis pipeline: each of those copies every script defined on the connection (BullMQ's dozens, on a
  * worker's) onto itself, most of a job's metrics' CPU. A cluster, whose commands go to the node of their slot,
  * gets a pipeline.
@@ -121,10 +122,9 @@ export interface JobRecord {
 /** What any process adds to the deployment's metrics; it never throws: a lost sample is only logged. */
 export interface MetricsRecorder {
   /**
-   * On one Redis server, resolves once the sample is written to the recorder's connection: Redis runs it before
-   * anything sent on that connection later (a worker sharing it then marks the job finished, in the same write to
-   * the socket when it does so before the promise jobs of that turn have all run). On a cluster, whose
-   * nodes each run their own keys, it resolves once Redis has answered, like the other calls.
+   * Adds the job's duration to what the next publish sends (see createMetricsRecorder); resolves at once, or, on
+   * one Redis server, once the writes sent along before it (sendAlong) are written to the recorder's connection:
+   * a worker sharing it then marks the job finished in the same write to the socket, after them.
    */
   recordJob(job: JobRecord): Promise<void>;
   /** Counts one settled order by outcome and its items by status. */
@@ -134,26 +134,37 @@ export interface MetricsRecorder {
   /** Counts one webhook delivery attempt by its outcome (not a deferral: no attempt was made). */
   recordWebhookAttempt(outcome: string): Promise<void>;
   /**
-   * Queues a write of another concern (a worker's word that an order's job ended) on the next flush's commands:
-   * one write to Redis instead of two, on the turn after. Not awaited, its reply not read; lost only as the
+   * Sends a write of another concern (a worker's word that an order's job ended) on the turn after, in the same
+   * write to Redis as what the connection sends in that turn. Not awaited, its reply not read; lost only as a
    * flush's samples are (logged).
    */
   sendAlong(write: (commands: FlushCommands) => void): void;
-  /** Resolves once everything recorded before it has been sent (or logged as lost): called before Redis closes. */
+  /** Sends what was recorded and not published yet now; resolves once it is in Redis (or logged as lost). */
   flush(): Promise<void>;
 }
 
+/** How often what a process recorded is published to Redis: a scrape sees a sample at most this late. */
+export const PUBLISH_EVERY_MS = 500;
+
 /**
- * Each call's promise resolves once the flush that carries it has ended. Calls share flushes (see groupedSends),
- * so a worker whose jobs finish together sends their metrics in one write, not two per job.
+ * The samples are summed in this process and published every `publishEveryMs` (one HINCRBY per series that
+ * changed, however many jobs added to it), and by flush(): not one write per job. Each call but recordJob
+ * resolves once the publish that carries it is answered.
  */
-export function createMetricsRecorder(redis: RedisClient, prefix: string, logger: Logger): MetricsRecorder {
+export function createMetricsRecorder(
+  redis: RedisClient,
+  prefix: string,
+  logger: Logger,
+  publishEveryMs = PUBLISH_EVERY_MS,
+): MetricsRecorder {
   const metrics = sharedMetrics(redis, prefix);
-  const { add, batchToFill, flush } = groupedSends(redis, logger);
+  const { add, alongWritten, batchToFill, flush } = groupedSends(redis, logger, publishEveryMs);
   const inOrder = !(redis instanceof Cluster);
   return {
-    recordJob: ({ queue, name, seconds, result }) =>
-      add((m) => metrics.jobDuration.observe(m, { queue, job: name, result }, seconds), inOrder),
+    recordJob: ({ queue, name, seconds, result }) => {
+      void add((m) => metrics.jobDuration.observe(m, { queue, job: name, result }, seconds));
+      return inOrder ? alongWritten() : Promise.resolve();
+    },
     recordOrderSettled: (itemStatuses) =>
       add((m) => {
         metrics.ordersSettled.inc(m, { outcome: outcomeOf(itemStatuses) });
@@ -175,27 +186,32 @@ export function createMetricsRecorder(redis: RedisClient, prefix: string, logger
 }
 
 interface Batch {
-  increments: MetricIncrements;
+  /** The samples of the publishes it carries. */
+  increments: MetricIncrements[];
   /** Writes of other concerns sent with the same commands (sendAlong). */
   along: ((commands: FlushCommands) => void)[];
-  /** Its pipeline has been handed to the connection (or failed to be). */
+  /** Its commands have been handed to the connection (or failed to be). */
   written: Deferred;
   /** Redis has answered it (or it was logged as lost). */
   sent: Deferred;
 }
 
 /**
- * Group commits of increments: what is added in one event-loop turn, or while a flush is in flight, is summed
- * into the next flush, sent in one write on the turn after; one flush is in flight at a time.
+ * Flushes to Redis, one in flight at a time: what is queued in one event-loop turn, or while a flush is in flight,
+ * goes in the next one, sent in one write on the turn after. Samples are summed apart and queued every
+ * `publishEveryMs` (or by flush()); writes sent along are queued at once.
  */
-function groupedSends(redis: RedisClient, logger: Logger) {
+function groupedSends(redis: RedisClient, logger: Logger, publishEveryMs: number) {
   let queued: Batch | undefined;
   let inFlight: Batch | undefined;
+  let pending = new MetricIncrements();
+  let pendingSent = deferred();
+  let timer: NodeJS.Timeout | undefined;
 
   const send = async ({ increments, along, written }: Batch) => {
     try {
       const commands = new CommandList();
-      increments.appendTo(commands);
+      for (const samples of increments) samples.appendTo(commands);
       for (const write of along) write(commands);
       const replies = sendTogether(redis, commands.queued);
       written.resolve();
@@ -225,15 +241,35 @@ function groupedSends(redis: RedisClient, logger: Logger) {
     if (!running) void run();
     return queued;
   };
+  /** Queues the samples summed since the last publish on the next flush. */
+  const publish = () => {
+    clearTimeout(timer);
+    timer = undefined;
+    const samples = pending;
+    const sent = pendingSent;
+    pending = new MetricIncrements();
+    pendingSent = deferred();
+    if (samples.isEmpty) return sent.resolve();
+    const batch = batchToFill();
+    batch.increments.push(samples);
+    void batch.sent.promise.then(sent.resolve);
+  };
   return {
-    /** Resolves once the batch carrying the call is answered, or only written with `untilWritten`. */
-    add(fill: (increments: MetricIncrements) => void, untilWritten = false): Promise<void> {
-      const batch = batchToFill();
-      fill(batch.increments);
-      return (untilWritten ? batch.written : batch.sent).promise;
+    /** Sums the samples into the next publish; resolves once the flush carrying it is answered. */
+    add(fill: (increments: MetricIncrements) => void): Promise<void> {
+      fill(pending);
+      if (!timer) {
+        timer = setTimeout(publish, publishEveryMs);
+        // A process that stops flushes first (flush()): the timer alone keeps none running.
+        timer.unref();
+      }
+      return pendingSent.promise;
     },
+    /** Resolves once the writes queued so far are written to the connection (at once when there are none). */
+    alongWritten: (): Promise<void> => queued?.written.promise ?? Promise.resolve(),
     batchToFill,
     async flush(): Promise<void> {
+      publish();
       for (let last = queued ?? inFlight; last; last = queued ?? inFlight) await last.sent.promise;
     },
   };
@@ -245,7 +281,7 @@ interface Deferred {
 }
 
 function newBatch(): Batch {
-  return { increments: new MetricIncrements(), along: [], written: deferred(), sent: deferred() };
+  return { increments: [], along: [], written: deferred(), sent: deferred() };
 }
 
 function deferred(): Deferred {

@@ -18,11 +18,11 @@ const STORE_RETRY_MS = 1000;
 export async function startOrderWorker(deps: Deps) {
   const { config, logger } = deps;
   const connection = createBlockingRedis(config, `${config.QUEUE_PREFIX}-worker`);
-  // On the connection that then marks each job finished: a job's metrics are in Redis before it is, with no
-  // wait for their reply in between (see recordJob).
+  // On the connection that then marks each job finished: the word that an order ended goes in the same write
+  // as that mark (see recordJob).
   const metrics = createMetricsRecorder(connection, config.REDIS_PREFIX, logger);
   const processDeps = { ...deps, metrics, maxAttempts: config.MAX_PROCESS_ATTEMPTS };
-  // With the job's metrics: one write to Redis for both.
+  // With the job's mark that it is finished: one write to Redis for both.
   const announceEnd = (orderId: number) =>
     metrics.sendAlong((commands) => announceOrderEnd(commands, config.REDIS_PREFIX, orderId));
   const worker = new Worker<OrderJobData>(
@@ -39,7 +39,7 @@ export async function startOrderWorker(deps: Deps) {
         if (outcome === 'missing') throw new UnrecoverableError(`order ${orderId} does not exist`);
         // What the attempt wrote is committed: a web waiting for the order reads it now, while the job ends.
         announceEnd(orderId);
-        // Not awaited: it joins the flush of the job's own recordJob (job-processor.ts), whose wait covers both.
+        // Not awaited: summed into the recorder's next publish, with the job's own duration.
         if (itemStatuses) void metrics.recordOrderSettled(itemStatuses);
         else if (outcome === 'failed') await countOutcome(processDeps, orderId);
         return 'completed';

@@ -60,7 +60,7 @@ export async function startWebhookWorker(deps: Deps) {
   });
   const deliverDeps = { ...deps, sender, gate, clientSlots, clientOf: webhookClients(deps.store) };
   const connection = createBlockingRedis(config, `${config.QUEUE_PREFIX}-webhooks`);
-  // On the connection that then marks each job finished, like the order worker's (see recordJob).
+  // On the connection that then marks each job finished, like the order worker's.
   const metrics = createMetricsRecorder(connection, config.REDIS_PREFIX, logger);
   const worker = new Worker<WebhookJobData>(
     WEBHOOK_QUEUE,
@@ -75,7 +75,7 @@ export async function startWebhookWorker(deps: Deps) {
         );
         // Its endpoint is busy or paused: the job waits in the queue, not in a slot, and is not an attempt.
         if (typeof outcome === 'object') return { waitMs: outcome.waitMs };
-        // Not awaited: it joins the flush of the job's own recordJob (job-processor.ts), whose wait covers both.
+        // Not awaited: summed into the recorder's next publish, with the job's own duration.
         void metrics.recordWebhookAttempt(outcome);
         return 'completed';
       },

@@ -10,8 +10,9 @@ import {
 import { createRedis, type RedisClient } from '../../src/redis/redis.js';
 import { connectTestRedis, warningsLogger } from '../helpers/test-redis.js';
 
-// The recorder alone on the run's real Redis: what a worker's metrics cost in round trips, and that nothing
-// recorded is lost or counted twice. test/integration/metrics.test.ts sees the same series through /metrics.
+// The recorder alone on the run's real Redis: what a worker's metrics cost in round trips (none per job: they are
+// summed and published on an interval), and that nothing recorded is lost or counted twice.
+// test/integration/metrics.test.ts sees the same series through /metrics.
 
 let redis: RedisClient;
 const prefix = `t${crypto.randomBytes(5).toString('hex')}`;
@@ -46,11 +47,14 @@ async function orderJob(recorder: MetricsRecorder, itemStatuses: number[], secon
 }
 
 describe('the metrics recorder', () => {
-  it('when two order jobs finish in one turn, then their four calls reach Redis in one write of summed fields', async () => {
-    const recorder = createMetricsRecorder(redis, prefix, logger);
+  it('when two order jobs finish before a publish, then their four calls reach Redis in one write of summed fields', async () => {
+    const recorder = createMetricsRecorder(redis, prefix, logger, 60_000);
     const pipelines = countPipelines();
     await Promise.all([orderJob(recorder, [5, 5], 0.125), orderJob(recorder, [5], 0.25)]);
     await new Promise((resolve) => setImmediate(resolve));
+    // Summed in the process until the publish: nothing is sent per job.
+    expect(pipelines()).toEqual([]);
+    await recorder.flush();
 
     // One field each: the outcome, the items' status, and the duration's bucket and sum (no count: see below).
     expect(pipelines()).toEqual([4]);
@@ -70,65 +74,63 @@ describe('the metrics recorder', () => {
     expect(warnings).toEqual([]);
   });
 
-  it("when a job sends a write along with its metrics, then both and the job's end reach Redis in one write, in that order", async () => {
-    const recorder = createMetricsRecorder(redis, prefix, logger);
+  it('when the publish interval passes, then what was recorded is in Redis without a flush', async () => {
+    const recorder = createMetricsRecorder(redis, prefix, logger, 50);
+    const started = Date.now();
+    await recorder.recordWebhookAttempt('delivered');
+
+    expect(Date.now() - started).toBeGreaterThanOrEqual(45);
+    const attempts = await sharedMetrics(redis, prefix).webhookAttempts.get();
+    expect(attempts.values).toEqual([{ labels: { outcome: 'delivered' }, value: 1 }]);
+  });
+
+  it("when a job sends a write along, then it and the job's end reach Redis in one write, in that order, and its metrics wait for the publish", async () => {
+    const recorder = createMetricsRecorder(redis, prefix, logger, 60_000);
     const pipelines = countPipelines();
     recorder.sendAlong((commands) => commands.hincrby(`${prefix}:along`, 'said', 1));
     await orderJob(recorder, [5], 0.125);
-    // recordJob resolved once written: what this connection sends next (BullMQ's mark that the job is
-    // finished) joins the same write, after both.
+    // recordJob resolved once the write sent along was written: what this connection sends next (BullMQ's
+    // mark that the job is finished) joins the same write, after it.
     const next = redis.call('hget', `${prefix}:along`, 'said');
 
     expect(await next).toBe('1');
-    expect(pipelines()).toEqual([6]);
+    expect(pipelines()).toEqual([2]);
+    expect(await redis.exists(`${prefix}:metrics:bookorders_job_duration_seconds`)).toBe(0);
+    await recorder.flush();
+    expect(pipelines()).toEqual([2, 4]);
     expect(warnings).toEqual([]);
   });
 
-  it('when calls come while a flush is in flight, then they wait for it and share the next one', async () => {
-    const recorder = createMetricsRecorder(redis, prefix, logger);
+  it('when a job is recorded with nothing sent along, then it resolves at once, before anything is sent', async () => {
+    const recorder = createMetricsRecorder(redis, prefix, logger, 60_000);
+    const pipelines = countPipelines();
+    await recorder.recordJob({ queue: 'orders', name: 'process-order', seconds: 0.01, result: 'completed' });
+
+    expect(pipelines()).toEqual([]);
+    await recorder.flush();
+    const series = '[["job","process-order"],["queue","orders"],["result","completed"]]';
+    expect(await redis.hget(`${prefix}:metrics:bookorders_job_duration_seconds`, `b|0.01|${series}`)).toBe(
+      '1',
+    );
+  });
+
+  it('when samples come while a flush is in flight, then they wait for it and share the next one', async () => {
+    const recorder = createMetricsRecorder(redis, prefix, logger, 60_000);
     const pipelines = countPipelines();
     const done: string[] = [];
     const first = recorder.recordWebhookAttempt('delivered').then(() => done.push('first'));
+    void recorder.flush();
     // The flush was scheduled first, so on this turn it has sent its commands and waits for the reply.
     await new Promise((resolve) => setImmediate(resolve));
     expect(pipelines()).toEqual([1]);
     const later = [1, 2].map(() => recorder.recordWebhookAttempt('delivered').then(() => done.push('later')));
+    await recorder.flush();
     await Promise.all([first, ...later]);
 
     expect(done).toEqual(['first', 'later', 'later']);
     expect(pipelines()).toEqual([1, 1]);
     const attempts = await sharedMetrics(redis, prefix).webhookAttempts.get();
     expect(attempts.values).toEqual([{ labels: { outcome: 'delivered' }, value: 3 }]);
-  });
-
-  it('when a job is recorded, then it resolves once written, and what its connection sends next sees it', async () => {
-    const recorder = createMetricsRecorder(redis, prefix, logger);
-    // The replies are held back until released: recordJob must not wait for them.
-    let release = () => {};
-    const held = new Promise<void>((resolve) => (release = resolve));
-    const call = (redis as Redis).call.bind(redis) as (...args: unknown[]) => Promise<unknown>;
-    vi.spyOn(redis as Redis, 'call').mockImplementation(((...args: unknown[]) => {
-      const reply = call(...args);
-      return held.then(() => reply);
-    }) as never);
-    let settled = false;
-    const recordedJob = recorder.recordJob({
-      queue: 'orders',
-      name: 'process-order',
-      seconds: 0.01,
-      result: 'completed',
-    });
-    const answered = recorder.flush().then(() => (settled = true));
-    await recordedJob;
-
-    expect(settled).toBe(false);
-    const series = '[["job","process-order"],["queue","orders"],["result","completed"]]';
-    expect(await redis.hget(`${prefix}:metrics:bookorders_job_duration_seconds`, `b|0.01|${series}`)).toBe(
-      '1',
-    );
-    release();
-    await answered;
-    expect(warnings).toEqual([]);
   });
 
   it('when calls are not awaited, then flush() waits until they are in Redis', async () => {

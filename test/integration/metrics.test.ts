@@ -56,7 +56,11 @@ describe('GET /metrics after known traffic', () => {
     expect(ordered.body.listings[0].orderItems.map((i: { status: number }) => i.status)).toEqual([5, 5]);
     expect(declined.body.listings[0].orderItems[0].status).toBe(19);
 
-    // Real orders wait for the worker's outcome; its metrics are written before the job completes.
+    // Real orders wait for the worker's outcome; the worker publishes its metrics on an interval after it.
+    const job = { queue: 'orders', job: 'process-order', result: 'completed' };
+    await expect
+      .poll(async () => valueOf(await scrape(), 'bookorders_job_duration_seconds_count', job))
+      .toBe(2);
     await countStore();
     const text = await scrape();
     const requests = (labels: Record<string, string>) => valueOf(text, 'http_requests_total', labels);
@@ -73,7 +77,6 @@ describe('GET /metrics after known traffic', () => {
     expect(valueOf(text, 'bookorders_orders_settled_total', { outcome: 'declined' })).toBe(1);
     expect(valueOf(text, 'bookorders_order_items_settled_total', { status: '5' })).toBe(2);
     expect(valueOf(text, 'bookorders_order_items_settled_total', { status: '19' })).toBe(1);
-    const job = { queue: 'orders', job: 'process-order', result: 'completed' };
     expect(valueOf(text, 'bookorders_job_duration_seconds_count', job)).toBe(2);
     expect(valueOf(text, 'bookorders_job_duration_seconds_bucket', { ...job, le: '+Inf' })).toBe(2);
     expect(valueOf(text, 'bookorders_job_duration_seconds_sum', job)).toBeGreaterThan(0);

@@ -110,6 +110,36 @@ describe('rate limit per access key (RATE_LIMIT_PER_S)', () => {
       evalsha.mockRestore();
     }
   });
+
+  it('when a key is charged again before its expiry would come too soon, then its expiry is not set again, unless a previous release charged it in between', async () => {
+    const { redis, config } = service.deps;
+    const at = now;
+    // 10 per second, a bucket of 20: one token takes 100 ms to come back.
+    const take = createRateLimiter({ redis, prefix: config.REDIS_PREFIX, perSecond: 10, clock: () => at });
+    const key = `${config.REDIS_PREFIX}:ratelimit:AKexpiry`;
+    const ttls: number[] = [];
+    await take('AKexpiry');
+    ttls.push(await redis.pttl(key));
+    await take('AKexpiry');
+    ttls.push(await redis.pttl(key));
+    // Full again 100 ms, then 200 ms, after the takes: the first expiry (full + 1 s + a bucket's 2 s) still does.
+    expect(ttls[0]).toBeGreaterThan(3000);
+    expect(ttls[1]).toBeLessThanOrEqual(ttls[0]!);
+    // The previous release's script (6dbff14), one token at the same time: its own expiry, 1 s past full.
+    await redis.eval(
+      `local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+      local tokens = tonumber(state[1]) - 1
+      redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', state[2])
+      redis.call('PEXPIRE', KEYS[1], math.ceil((20 - tokens) / 0.01) + 1000)`,
+      1,
+      key,
+    );
+    expect(await redis.pttl(key)).toBeLessThanOrEqual(1300);
+    // 15 more: full again only 1.8 s from now, past the previous release's expiry, which is set again.
+    expect(await take('AKexpiry', 15)).toEqual({ allowed: true, retryAfterMs: 0 });
+    expect(await redis.pttl(key)).toBeGreaterThan(2800);
+    expect(await redis.hget(key, 'tokens')).toBe('2');
+  });
 });
 
 describe('rate limit charged by the cost of a batch', () => {
