@@ -4,6 +4,8 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { compiledEntry, fromSource, readProcfile } from '../procfile.js';
+import { spawnTracked, stopChild } from '../../test/helpers/child-processes.js';
+import { until } from '../../test/helpers/wait.js';
 
 /** The project's root: this tree, whose service a bench runs unless given another checkout. */
 export const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -74,10 +76,8 @@ function spawnLogged(
   logFile: string,
 ): ChildProcess {
   const log = fs.openSync(logFile, 'a');
-  const child = spawn(command!, args, { cwd, env, stdio: ['ignore', log, log] });
+  const child = spawnTracked(running, command!, args, { cwd, env, stdio: ['ignore', log, log] });
   fs.closeSync(log);
-  running.add(child);
-  child.once('exit', () => running.delete(child));
   return child;
 }
 
@@ -99,29 +99,21 @@ export async function buildCheckout(root: string): Promise<void> {
 
 /** SIGTERM, and the exit code once it has exited (null when a signal ended it). */
 export function stopProcess(child: ChildProcess): Promise<number | null> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode);
-    child.once('exit', (code) => resolve(code));
-    child.kill('SIGTERM');
-  });
+  return stopChild(child);
 }
 
 /** Polls `check` every `everyMs` until it holds; a check that throws counts as not yet. */
-export async function waitFor(
+export function waitFor(
   check: () => boolean | Promise<boolean>,
   what: string,
   timeoutMs = 30_000,
   everyMs = 200,
 ): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (
-    !(await Promise.resolve()
+  const tolerant = () =>
+    Promise.resolve()
       .then(check)
-      .catch(() => false))
-  ) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
+      .catch(() => false);
+  return until(tolerant, timeoutMs, what, everyMs);
 }
 
 /** Resolves once the web process answers /healthz. */
