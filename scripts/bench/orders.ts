@@ -48,10 +48,10 @@ import {
   postAsyncOrder,
   prepareBuyer,
   refusedBusy,
-  signedHeaders,
   timed,
   type Buyer,
 } from './buyer.js';
+import { signedHeaders } from '../../test/helpers/signed-client.js';
 import { callersSection, msPerOrder, type CallersRun, type Start } from './callers-report.js';
 import {
   ANY_UNSETTLED,
