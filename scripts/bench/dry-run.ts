@@ -13,7 +13,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { createSigningClient, signedHeaders } from '../../test/helpers/signed-client.js';
-import { entryArgs, profileArgs, ROOT, RUNTIME } from './processes.js';
+import { entryArgs, profileArgs, ROOT, RUNTIME, runBench } from './processes.js';
 import {
   freshStore,
   parseStoreKinds,
@@ -24,7 +24,7 @@ import {
 import { seedDemo, writeDemoOrders } from '../demo-data.js';
 import { processStats } from '../../test/helpers/process-stats.js';
 import { ensureRedis, freePort } from '../redis.js';
-import { writeSection } from './benchmarks-file.js';
+import { printSection } from './benchmarks-file.js';
 import { hotPathSection, type HotPathRounds, type Round } from './dry-run-report.js';
 
 const args = parseArgs({
@@ -185,11 +185,7 @@ async function main() {
     setting: `${os.cpus().length} cores, ${storeName} store, web ${RUNTIME === 'tsx' ? 'from source through tsx' : 'compiled (the Procfile command)'}, ${CONNECTIONS} connections, ${ROUNDS} alternating rounds of ${seconds} s per server and path, medians`,
   });
   const title = `Dry run and get${storeName === 'SQLite' ? '' : ' (PostgreSQL)'}`;
-  if (args.values.write) writeSection(title, section);
-  process.stdout.write(`${section}\n`);
+  printSection(title, section, args.values.write);
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
-  process.exit(1);
-});
+runBench(main);

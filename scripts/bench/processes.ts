@@ -129,6 +129,38 @@ export function waitForWorkers(logFile: string, count: number, timeoutMs?: numbe
   return waitFor(() => ready() >= count, `${count} workers ready`, timeoutMs);
 }
 
+/**
+ * Runs a bench's `main`: a failure prints its stack and exits 1 (whatever it left running). `exitWhenDone` also
+ * exits 0 once it has resolved, for a bench whose clients may leave a handle open.
+ */
+export function runBench(main: () => Promise<void>, { exitWhenDone = false } = {}): void {
+  main().then(
+    () => {
+      if (exitWhenDone) process.exit(0);
+    },
+    (err: unknown) => {
+      process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+      process.exit(1);
+    },
+  );
+}
+
+/**
+ * A web and `workers` order workers on `env` (its PORT the web's), their output appended to `logFile`; resolves
+ * with the web once it answers and every worker is ready.
+ */
+export async function startWebAndWorkers(
+  env: NodeJS.ProcessEnv,
+  logFile: string,
+  workers: number,
+): Promise<ChildProcess> {
+  const web = startEntry('src/server.ts', env, logFile);
+  for (let i = 0; i < workers; i++) startEntry('workers/order.worker.ts', env, logFile);
+  await waitForWeb(`http://127.0.0.1:${env.PORT}`, web);
+  await waitForWorkers(logFile, workers);
+  return web;
+}
+
 /** Stops every process still running when this one is interrupted, then exits. */
 export function stopAllOnInterrupt(cleanup: () => Promise<void> = () => Promise.resolve()): void {
   process.once('SIGINT', () => {
