@@ -1,6 +1,7 @@
-// Starting and stopping the service's processes from the tests and the benchmarks alike (scripts/bench imports
+// Starting and stopping the service's processes, for the tests and the benchmarks alike (scripts/bench imports
 // this, never the other way): every child is tracked in a set from spawn to exit, and stopped as a platform would
-// stop it. No vitest here, so that a benchmark run by tsx can load it.
+// stop it. Apart from test-service.ts, so that a bench does not load the test harness (the app, supertest,
+// vitest) to start a process.
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import path from 'node:path';
 

@@ -181,6 +181,16 @@ describe('architecture', () => {
       );
   });
 
+  it('keeps the benchmarks above the tests: no test helper imports scripts/bench/', () => {
+    const bench = path.join(root, 'scripts/bench');
+    const up = sourceFiles(path.join(root, 'test/helpers')).flatMap((file) =>
+      importsOf(file)
+        .filter(({ to }) => to.startsWith(`${bench}${path.sep}`))
+        .map(({ to }) => `${path.relative(root, file)} -> ${path.relative(root, to)}`),
+    );
+    expect(up).toEqual([]);
+  });
+
   it('has no import cycle among the imports that run', () => {
     // Tarjan's strongly connected components; any component of two or more files is a cycle.
     let index = 0;
