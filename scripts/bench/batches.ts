@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { ORDER_QUEUE } from '../../src/queue/order.queue.js';
 import { batchesSection, type BatchRun } from './batches-report.js';
 import { startEntry, stopProcess, waitForWeb, runBench } from './processes.js';

@@ -12,7 +12,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { closeDeps, createDeps } from '../../src/container.js';
 import { createLogger } from '../../src/logger.js';
 import { addCard, createClient } from '../../src/services/client-keys.js';

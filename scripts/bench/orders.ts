@@ -36,7 +36,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { ORDER_QUEUE } from '../../src/queue/order.queue.js';
 import type { Probe } from '../../test/helpers/store.probe.js';
 import { printSection } from './benchmarks-file.js';

@@ -5,7 +5,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { openStore } from '../../src/store/open-store.js';
 import { postgresProbe } from '../../test/helpers/postgres.probe.js';
 import { sqliteProbe } from '../../test/helpers/sqlite.probe.js';

@@ -10,7 +10,7 @@ import { Redis } from 'ioredis';
 import supertest from 'supertest';
 import { inject } from 'vitest';
 import { sign } from '../../src/auth/signature.js';
-import { loadConfig, type Config } from '../../src/config.js';
+import { loadConfig, type Config } from '../../src/config/config.js';
 import { closeDeps, createDeps } from '../../src/container.js';
 import type { Deps } from '../../src/deps.js';
 import { createApp } from '../../src/http/app.js';

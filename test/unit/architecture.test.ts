@@ -63,11 +63,8 @@ const FLOORS: string[][] = [
   ['processes'],
   ['cli', 'server.ts'],
 ];
-/** A file's room: the folder under src/ it is in, or the file itself at the root (config.ts is config's room). */
-const roomOf = (file: string) => {
-  const [first, ...rest] = rel(file).split(path.sep);
-  return rest.length > 0 ? first! : first === 'config.ts' ? 'config' : first!;
-};
+/** A file's room: the folder under src/ it is in, or the file itself at the root. */
+const roomOf = (file: string) => rel(file).split(path.sep)[0]!;
 const floorOf = (file: string) => FLOORS.findIndex((rooms) => rooms.includes(roomOf(file)));
 
 /** Imports that run (type-only ones are erased), from one room to another, as `from -> to`. */
