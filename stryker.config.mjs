@@ -12,6 +12,7 @@ export default {
     'src/domain/item-status.ts',
     'src/domain/ip-ranges.ts',
     'src/auth/signature.ts',
+    'client/src/signing.ts',
     'src/auth/webhook-signature.ts',
     'src/domain/canonical-json.ts',
   ],

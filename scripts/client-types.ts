@@ -25,7 +25,7 @@ async function main(): Promise<void> {
     if (!res.ok) throw new Error(`GET /v1/openapi.json: HTTP ${res.status}`);
     document = (await res.json()) as object;
   } else {
-    const { loadConfig } = await import('../src/config.js');
+    const { loadConfig } = await import('../src/config/config.js');
     const { marketplaceDomains } = await import('../src/domain/marketplace.js');
     const { openApiDocument } = await import('../src/http/openapi.js');
     document = openApiDocument([...marketplaceDomains(loadConfig({}).marketplaceNames).keys()]);

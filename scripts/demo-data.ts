@@ -53,6 +53,17 @@ function readProfile(profilePath: string): DemoClient | null {
   }
 }
 
+/** The demo buyer's ship and bill address (the tests' US address too: test/helpers/fixtures.ts). */
+export const DEMO_ADDRESS = {
+  name: 'Ada Reader',
+  address1: '1 Market St',
+  city: 'San Francisco',
+  provstate: 'CA',
+  country: 'USA',
+  zipcode: '94105',
+  phone: '+1 415 555 0100',
+};
+
 /**
  * The demo's order bodies, written next to the profile so the printed commands work as they are: a dry run
  * (`demo-dryrun.json`) and the same order for real (`demo-order.json`). Returns both paths.
@@ -62,18 +73,9 @@ export function writeDemoOrders(
   ccToken: string,
   listingId: number,
 ): { dryRun: string; order: string } {
-  const address = {
-    name: 'Ada Reader',
-    address1: '1 Market St',
-    city: 'San Francisco',
-    provstate: 'CA',
-    country: 'USA',
-    zipcode: '94105',
-    phone: '+1 415 555 0100',
-  };
   const body = {
-    shipAddr: address,
-    billAddr: address,
+    shipAddr: DEMO_ADDRESS,
+    billAddr: DEMO_ADDRESS,
     ccToken,
     listings: [{ listingId, quantity: 2 }],
     shippingMode: 'S',

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { RUNTIME_SETTINGS, runtimeFilePath, writeRuntimeFile } from '../src/cli/runtime-file.js';
-import { assertDataFolder, loadConfig } from '../src/config.js';
+import { assertDataFolder, loadConfig } from '../src/config/config.js';
 import { redisWhere } from '../src/redis/redis-sentinel.js';
 import { openStore } from '../src/store/open-store.js';
 import { ensurePrivateDir, restrictToOwner } from '../src/store/secrets/private-files.js';

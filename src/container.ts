@@ -1,4 +1,4 @@
-import type { Config } from './config.js';
+import type { Config } from './config/config.js';
 import type { Deps } from './deps.js';
 import { loadUsdPer } from './domain/money.js';
 import { loadTaxRules } from './domain/tax.js';

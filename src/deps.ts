@@ -1,4 +1,4 @@
-import type { Config } from './config.js';
+import type { Config } from './config/config.js';
 import type { Logger } from './logger.js';
 import type { MetricsRecorder } from './metrics/metrics.recorder.js';
 import type { UsdPer } from './domain/money.js';

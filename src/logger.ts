@@ -1,5 +1,5 @@
 import { pino, stdSerializers, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
-import type { Config } from './config.js';
+import type { Config } from './config/config.js';
 
 export type { Logger };
 

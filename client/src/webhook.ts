@@ -69,8 +69,9 @@ export function verifyWebhook(
   const secrets = typeof secret === 'string' ? [secret] : secret;
   if (secrets.length === 0 || secrets.some((s) => typeof s !== 'string' || s === ''))
     throw new RangeError('secret must be a webhook secret, or a list of one or more');
-  // Every secret is tried, so the time taken does not tell which one matched.
-  const matches = secrets.map((s) => sameSignature(webhookSignature(s, date, eventId, rawBody), signature));
+  // Hex in either case is accepted; every secret is tried, so the time taken does not tell which one matched.
+  const presented = signature.toLowerCase();
+  const matches = secrets.map((s) => sameSignature(webhookSignature(s, date, eventId, rawBody), presented));
   if (!matches.includes(true))
     throw new WebhookVerificationError('Svc-Signature does not match the body under any of these secrets');
   const sent = Date.parse(date);

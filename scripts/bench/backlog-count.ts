@@ -5,20 +5,19 @@
 // a backlog of queued ones spread over clients.
 // Prints a table per store; BENCHMARKS.md quotes it.
 //   node --import tsx scripts/bench/backlog-count.ts [--stores sqlite,postgres] [--history 950000] [--backlog 50000]
-import { parseArgs } from 'node:util';
 import { addCard, createClient } from '../../src/services/client-keys.js';
 import * as postgresOrders from '../../src/store/postgres/orders.postgres.js';
 import * as sqliteOrders from '../../src/store/sqlite/orders.sqlite.js';
 import { freshStore, parseStoreKinds, stopPostgresServer, type StoreKind } from './stores.js';
+import { runBench } from './processes.js';
+import { benchArgs } from './bench-args.js';
 
-const { values } = parseArgs({
-  options: {
-    stores: { type: 'string', default: 'sqlite,postgres' },
-    history: { type: 'string', default: '950000' },
-    backlog: { type: 'string', default: '50000' },
-    clients: { type: 'string', default: '10' },
-    rounds: { type: 'string', default: '50' },
-  },
+const values = benchArgs({
+  stores: 'sqlite,postgres',
+  history: '950000',
+  backlog: '50000',
+  clients: '10',
+  rounds: '50',
 });
 const HISTORY = Number(values.history);
 const BACKLOG = Number(values.backlog);
@@ -94,7 +93,4 @@ async function main(): Promise<void> {
   }
 }
 
-void main().catch((err: unknown) => {
-  console.error(err);
-  process.exitCode = 1;
-});
+runBench(main);

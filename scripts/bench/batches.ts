@@ -9,35 +9,34 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { ORDER_QUEUE } from '../../src/queue/order.queue.js';
 import { batchesSection, type BatchRun } from './batches-report.js';
-import { running, startEntry, stopAllOnInterrupt, stopProcess, waitForWeb } from './processes.js';
+import { startEntry, stopProcess, waitForWeb, runBench } from './processes.js';
 import {
   parseStoreKinds,
   postgresServerPid,
-  serviceEnv,
-  stopPostgresServer,
+  orderServiceEnv,
   type StoreKind,
+  stopServersOnInterrupt,
+  stopServers,
 } from './stores.js';
-import { writeSection } from './benchmarks-file.js';
+import { printSection } from './benchmarks-file.js';
 import { loadOrder, postAsyncOrder, postSigned, prepareBuyer, timed, type Buyer } from './buyer.js';
 import { treeCpuSeconds } from '../../test/helpers/process-stats.js';
 import { ensureRedis, freePort, type RunningRedis } from '../redis.js';
+import { benchArgs } from './bench-args.js';
 
-const { values } = parseArgs({
-  options: {
-    single: { type: 'string', default: '3000' },
-    batched: { type: 'string', default: '50000' },
-    batch: { type: 'string', default: '500' },
-    'in-flight': { type: 'string', default: '8' },
-    rounds: { type: 'string', default: '2' },
-    stores: { type: 'string', default: 'sqlite,postgres' },
-    write: { type: 'boolean', default: false },
-  },
+const values = benchArgs({
+  single: '3000',
+  batched: '50000',
+  batch: '500',
+  'in-flight': '8',
+  rounds: '2',
+  stores: 'sqlite,postgres',
+  write: false,
 });
 const SINGLE = Number(values.single);
 const BATCHED = Number(values.batched);
@@ -66,18 +65,16 @@ async function runStore(redis: RunningRedis, kind: StoreKind): Promise<BatchRun[
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-batches-'));
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
-  const env = serviceEnv(store, {
-    REDIS_URL: redis.url,
-    QUEUE_PREFIX: `benchbatch${process.pid}${kind}`,
-    LOG_LEVEL: 'info',
-    LOG_PRETTY: 'false',
-    RATE_LIMIT_PER_S: '0',
-    PORT: String(port),
-    // No worker settles anything here: the limit must not refuse the benchmark's own orders.
-    MAX_UNSETTLED_ORDERS: String(10 * (SINGLE + BATCHED) * ROUNDS),
-    // One client sends every order: its share of the backlog is the whole of it.
-    MAX_UNSETTLED_PER_CLIENT: String(10 * (SINGLE + BATCHED) * ROUNDS),
-  });
+  const env = orderServiceEnv(
+    store,
+    { redisUrl: redis.url, prefix: `benchbatch${process.pid}${kind}`, port },
+    {
+      // No worker settles anything here: the limit must not refuse the benchmark's own orders.
+      MAX_UNSETTLED_ORDERS: String(10 * (SINGLE + BATCHED) * ROUNDS),
+      // One client sends every order: its share of the backlog is the whole of it.
+      MAX_UNSETTLED_PER_CLIENT: String(10 * (SINGLE + BATCHED) * ROUNDS),
+    },
+  );
   const web = startEntry('src/server.ts', env, path.join(dir, 'web.log'));
   const connection = new Redis(redis.url, { maxRetriesPerRequest: null });
   const queue = new Queue(ORDER_QUEUE, { connection, prefix: loadConfig(env).REDIS_PREFIX });
@@ -148,10 +145,7 @@ function ownCpuSeconds(): number {
 
 async function main() {
   const redis = await ensureRedis();
-  stopAllOnInterrupt(async () => {
-    await redis.stop();
-    await stopPostgresServer();
-  });
+  stopServersOnInterrupt(redis);
   const loadAtStart = os.loadavg()[0]!;
   try {
     const runs: BatchRun[] = [];
@@ -167,16 +161,10 @@ async function main() {
       },
       runs,
     );
-    process.stdout.write(`${body}\n`);
-    if (values.write) writeSection('Batches', body);
+    printSection('Batches', body, values.write);
   } finally {
-    await Promise.all([...running].map(stopProcess));
-    await redis.stop();
-    await stopPostgresServer();
+    await stopServers(redis);
   }
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
-  process.exit(1);
-});
+runBench(main);

@@ -21,3 +21,9 @@ export function writeSection(title: string, body: string, file: string = BENCHMA
   const end = next === -1 ? current.length : next + 1;
   fs.writeFileSync(file, `${current.slice(0, start)}${text}${next === -1 ? '' : '\n'}${current.slice(end)}`);
 }
+
+/** Prints a bench's section and, asked to (`--write`), replaces its `## title` section of BENCHMARKS.md with it. */
+export function printSection(title: string, body: string, write: boolean): void {
+  process.stdout.write(`${body}\n`);
+  if (write) writeSection(title, body);
+}

@@ -5,20 +5,18 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { postAsyncOrder, prepareBuyer, refusedBusy, timed } from './buyer.js';
-import { ANY_UNSETTLED, serviceEnv } from './stores.js';
-import { running, startEntry, stopProcess, waitFor, waitForWeb, waitForWorkers } from './processes.js';
+import { ANY_UNSETTLED, orderServiceEnv } from './stores.js';
+import { running, stopProcess, waitFor, runBench, startWebAndWorkers } from './processes.js';
 import { ensureRedis, freePort } from '../redis.js';
+import { benchArgs } from './bench-args.js';
 
-const { values } = parseArgs({
-  options: {
-    orders: { type: 'string', default: '600' },
-    'in-flight': { type: 'string', default: '50' },
-    webs: { type: 'string', default: '2' },
-    workers: { type: 'string', default: '3' },
-    rounds: { type: 'string', default: '3' },
-  },
+const values = benchArgs({
+  orders: '600',
+  'in-flight': '50',
+  webs: '2',
+  workers: '3',
+  rounds: '3',
 });
 const say = (line: string) => process.stderr.write(`[bench-burst] ${line}\n`);
 
@@ -30,21 +28,15 @@ async function main() {
       const { store, buyer } = await prepareBuyer('sqlite', `burst${round}`);
       const port = await freePort();
       const baseUrl = `http://127.0.0.1:${port}`;
-      const env = serviceEnv(store, {
-        REDIS_URL: redis.url,
-        QUEUE_PREFIX: `burst${process.pid}r${round}`,
-        LOG_LEVEL: 'info',
-        LOG_PRETTY: 'false',
-        RATE_LIMIT_PER_S: '0',
-        PORT: String(port),
-        WEB_CONCURRENCY: values.webs,
-      });
+      const prefix = `burst${process.pid}r${round}`;
+      const env = orderServiceEnv(
+        store,
+        { redisUrl: redis.url, prefix, port },
+        { WEB_CONCURRENCY: values.webs },
+      );
       const logFile = path.join(dir, 'service.log');
       try {
-        const web = startEntry('src/server.ts', env, logFile);
-        for (let i = 0; i < Number(values.workers); i++) startEntry('workers/order.worker.ts', env, logFile);
-        await waitForWeb(baseUrl, web);
-        await waitForWorkers(logFile, Number(values.workers));
+        await startWebAndWorkers(env, logFile, Number(values.workers));
         const before = refusedBusy.count;
         const orders = Number(values.orders);
         const seconds = await timed(orders, Number(values['in-flight']), () =>
@@ -73,7 +65,4 @@ async function main() {
   }
 }
 
-main().catch((err: unknown) => {
-  say(err instanceof Error ? (err.stack ?? err.message) : String(err));
-  process.exit(1);
-});
+runBench(main);

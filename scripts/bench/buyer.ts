@@ -2,11 +2,11 @@
 // one copy of a load listing, signed and posted as a real client would.
 import crypto from 'node:crypto';
 import http from 'node:http';
-import { sign } from '../../src/auth/signature.js';
 import { addCard, createClient } from '../../src/services/client-keys.js';
 import type { CatalogListing } from '../../src/store/port/store.port.js';
 import { freshStore, type BenchStore, type StoreKind } from './stores.js';
 import { LOAD_LISTINGS, LOAD_VENDOR } from './load-mix.js';
+import { signedHeaders } from '../../test/helpers/signed-client.js';
 
 export interface Buyer {
   accessKey: string;
@@ -73,24 +73,6 @@ export const HOT_LISTINGS = LOAD_LISTINGS.slice(0, 3).map((l) => l.listingId);
 /** A real order of one copy of each hot listing (the callers' shape). */
 export function hotOrder(buyer: Buyer) {
   return orderOf(buyer, HOT_LISTINGS);
-}
-
-/** The headers that sign a request without a query (content type included when it has a body). */
-export function signedHeaders(
-  buyer: Pick<Buyer, 'accessKey' | 'secretKey'>,
-  method: string,
-  path: string,
-  body: string | undefined,
-  requestId: string,
-): Record<string, string> {
-  const date = new Date().toISOString();
-  return {
-    ...(body ? { 'content-type': 'application/json' } : {}),
-    'svc-requestid': requestId,
-    'svc-access-key': buyer.accessKey,
-    'svc-date': date,
-    'svc-signature': sign(buyer.secretKey, { method, path, rawQuery: '', date, requestId, body }),
-  };
 }
 
 /**

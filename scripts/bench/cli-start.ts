@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { writeSection } from './benchmarks-file.js';
+import { printSection } from './benchmarks-file.js';
 import { ROOT } from './processes.js';
 
 const args = parseArgs({
@@ -67,5 +67,4 @@ const section = [
   'Aims: `--help` at most 0.15 s beyond the no-op, `client:create` at most 0.25 s. The admin CLI loads',
   "a command's module (and the configuration and store it uses) only when that command runs (src/cli/admin.commands.ts).",
 ].join('\n');
-if (args.values.write) writeSection('Command start times', section);
-process.stdout.write(`${section}\n`);
+printSection('Command start times', section, args.values.write);

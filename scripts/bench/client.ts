@@ -9,9 +9,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { OrdersClient, type OrderRequest } from '../../client/src/index.js';
-import { entryArgs, ROOT } from './processes.js';
+import { entryArgs, ROOT, runBench } from './processes.js';
 import { freshStore, serviceEnv } from './stores.js';
-import { writeSection } from './benchmarks-file.js';
+import { printSection } from './benchmarks-file.js';
 import { seedDemo, writeDemoOrders } from '../demo-data.js';
 import { ensureRedis, freePort } from '../redis.js';
 
@@ -115,8 +115,7 @@ async function main(): Promise<void> {
       "The client's own cost is measured with a `fetch` that answers at once with a recorded answer, so it also",
       'counts building that Response and reading it, which a real request has too.',
     ].join('\n');
-    if (args.values.write) writeSection('Client package (book-order-client)', section);
-    process.stdout.write(`${section}\n`);
+    printSection('Client package (book-order-client)', section, args.values.write);
   } finally {
     await new Promise((resolve) =>
       web.exitCode !== null ? resolve(null) : web.once('exit', resolve).kill('SIGTERM'),
@@ -127,7 +126,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
-  process.exit(1);
-});
+runBench(main);

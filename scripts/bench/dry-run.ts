@@ -7,15 +7,13 @@
 // one); without it the environment's (DATABASE_URL, else DB_PATH) when it names one, else a fresh SQLite file.
 //   node --import tsx scripts/bench/dry-run.ts [seconds] [--store sqlite|postgres] [--write]
 import { spawn, type ChildProcess } from 'node:child_process';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import { sign } from '../../src/auth/signature.js';
-import { createSigningClient } from '../../test/helpers/signed-client.js';
-import { entryArgs, profileArgs, ROOT, RUNTIME } from './processes.js';
+import { createSigningClient, signedHeaders } from '../../test/helpers/signed-client.js';
+import { entryArgs, profileArgs, ROOT, RUNTIME, runBench } from './processes.js';
 import {
   freshStore,
   parseStoreKinds,
@@ -26,7 +24,7 @@ import {
 import { seedDemo, writeDemoOrders } from '../demo-data.js';
 import { processStats } from '../../test/helpers/process-stats.js';
 import { ensureRedis, freePort } from '../redis.js';
-import { writeSection } from './benchmarks-file.js';
+import { printSection } from './benchmarks-file.js';
 import { hotPathSection, type HotPathRounds, type Round } from './dry-run-report.js';
 
 const args = parseArgs({
@@ -89,25 +87,6 @@ async function measure(target: Target, duration = seconds, connections = CONNECT
   };
 }
 
-/** The four Svc- headers of one signed request, fixed for the whole run (the same request, repeated). */
-function signedHeaders(
-  demo: { accessKey: string; secretKey: string },
-  method: string,
-  urlPath: string,
-  body = '',
-) {
-  const date = new Date().toISOString();
-  const requestId = crypto.randomUUID();
-  const signature = sign(demo.secretKey, { method, path: urlPath, rawQuery: '', date, requestId, body });
-  return {
-    ...(body ? { 'content-type': 'application/json' } : {}),
-    'svc-requestid': requestId,
-    'svc-access-key': demo.accessKey,
-    'svc-date': date,
-    'svc-signature': signature,
-  };
-}
-
 async function main() {
   const redis = await ensureRedis();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-dry-'));
@@ -155,6 +134,7 @@ async function main() {
   );
   if (!placed.ok) throw new Error(`the order for the get was refused: ${JSON.stringify(placed.body)}`);
   const getPath = `/v1/orders/${placed.body.orderId}`;
+  // Each target's headers are signed once, fixed for the whole run (the same request, repeated).
   const targets = {
     dryRun: {
       pid: web.pid!,
@@ -174,13 +154,13 @@ async function main() {
       pid: web.pid!,
       url: `${webBase}${getPath}`,
       method: 'GET',
-      headers: signedHeaders(demo, 'GET', getPath),
+      headers: signedHeaders(demo, 'GET', getPath, undefined),
     },
     bareGet: {
       pid: bare.pid!,
       url: `${bareBase}${getPath}`,
       method: 'GET',
-      headers: signedHeaders(demo, 'GET', getPath),
+      headers: signedHeaders(demo, 'GET', getPath, undefined),
     },
   } satisfies Record<string, Target>;
   // Warm every path up so that JIT and caches are comparable, then measure one at a time, alternating the
@@ -205,11 +185,7 @@ async function main() {
     setting: `${os.cpus().length} cores, ${storeName} store, web ${RUNTIME === 'tsx' ? 'from source through tsx' : 'compiled (the Procfile command)'}, ${CONNECTIONS} connections, ${ROUNDS} alternating rounds of ${seconds} s per server and path, medians`,
   });
   const title = `Dry run and get${storeName === 'SQLite' ? '' : ' (PostgreSQL)'}`;
-  if (args.values.write) writeSection(title, section);
-  process.stdout.write(`${section}\n`);
+  printSection(title, section, args.values.write);
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
-  process.exit(1);
-});
+runBench(main);

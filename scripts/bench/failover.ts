@@ -8,15 +8,17 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import type { FailoverRun } from '../../test/helpers/failover-load.js';
 import { startPostgresPair, startRedisSentinels } from '../failover-servers.js';
 import { figuresOfLoss, runSettings, summary } from './fault-runs.js';
 import { createDatabase } from '../postgres.js';
 import { ensureRedis } from '../redis.js';
+import { runBench } from './processes.js';
+import { benchArgs } from './bench-args.js';
 
-const { values } = parseArgs({
-  options: { runs: { type: 'string', default: '5' }, only: { type: 'string' } },
+const values = benchArgs({
+  runs: '5',
+  only: undefined,
 });
 const say = (line: string) => process.stderr.write(`[bench-failover] ${line}\n`);
 
@@ -98,10 +100,4 @@ async function main() {
   process.stdout.write(`${JSON.stringify({ loadAverage: os.loadavg(), results }, null, 2)}\n`);
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    process.stderr.write(`${(err as Error).stack ?? String(err)}\n`);
-    process.exit(1);
-  },
-);
+runBench(main, { exitWhenDone: true });

@@ -10,23 +10,22 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { addCard, createClient } from '../../src/services/client-keys.js';
-import { ADDRESS, signedHeaders, type Buyer } from './buyer.js';
+import { ADDRESS, type Buyer } from './buyer.js';
+import { signedHeaders } from '../../test/helpers/signed-client.js';
 import type { CatalogListing } from '../../src/store/port/store.port.js';
-import { running, startEntry, stopAllOnInterrupt, stopProcess, waitForWeb } from './processes.js';
+import { running, startEntry, stopAllOnInterrupt, stopProcess, waitForWeb, runBench } from './processes.js';
 import { freshStore, serviceEnv, type BenchStore } from './stores.js';
-import { writeSection } from './benchmarks-file.js';
+import { printSection } from './benchmarks-file.js';
 import { LOAD_VENDOR } from './load-mix.js';
 import { ensureRedis, freePort, type RunningRedis } from '../redis.js';
+import { benchArgs } from './bench-args.js';
 
-const { values } = parseArgs({
-  options: {
-    'idle-s': { type: 'string', default: '10' },
-    'load-s': { type: 'string', default: '25' },
-    loops: { type: 'string', default: '6' },
-    write: { type: 'boolean', default: false },
-  },
+const values = benchArgs({
+  'idle-s': '10',
+  'load-s': '25',
+  loops: '6',
+  write: false,
 });
 const IDLE_S = Number(values['idle-s']);
 const LOAD_S = Number(values['load-s']);
@@ -214,15 +213,11 @@ async function main() {
       }),
     ];
     const body = report(runs, [loadAtStart, os.loadavg()[0]!]);
-    process.stdout.write(`${body}\n`);
-    if (values.write) writeSection('Fairness', body);
+    printSection('Fairness', body, values.write);
   } finally {
     await Promise.all([...running].map(stopProcess));
     await redis.stop();
   }
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
-  process.exit(1);
-});
+runBench(main);

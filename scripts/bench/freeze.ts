@@ -12,7 +12,6 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { expectNothingLost, type FailoverRun } from '../../test/helpers/failover-load.js';
 import { CLOCK_ENV, FAULT_ENV, FREEZE_MS, proxied } from '../../test/helpers/freeze-load.js';
 import type { TcpProxy } from '../../test/helpers/tcp-proxy.js';
@@ -22,13 +21,13 @@ import { writeSection } from './benchmarks-file.js';
 import { figuresOfLoss, runSettings, summary, type Spread, type Summary } from './fault-runs.js';
 import { createDatabase, dropDatabase, ensurePostgres } from '../postgres.js';
 import { ensureRedis } from '../redis.js';
+import { runBench } from './processes.js';
+import { benchArgs } from './bench-args.js';
 
-const { values } = parseArgs({
-  options: {
-    runs: { type: 'string', default: '5' },
-    only: { type: 'string' },
-    write: { type: 'boolean', default: false },
-  },
+const values = benchArgs({
+  runs: '5',
+  only: undefined,
+  write: false,
 });
 const say = (line: string) => process.stderr.write(`[bench-freeze] ${line}\n`);
 
@@ -194,10 +193,4 @@ async function main() {
   if (values.write) writeSection('Frozen links', body);
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    process.stderr.write(`${(err as Error).stack ?? String(err)}\n`);
-    process.exit(1);
-  },
-);
+runBench(main, { exitWhenDone: true });

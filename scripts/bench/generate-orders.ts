@@ -7,9 +7,9 @@
 // seed gives the same rows on both stores. Rows go in as multi-row INSERTs through the store's probe. Prints a
 // JSON summary (and keeps it in <db>.json for SQLite).
 import fs from 'node:fs';
-import { parseArgs } from 'node:util';
 import type { Probe } from '../../test/helpers/store.probe.js';
 import { defaultStoreKind, parseStoreKinds, storeFromEnv, type BenchStore } from './stores.js';
+import { benchArgs } from './bench-args.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -324,16 +324,14 @@ async function summarize(
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      store: { type: 'string', default: defaultStoreKind() },
-      db: { type: 'string', default: 'data/bench.db' },
-      orders: { type: 'string', default: '1000000' },
-      clients: { type: 'string', default: String(BENCH_STORE_SHAPE.clients) },
-      vendors: { type: 'string', default: String(BENCH_STORE_SHAPE.vendors) },
-      listings: { type: 'string', default: String(BENCH_STORE_SHAPE.listings) },
-      seed: { type: 'string', default: String(BENCH_STORE_SHAPE.seed) },
-    },
+  const values = benchArgs({
+    store: defaultStoreKind(),
+    db: 'data/bench.db',
+    orders: '1000000',
+    clients: String(BENCH_STORE_SHAPE.clients),
+    vendors: String(BENCH_STORE_SHAPE.vendors),
+    listings: String(BENCH_STORE_SHAPE.listings),
+    seed: String(BENCH_STORE_SHAPE.seed),
   });
   const [kind] = parseStoreKinds(values.store);
   if (kind === 'postgres' && !process.env.DATABASE_URL)

@@ -18,7 +18,6 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { createSigningClient, type SigningClient } from '../../test/helpers/signed-client.js';
 import { addCard, createClient } from '../../src/services/client-keys.js';
 import { ADDRESS } from './buyer.js';
@@ -27,36 +26,36 @@ import {
   cpuAndGc,
   cpuAndGcSince,
   startEntry,
-  stopAllOnInterrupt,
   stopProcess,
   waitForWeb,
+  runBench,
 } from './processes.js';
 import {
   freshStore,
   parseStoreKinds,
-  serviceEnv,
+  orderServiceEnv,
   stopPostgresServer,
   type BenchStore,
   type StoreKind,
+  stopServersOnInterrupt,
 } from './stores.js';
-import { writeSection } from './benchmarks-file.js';
+import { printSection } from './benchmarks-file.js';
 import { BENCH_STORE_SHAPE, generateOrders } from './generate-orders.js';
 import { NARROW_ORDER_SCAN, NARROW_UPDATE_SCAN } from '../../src/store/shared/search-plan.js';
 import { heavyOrder, storeHeavyOrders } from '../../test/helpers/heavy-orders.js';
 import { LOAD_VENDOR } from './load-mix.js';
 import { ensureRedis, freePort, type RunningRedis } from '../redis.js';
+import { benchArgs } from './bench-args.js';
 
-const { values } = parseArgs({
-  options: {
-    store: { type: 'string', default: 'sqlite,postgres' },
-    orders: { type: 'string', default: '1000000' },
-    'heavy-orders': { type: 'string', default: '200' },
-    items: { type: 'string', default: '250' },
-    iterations: { type: 'string', default: '200' },
-    'batch-items': { type: 'string', default: '50000' },
-    concurrent: { type: 'string', default: '4' },
-    write: { type: 'boolean', default: false },
-  },
+const values = benchArgs({
+  store: 'sqlite,postgres',
+  orders: '1000000',
+  'heavy-orders': '200',
+  items: '250',
+  iterations: '200',
+  'batch-items': '50000',
+  concurrent: '4',
+  write: false,
 });
 const ORDERS = Number(values.orders);
 const HEAVY_ORDERS = Number(values['heavy-orders']);
@@ -179,17 +178,16 @@ async function runOnce(redis: RunningRedis, kind: StoreKind): Promise<Result> {
   const metricsUrl = `http://127.0.0.1:${metricsPort}`;
   const web = startEntry(
     'src/server.ts',
-    serviceEnv(store, {
-      REDIS_URL: redis.url,
-      QUEUE_PREFIX: `benchheavy${process.pid}${kind}`,
-      LOG_LEVEL: 'warn',
-      LOG_PRETTY: 'false',
-      PORT: String(port),
-      METRICS_PORT: String(metricsPort),
-      RATE_LIMIT_PER_S: '0',
-      MAX_UNSETTLED_ORDERS: '10000000',
-      MAX_UNSETTLED_PER_CLIENT: '10000000',
-    }),
+    orderServiceEnv(
+      store,
+      { redisUrl: redis.url, prefix: `benchheavy${process.pid}${kind}`, port },
+      {
+        LOG_LEVEL: 'warn',
+        METRICS_PORT: String(metricsPort),
+        MAX_UNSETTLED_ORDERS: '10000000',
+        MAX_UNSETTLED_PER_CLIENT: '10000000',
+      },
+    ),
     path.join(dir, 'web.log'),
   );
   try {
@@ -364,10 +362,7 @@ function report(results: Result[], load: [number, number]): string {
 
 async function main() {
   const redis = await ensureRedis();
-  stopAllOnInterrupt(async () => {
-    await redis.stop();
-    await stopPostgresServer();
-  });
+  stopServersOnInterrupt(redis);
   const load0 = os.loadavg()[0]!;
   const results: Result[] = [];
   try {
@@ -377,11 +372,7 @@ async function main() {
     await stopPostgresServer();
   }
   const body = report(results, [load0, os.loadavg()[0]!]);
-  process.stdout.write(`${body}\n`);
-  if (values.write) writeSection('Heavy clients', body);
+  printSection('Heavy clients', body, values.write);
 }
 
-void main().catch((err: unknown) => {
-  process.stderr.write(`${(err as Error).stack ?? String(err)}\n`);
-  process.exitCode = 1;
-});
+runBench(main);

@@ -35,21 +35,25 @@ import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { postSigned, prepareBuyer, type Buyer } from './buyer.js';
 import { fiftyListings, redisCommandsSoFar, twoListingOrder } from './lone-orders.js';
 import {
   buildCheckout,
-  running,
   startProcfileProcess,
-  stopAllOnInterrupt,
   stopProcess,
   waitForWeb,
   waitForWorkers,
   ROOT,
+  runBench,
 } from './processes.js';
-import { parseStoreKinds, serviceEnv, stopPostgresServer, type StoreKind } from './stores.js';
+import {
+  parseStoreKinds,
+  orderServiceEnv,
+  type StoreKind,
+  stopServersOnInterrupt,
+  stopServers,
+} from './stores.js';
 import { startOtlpReceiver, type ReceivedSpan } from '../../test/helpers/otlp-receiver.js';
 import { stagesOf, stagesTable, tracingEnv, type StageReport } from './latency-stages.js';
 import {
@@ -63,20 +67,19 @@ import { machineBusySeconds, treeCpuSeconds } from '../../test/helpers/process-s
 import { percentile } from './samples.js';
 import { writeSection } from './benchmarks-file.js';
 import { ensureRedis, freePort, startPrivateRedis } from '../redis.js';
+import { benchArgs } from './bench-args.js';
 
-const { values } = parseArgs({
-  options: {
-    stores: { type: 'string', default: 'sqlite,postgres' },
-    orders: { type: 'string', default: '400' },
-    warmup: { type: 'string', default: '2000' },
-    block: { type: 'string', default: '50' },
-    stages: { type: 'boolean', default: false },
-    'stages-only': { type: 'boolean', default: false },
-    idle: { type: 'string', default: '5' },
-    checkout: { type: 'string' },
-    json: { type: 'boolean', default: false },
-    write: { type: 'boolean', default: false },
-  },
+const values = benchArgs({
+  stores: 'sqlite,postgres',
+  orders: '400',
+  warmup: '2000',
+  block: '50',
+  stages: false,
+  'stages-only': false,
+  idle: '5',
+  checkout: undefined,
+  json: false,
+  write: false,
 });
 if (values.write && values.checkout) throw new Error('--write takes this tree alone: drop --checkout');
 const STORES = parseStoreKinds(values.stores);
@@ -242,15 +245,8 @@ async function startService(
   const logFile = path.join(dir, 'service.log');
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
-  const env = serviceEnv(store, {
-    REDIS_URL: redisServer.url,
-    QUEUE_PREFIX: `latency${process.pid}${kind}${++runs}`,
-    LOG_LEVEL: 'info',
-    LOG_PRETTY: 'false',
-    RATE_LIMIT_PER_S: '0',
-    PORT: String(port),
-    ...extraEnv,
-  });
+  const prefix = `latency${process.pid}${kind}${++runs}`;
+  const env = orderServiceEnv(store, { redisUrl: redisServer.url, prefix, port }, extraEnv);
   const children = ['web', 'worker', 'clock'].map((name) =>
     startProcfileProcess(tree.root, name, env, logFile),
   );
@@ -434,10 +430,7 @@ async function tracedPass(kind: StoreKind, tree: { name: string; root: string })
 
 async function main() {
   const redis = await ensureRedis();
-  stopAllOnInterrupt(async () => {
-    await redis.stop();
-    await stopPostgresServer();
-  });
+  stopServersOnInterrupt(redis);
   try {
     for (const { root } of SERVICES) await buildCheckout(root);
     const results: Result[] = [];
@@ -476,13 +469,8 @@ async function main() {
         );
     }
   } finally {
-    await Promise.all([...running].map(stopProcess));
-    await redis.stop();
-    await stopPostgresServer();
+    await stopServers(redis);
   }
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
-  process.exit(1);
-});
+runBench(main);

@@ -2,8 +2,8 @@
 // that the service does all of its work: authentication, HMAC over the body, validation, pricing, storage.
 import crypto from 'node:crypto';
 import type autocannon from 'autocannon';
-import { sign } from '../../src/auth/signature.js';
 import type { CatalogListing, CatalogVendor } from '../../src/store/port/store.port.js';
+import { signedHeaders } from '../../test/helpers/signed-client.js';
 
 export interface LoadClient {
   accessKey: string;
@@ -80,17 +80,12 @@ interface Context {
   client?: LoadClient;
 }
 
-function signedHeaders(client: LoadClient, method: string, pathWithQuery: string, body: string | undefined) {
+/** A fresh request id and date, signed; JSON asked for, as a client does. */
+function loadHeaders(client: LoadClient, method: string, pathWithQuery: string, body: string | undefined) {
   const [path = '', rawQuery = ''] = pathWithQuery.split(/\?(.*)/s);
-  const requestId = crypto.randomUUID();
-  const date = new Date().toISOString();
   return {
     accept: 'application/json',
-    ...(body ? { 'content-type': 'application/json' } : {}),
-    'svc-access-key': client.accessKey,
-    'svc-date': date,
-    'svc-requestid': requestId,
-    'svc-signature': sign(client.secretKey, { method, path, rawQuery, date, requestId, body }),
+    ...signedHeaders(client, method, path, body, undefined, rawQuery),
   };
 }
 
@@ -125,7 +120,7 @@ export function loadRequest(kind: Kind, clients: () => LoadClient, tally: Tally)
       const ctx = context as Context;
       ctx.client ??= clients();
       const { method, path, body, prefer } = target(kind, ctx.client);
-      const headers = { ...signedHeaders(ctx.client, method, path, body), ...(prefer ? { prefer } : {}) };
+      const headers = { ...loadHeaders(ctx.client, method, path, body), ...(prefer ? { prefer } : {}) };
       return { ...request, method: method as 'GET', path, headers, body };
     },
     onResponse(status, body, context, headers) {

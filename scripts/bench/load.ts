@@ -12,13 +12,12 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { closeDeps, createDeps } from '../../src/container.js';
 import { createLogger } from '../../src/logger.js';
 import { addCard, createClient } from '../../src/services/client-keys.js';
 import { placeOrder } from '../../src/services/orders/place-order.js';
-import { writeSection } from './benchmarks-file.js';
+import { printSection } from './benchmarks-file.js';
 import {
   eventLoopP99Ms,
   running,
@@ -29,6 +28,7 @@ import {
   waitFor,
   waitForWeb,
   waitForWorkers,
+  runBench,
 } from './processes.js';
 import {
   ANY_UNSETTLED,
@@ -45,6 +45,7 @@ import { LOAD_LISTINGS, LOAD_VENDOR, orderJson } from './load-mix.js';
 import { formatReport, runLoad, type LoadReport } from './load-test.js';
 import { treeCpuSeconds } from '../../test/helpers/process-stats.js';
 import { freePort, startPrivateRedis } from '../redis.js';
+import { benchArgs } from './bench-args.js';
 
 const CONNECTIONS = 20;
 const OVER_LIMIT_RATE = 300;
@@ -227,16 +228,14 @@ function summary(runs: Run[]): string {
 }
 
 async function main() {
-  const { values } = parseArgs({
-    options: {
-      store: { type: 'string', default: defaultStoreKind() },
-      duration: { type: 'string', default: '20' },
-      workers: { type: 'string', default: '1,2,4' },
-      'latency-ms': { type: 'string', default: '0,50' },
-      'web-check': { type: 'string', default: '2' },
-      rate: { type: 'string' },
-      write: { type: 'boolean', default: false },
-    },
+  const values = benchArgs({
+    store: defaultStoreKind(),
+    duration: '20',
+    workers: '1,2,4',
+    'latency-ms': '0,50',
+    'web-check': '2',
+    rate: undefined,
+    write: false,
   });
   const ratePerS = values.rate ? Number(values.rate) : undefined;
   const list = (value: string) => value.split(',').map(Number);
@@ -282,13 +281,9 @@ async function main() {
       '',
     ]),
   ].join('\n');
-  process.stdout.write(`${body}\n`);
   // Runs from source keep the sections of the figures before the compiled build.
   const title = `Load${kind === 'sqlite' ? '' : ' (PostgreSQL)'}${RUNTIME === 'tsx' ? '' : ', compiled'}`;
-  if (values.write) writeSection(title, body);
+  printSection(title, body, values.write);
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`bench: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-  process.exit(1);
-});
+runBench(main);

@@ -19,21 +19,19 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
-import { writeSection } from './benchmarks-file.js';
+import { printSection } from './benchmarks-file.js';
 import { percentile, sampleCells, sleep } from './samples.js';
-import { running, startEntry, stopAllOnInterrupt, stopProcess, waitFor, waitForWeb } from './processes.js';
-import { freshStore, parseStoreKinds, serviceEnv, stopPostgresServer } from './stores.js';
+import { running, startEntry, stopAllOnInterrupt, waitFor, waitForWeb, runBench } from './processes.js';
+import { freshStore, parseStoreKinds, serviceEnv, stopServers } from './stores.js';
 import { BENCH_STORE_SHAPE, generateOrders } from './generate-orders.js';
 import { freePort, startPrivateRedis } from '../redis.js';
+import { benchArgs } from './bench-args.js';
 
-const { values } = parseArgs({
-  options: {
-    store: { type: 'string', default: 'sqlite' },
-    orders: { type: 'string', default: '1000000' },
-    seconds: { type: 'string', default: '20' },
-    write: { type: 'boolean', default: false },
-  },
+const values = benchArgs({
+  store: 'sqlite',
+  orders: '1000000',
+  seconds: '20',
+  write: false,
 });
 const KIND = parseStoreKinds(values.store)[0]!;
 const ORDERS = Number(values.orders);
@@ -128,7 +126,8 @@ async function main(): Promise<void> {
   });
   const logFile = path.join(dir, 'service.log');
   const web = startEntry('src/server.ts', env, logFile);
-  const clock = startEntry('jobs/clock.ts', env, logFile);
+  // The clock publishes the store's counts the metrics read; stopped with the web at the end.
+  startEntry('jobs/clock.ts', env, logFile);
   const base = `http://127.0.0.1:${port}`;
   const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
   try {
@@ -234,22 +233,11 @@ async function main(): Promise<void> {
         'scrapers in a loop cost the web one collection per second however many they are. A target scraped at a ' +
         'steady interval has its text collected 250 ms before each scrape is due. Aim: a scrape at most 10 ms, `/healthz` p99 at most 25 ms while 5 clients scrape.',
     ].join('\n');
-    process.stdout.write(`${section}\n`);
-    if (values.write) writeSection(`Metrics (${KIND === 'sqlite' ? 'SQLite' : 'PostgreSQL'})`, section);
+    printSection(`Metrics (${KIND === 'sqlite' ? 'SQLite' : 'PostgreSQL'})`, section, values.write);
   } finally {
-    await stopProcess(web);
-    await stopProcess(clock);
-    await redis.stop();
-    await store.remove();
-    await stopPostgresServer();
+    await stopServers(redis, store);
     fs.rmSync(dir, { recursive: true, force: true });
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    say(err instanceof Error ? (err.stack ?? err.message) : String(err));
-    process.exit(1);
-  },
-);
+runBench(main, { exitWhenDone: true });

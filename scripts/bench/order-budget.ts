@@ -9,22 +9,20 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { writeSection } from './benchmarks-file.js';
+import { printSection } from './benchmarks-file.js';
 import { postAsyncOrder, prepareBuyer, timed } from './buyer.js';
-import { serviceEnv } from './stores.js';
-import { running, startEntry, stopProcess, waitFor, waitForWeb, waitForWorkers } from './processes.js';
+import { orderServiceEnv } from './stores.js';
+import { running, stopProcess, waitFor, runBench, startWebAndWorkers } from './processes.js';
 import { startPrivatePostgres, type RunningPostgres } from '../postgres.js';
 import { ensureRedis, freePort } from '../redis.js';
+import { benchArgs } from './bench-args.js';
 
-const { values } = parseArgs({
-  options: {
-    orders: { type: 'string', default: '1000' },
-    label: { type: 'string', default: 'now' },
-    top: { type: 'string', default: '12' },
-    write: { type: 'boolean', default: false },
-  },
+const values = benchArgs({
+  orders: '1000',
+  label: 'now',
+  top: '12',
+  write: false,
 });
 const ORDERS = Number(values.orders);
 // How many of the statements that took the server longest are printed.
@@ -135,19 +133,9 @@ async function main() {
     await client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
     const port = await freePort();
     const baseUrl = `http://127.0.0.1:${port}`;
-    const env = serviceEnv(store, {
-      REDIS_URL: redis.url,
-      QUEUE_PREFIX: `budget${process.pid}`,
-      LOG_LEVEL: 'info',
-      LOG_PRETTY: 'false',
-      RATE_LIMIT_PER_S: '0',
-      PORT: String(port),
-    });
+    const env = orderServiceEnv(store, { redisUrl: redis.url, prefix: `budget${process.pid}`, port });
     const logFile = path.join(dir, 'service.log');
-    const web = startEntry('src/server.ts', env, logFile);
-    startEntry('workers/order.worker.ts', env, logFile);
-    await waitForWeb(baseUrl, web);
-    await waitForWorkers(logFile, 1);
+    await startWebAndWorkers(env, logFile, 1);
 
     await sleep(FLUSH_S);
     const idleStart = await counts(client);
@@ -218,8 +206,7 @@ async function main() {
         .map(([query, calls]) => `| \`${short(query).replace(/\|/g, '\\|')}\` | ${perOrder(calls)} |`),
     ];
     const body = lines.join('\n');
-    process.stdout.write(`${body}\n`);
-    if (values.write) writeSection(`Order budget on PostgreSQL (${values.label})`, body);
+    printSection(`Order budget on PostgreSQL (${values.label})`, body, values.write);
   } finally {
     await Promise.all([...running].map(stopProcess));
     await redis.stop();
@@ -228,7 +215,4 @@ async function main() {
   }
 }
 
-main().catch((err: unknown) => {
-  say(err instanceof Error ? (err.stack ?? err.message) : String(err));
-  process.exit(1);
-});
+runBench(main);

@@ -2,7 +2,7 @@
 // the CPU each order costs, and what that leaves on this machine's cores.
 import os from 'node:os';
 import { placementOf } from './cpu-affinity.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import type { StoreKind } from './stores.js';
 
 /** The whole machine's busy CPU, other users' included: how much of the cores this run had. */

@@ -34,13 +34,12 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { ORDER_QUEUE } from '../../src/queue/order.queue.js';
 import type { Probe } from '../../test/helpers/store.probe.js';
-import { writeSection } from './benchmarks-file.js';
+import { printSection } from './benchmarks-file.js';
 import autocannon from 'autocannon';
 import {
   HOT_LISTINGS,
@@ -48,10 +47,10 @@ import {
   postAsyncOrder,
   prepareBuyer,
   refusedBusy,
-  signedHeaders,
   timed,
   type Buyer,
 } from './buyer.js';
+import { signedHeaders } from '../../test/helpers/signed-client.js';
 import { callersSection, msPerOrder, type CallersRun, type Start } from './callers-report.js';
 import {
   ANY_UNSETTLED,
@@ -59,7 +58,7 @@ import {
   parseStoreKinds,
   postgresServer,
   postgresServerPid,
-  serviceEnv,
+  orderServiceEnv,
   stopPostgresServer,
   type BenchStore,
 } from './stores.js';
@@ -71,6 +70,7 @@ import {
   waitFor,
   waitForWeb,
   waitForWorkers,
+  runBench,
 } from './processes.js';
 import { coresBesides, pinTree, placementOf } from './cpu-affinity.js';
 import { LOAD_LISTINGS } from './load-mix.js';
@@ -81,27 +81,26 @@ import { ensureRedis, freePort, type RunningRedis } from '../redis.js';
 import { DEFAULT_CONCURRENCY, MACHINE, ordersSection, type Phase, type Run } from './orders-report.js';
 import { floorTable, noopFloor, type FloorRow } from './noop-floor.js';
 import { redisCommandsSoFar } from './lone-orders.js';
+import { benchArgs } from './bench-args.js';
 
-const { values } = parseArgs({
-  options: {
-    orders: { type: 'string', default: '2000' },
-    stores: { type: 'string', default: 'sqlite,postgres' },
-    shape: { type: 'string', default: 'load' },
-    start: { type: 'string', default: 'cold,warm' },
-    'in-flight': { type: 'string' },
-    'bare-seconds': { type: 'string', default: '5' },
-    workers: { type: 'string' },
-    rounds: { type: 'string', default: '1' },
-    pooling: { type: 'string', default: 'direct' },
-    durable: { type: 'boolean', default: false },
-    pgbench: { type: 'boolean', default: false },
-    'latency-ms': { type: 'string', default: '0' },
-    concurrency: { type: 'string' },
-    warmup: { type: 'string' },
-    'database-core': { type: 'string' },
-    write: { type: 'boolean', default: false },
-    floor: { type: 'boolean', default: false },
-  },
+const values = benchArgs({
+  orders: '2000',
+  stores: 'sqlite,postgres',
+  shape: 'load',
+  start: 'cold,warm',
+  'in-flight': undefined,
+  'bare-seconds': '5',
+  workers: undefined,
+  rounds: '1',
+  pooling: 'direct',
+  durable: false,
+  pgbench: false,
+  'latency-ms': '0',
+  concurrency: undefined,
+  warmup: undefined,
+  'database-core': undefined,
+  write: false,
+  floor: false,
 });
 if (values.shape !== 'load' && values.shape !== 'callers')
   throw new Error(`--shape: load or callers, not ${values.shape}`);
@@ -223,17 +222,11 @@ async function startService({ redis, store, bouncer, workers, dir }: RunContext)
   const pooled: Record<string, string> = bouncer
     ? { DATABASE_URL: bouncer.databaseUrl(database), DATABASE_POOLING: 'transaction' }
     : {};
-  const env = serviceEnv(store, {
-    ...pooled,
-    REDIS_URL: redis.url,
-    QUEUE_PREFIX: queuePrefix,
-    LOG_LEVEL: 'info',
-    LOG_PRETTY: 'false',
-    RATE_LIMIT_PER_S: '0',
-    SANDBOX_PAYMENT_LATENCY_MS: LATENCY_MS,
-    PORT: String(port),
-    WORKER_CONCURRENCY: String(CONCURRENCY),
-  });
+  const env = orderServiceEnv(
+    store,
+    { redisUrl: redis.url, prefix: queuePrefix, port },
+    { ...pooled, SANDBOX_PAYMENT_LATENCY_MS: LATENCY_MS, WORKER_CONCURRENCY: String(CONCURRENCY) },
+  );
   const children: Record<string, ChildProcess> = { web: startEntry('src/server.ts', env, logFile) };
   const connection = new Redis(redis.url, { maxRetriesPerRequest: null });
   const queue = new Queue(ORDER_QUEUE, { connection, prefix: loadConfig(env).REDIS_PREFIX });
@@ -555,8 +548,7 @@ async function main() {
     const stores = await versions();
     if (CALLERS) {
       const section = await callers(redis, stores);
-      process.stdout.write(`${section}\n`);
-      if (values.write) writeSection("Orders, the callers' shape", section);
+      printSection("Orders, the callers' shape", section, values.write);
       return;
     }
     const noop = await noopRate(redis.url, ORDERS * 5);
@@ -608,8 +600,7 @@ async function main() {
       },
       runs,
     );
-    process.stdout.write(`${body}\n`);
-    if (values.write) writeSection('Orders end to end', body);
+    printSection('Orders end to end', body, values.write);
   } finally {
     await Promise.all([...running].map(stopProcess));
     await redis.stop();
@@ -618,7 +609,4 @@ async function main() {
   }
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
-  process.exit(1);
-});
+runBench(main);

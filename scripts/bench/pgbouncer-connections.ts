@@ -10,6 +10,7 @@ import { createPool, withTransaction, type Pooling } from '../../src/store/postg
 import { startPgBouncer } from '../pgbouncer.js';
 import { createDatabase, startPrivatePostgres } from '../postgres.js';
 import { postgresProbe } from '../../test/helpers/postgres.probe.js';
+import { runBench } from './processes.js';
 
 const { values } = parseArgs({ options: { transactions: { type: 'string', default: '40' } } });
 const PER_CONNECTION = Number(values.transactions);
@@ -87,7 +88,4 @@ async function main() {
   }
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
-  process.exit(1);
-});
+runBench(main);

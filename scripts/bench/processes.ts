@@ -4,6 +4,8 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { compiledEntry, fromSource, readProcfile } from '../procfile.js';
+import { spawnTracked, stopChild } from '../../test/helpers/child-processes.js';
+import { until } from '../../test/helpers/wait.js';
 
 /** The project's root: this tree, whose service a bench runs unless given another checkout. */
 export const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -74,10 +76,8 @@ function spawnLogged(
   logFile: string,
 ): ChildProcess {
   const log = fs.openSync(logFile, 'a');
-  const child = spawn(command!, args, { cwd, env, stdio: ['ignore', log, log] });
+  const child = spawnTracked(running, command!, args, { cwd, env, stdio: ['ignore', log, log] });
   fs.closeSync(log);
-  running.add(child);
-  child.once('exit', () => running.delete(child));
   return child;
 }
 
@@ -99,29 +99,21 @@ export async function buildCheckout(root: string): Promise<void> {
 
 /** SIGTERM, and the exit code once it has exited (null when a signal ended it). */
 export function stopProcess(child: ChildProcess): Promise<number | null> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode);
-    child.once('exit', (code) => resolve(code));
-    child.kill('SIGTERM');
-  });
+  return stopChild(child);
 }
 
 /** Polls `check` every `everyMs` until it holds; a check that throws counts as not yet. */
-export async function waitFor(
+export function waitFor(
   check: () => boolean | Promise<boolean>,
   what: string,
   timeoutMs = 30_000,
   everyMs = 200,
 ): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (
-    !(await Promise.resolve()
+  const tolerant = () =>
+    Promise.resolve()
       .then(check)
-      .catch(() => false))
-  ) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
+      .catch(() => false);
+  return until(tolerant, timeoutMs, what, everyMs);
 }
 
 /** Resolves once the web process answers /healthz. */
@@ -135,6 +127,38 @@ export async function waitForWeb(baseUrl: string, web: ChildProcess): Promise<vo
 export function waitForWorkers(logFile: string, count: number, timeoutMs?: number): Promise<void> {
   const ready = () => fs.readFileSync(logFile, 'utf8').split('"msg":"worker ready"').length - 1;
   return waitFor(() => ready() >= count, `${count} workers ready`, timeoutMs);
+}
+
+/**
+ * Runs a bench's `main`: a failure prints its stack and exits 1 (whatever it left running). `exitWhenDone` also
+ * exits 0 once it has resolved, for a bench whose clients may leave a handle open.
+ */
+export function runBench(main: () => Promise<void>, { exitWhenDone = false } = {}): void {
+  main().then(
+    () => {
+      if (exitWhenDone) process.exit(0);
+    },
+    (err: unknown) => {
+      process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+      process.exit(1);
+    },
+  );
+}
+
+/**
+ * A web and `workers` order workers on `env` (its PORT the web's), their output appended to `logFile`; resolves
+ * with the web once it answers and every worker is ready.
+ */
+export async function startWebAndWorkers(
+  env: NodeJS.ProcessEnv,
+  logFile: string,
+  workers: number,
+): Promise<ChildProcess> {
+  const web = startEntry('src/server.ts', env, logFile);
+  for (let i = 0; i < workers; i++) startEntry('workers/order.worker.ts', env, logFile);
+  await waitForWeb(`http://127.0.0.1:${env.PORT}`, web);
+  await waitForWorkers(logFile, workers);
+  return web;
 }
 
 /** Stops every process still running when this one is interrupted, then exits. */

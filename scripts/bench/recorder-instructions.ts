@@ -10,7 +10,6 @@
 // before. The dump is read from /tmp/rec.out (the --callgrind-out-file above; --out to change it).
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
@@ -18,14 +17,13 @@ import { redisCommandsSoFar } from './lone-orders.js';
 import { callgrindTotal } from '../../test/helpers/process-stats.js';
 import { ensureRedis } from '../redis.js';
 import { ROOT } from './processes.js';
+import { benchArgs } from './bench-args.js';
 
-const { values } = parseArgs({
-  options: {
-    jobs: { type: 'string', default: '2000' },
-    warmup: { type: 'string', default: '2000' },
-    checkout: { type: 'string' },
-    out: { type: 'string', default: '/tmp/rec.out' },
-  },
+const values = benchArgs({
+  jobs: '2000',
+  warmup: '2000',
+  checkout: undefined,
+  out: '/tmp/rec.out',
 });
 const JOBS = Number(values.jobs);
 const WARMUP = Number(values.warmup);

@@ -16,26 +16,24 @@ import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import type { RetentionCounts } from '../../src/services/retention.js';
 import { incrementalVacuum } from '../../src/store/sqlite/sqlite.db.js';
 import type { Probe } from '../../test/helpers/store.probe.js';
-import { writeSection } from './benchmarks-file.js';
+import { printSection } from './benchmarks-file.js';
 import { sampleCells, sleep } from './samples.js';
-import { running, startEntry, stopAllOnInterrupt, stopProcess, waitForWeb } from './processes.js';
-import { freshStore, parseStoreKinds, serviceEnv, stopPostgresServer } from './stores.js';
+import { running, startEntry, stopAllOnInterrupt, stopProcess, waitForWeb, runBench } from './processes.js';
+import { freshStore, parseStoreKinds, serviceEnv, stopServers } from './stores.js';
 import { BENCH_STORE_SHAPE, generateOrders } from './generate-orders.js';
 import { freePort, startPrivateRedis } from '../redis.js';
+import { benchArgs } from './bench-args.js';
 
-const { values } = parseArgs({
-  options: {
-    store: { type: 'string', default: 'sqlite' },
-    orders: { type: 'string', default: '100000' },
-    events: { type: 'string', default: '1000000' },
-    rounds: { type: 'string', default: '4' },
-    write: { type: 'boolean', default: false },
-  },
+const values = benchArgs({
+  store: 'sqlite',
+  orders: '100000',
+  events: '1000000',
+  rounds: '4',
+  write: false,
 });
 const KIND = parseStoreKinds(values.store)[0]!;
 const ORDERS = Number(values.orders);
@@ -427,22 +425,12 @@ async function main(): Promise<void> {
       `|--:|--:|--:|--:|--:|--:|${postgres ? '--:|' : ''}`,
       ...steady,
     ].join('\n');
-    process.stdout.write(`${section}\n`);
-    if (values.write) writeSection(`Retention (${sqlite ? 'SQLite' : 'PostgreSQL'})`, section);
+    printSection(`Retention (${sqlite ? 'SQLite' : 'PostgreSQL'})`, section, values.write);
   } finally {
     await side.close();
-    await stopProcess(web);
-    await redis.stop();
-    await store.remove();
-    await stopPostgresServer();
+    await stopServers(redis, store);
     fs.rmSync(dir, { recursive: true, force: true });
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    say(err instanceof Error ? (err.stack ?? err.message) : String(err));
-    process.exit(1);
-  },
-);
+runBench(main, { exitWhenDone: true });

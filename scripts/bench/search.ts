@@ -9,7 +9,6 @@
 // --write puts the tables into the "## Search" (or "## Search (PostgreSQL)") section of BENCHMARKS.md.
 import fs from 'node:fs';
 import os from 'node:os';
-import { parseArgs } from 'node:util';
 import { parseOrderSearchQuery } from '../../src/http/order-search.schema.js';
 import { searchOrders, type SearchDeps } from '../../src/services/search-orders.js';
 import { planSearch, updateRangeProbe } from '../../src/store/postgres/search.sql.js';
@@ -28,16 +27,15 @@ import {
   type BenchStore,
 } from './stores.js';
 import { BENCH_STORE_SHAPE, generateOrders, type GenerateSummary } from './generate-orders.js';
+import { benchArgs } from './bench-args.js';
 
 const DAY = 86_400_000;
-const { values } = parseArgs({
-  options: {
-    store: { type: 'string', default: defaultStoreKind() },
-    db: { type: 'string', default: 'data/bench.db' },
-    iterations: { type: 'string', default: '1000' },
-    orders: { type: 'string', default: '1000000' },
-    write: { type: 'boolean', default: false },
-  },
+const values = benchArgs({
+  store: defaultStoreKind(),
+  db: 'data/bench.db',
+  iterations: '1000',
+  orders: '1000000',
+  write: false,
 });
 const ITERATIONS = Number(values.iterations);
 const [KIND] = parseStoreKinds(values.store);

@@ -6,18 +6,16 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { addCard, createClient } from '../../src/services/client-keys.js';
 import { openStore } from '../../src/store/open-store.js';
 import { STALE_ORDERS_SQL } from '../../src/store/sqlite/reconcile.sqlite.js';
+import { benchArgs } from './bench-args.js';
 
-const { values } = parseArgs({
-  options: {
-    backlog: { type: 'string', default: '50000' },
-    history: { type: 'string', default: '100000' },
-  },
+const values = benchArgs({
+  backlog: '50000',
+  history: '100000',
 });
 const BACKLOG = Number(values.backlog);
 const HISTORY = Number(values.history);

@@ -5,13 +5,14 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { openStore } from '../../src/store/open-store.js';
 import { postgresProbe } from '../../test/helpers/postgres.probe.js';
 import { sqliteProbe } from '../../test/helpers/sqlite.probe.js';
 import type { Store } from '../../src/store/port/store.port.js';
 import type { Probe } from '../../test/helpers/store.probe.js';
 import { createDatabase, dropDatabase, ensurePostgres, type RunningPostgres } from '../postgres.js';
+import { running, stopAllOnInterrupt, stopProcess } from './processes.js';
 
 export type StoreKind = 'sqlite' | 'postgres';
 
@@ -143,4 +144,44 @@ export function serviceEnv(store: BenchStore, extra: Record<string, string> = {}
   const env: NodeJS.ProcessEnv = { ...process.env, METRICS_PORT: '0', ...store.env, ...extra };
   if (!('DATABASE_URL' in store.env)) delete env.DATABASE_URL;
   return env;
+}
+
+/**
+ * The environment of the order service as the order benches run it on `store`: its Redis and a queue prefix of
+ * its own, the web on `port`, JSON logs at info (the workers' "worker ready" is waited for), and no rate limit,
+ * so that every order of the bench is taken; `extra` adds to it or overrides.
+ */
+export function orderServiceEnv(
+  store: BenchStore,
+  { redisUrl, prefix, port }: { redisUrl: string; prefix: string; port: number },
+  extra: Record<string, string> = {},
+): NodeJS.ProcessEnv {
+  return serviceEnv(store, {
+    REDIS_URL: redisUrl,
+    QUEUE_PREFIX: prefix,
+    LOG_LEVEL: 'info',
+    LOG_PRETTY: 'false',
+    RATE_LIMIT_PER_S: '0',
+    PORT: String(port),
+    ...extra,
+  });
+}
+
+/**
+ * The end of a bench: every process it started stopped, then `redis`, `store` when given (a database is dropped
+ * while its server still runs), and the private PostgreSQL server when one was started.
+ */
+export async function stopServers(redis: { stop(): Promise<void> }, store?: BenchStore): Promise<void> {
+  await Promise.all([...running].map(stopProcess));
+  await redis.stop();
+  await store?.remove();
+  await stopPostgresServer();
+}
+
+/** On Ctrl-C: every process this bench started stopped, then `redis` and the private PostgreSQL server, then exit. */
+export function stopServersOnInterrupt(redis: { stop(): Promise<void> }): void {
+  stopAllOnInterrupt(async () => {
+    await redis.stop();
+    await stopPostgresServer();
+  });
 }

@@ -13,22 +13,20 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { benchClient, importBenchListing } from './webhook-clients.js';
-import { writeSection } from './benchmarks-file.js';
+import { printSection } from './benchmarks-file.js';
 import { running, startEntry, stopProcess, waitFor, waitForWorkers } from './processes.js';
 import { freshStore, serviceEnv, type BenchStore } from './stores.js';
 import { ensureRedis, type RunningRedis } from '../redis.js';
+import { benchArgs } from './bench-args.js';
 
-const { values } = parseArgs({
-  options: {
-    backlog: { type: 'string', default: '200' },
-    seconds: { type: 'string', default: '20' },
-    before: { type: 'boolean', default: false },
-    write: { type: 'boolean', default: false },
-    receivers: { type: 'string', default: '1' },
-    'answer-ms': { type: 'string' },
-  },
+const values = benchArgs({
+  backlog: '200',
+  seconds: '20',
+  before: false,
+  write: false,
+  receivers: '1',
+  'answer-ms': undefined,
 });
 const RECEIVERS = Number(values.receivers);
 /** How late the slow client's receivers answer 200; absent, they never answer. */
@@ -205,9 +203,8 @@ async function main(): Promise<void> {
     await redis.stop();
   }
   const text = section(results);
-  process.stdout.write(`${text}\n`);
   const title = ANSWER_MS === undefined ? 'Webhook fairness' : 'Slow webhook receivers';
-  if (values.write) writeSection(title, text);
+  printSection(title, text, values.write);
 }
 
 await main();

@@ -8,30 +8,28 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import type { Store } from '../../src/store/port/store.port.js';
 import { benchClient, importBenchListing } from './webhook-clients.js';
-import { writeSection } from './benchmarks-file.js';
-import { running, startEntry, stopProcess, waitFor, waitForWorkers } from './processes.js';
+import { printSection } from './benchmarks-file.js';
+import { startEntry, stopProcess, waitFor, waitForWorkers } from './processes.js';
 import {
   freshStore,
   parseStoreKinds,
   postgresServerPid,
   serviceEnv,
-  stopPostgresServer,
   type BenchStore,
+  stopServers,
 } from './stores.js';
 import { machineBusySeconds, processStats, treeCpuSeconds } from '../../test/helpers/process-stats.js';
 import { ensureRedis, type RunningRedis } from '../redis.js';
+import { benchArgs } from './bench-args.js';
 
-const { values } = parseArgs({
-  options: {
-    deliveries: { type: 'string', default: '5000' },
-    stores: { type: 'string', default: 'sqlite,postgres' },
-    concurrency: { type: 'string', default: '32' },
-    'per-endpoint': { type: 'string', default: '4' },
-    write: { type: 'boolean', default: false },
-  },
+const values = benchArgs({
+  deliveries: '5000',
+  stores: 'sqlite,postgres',
+  concurrency: '32',
+  'per-endpoint': '4',
+  write: false,
 });
 const DELIVERIES = Number(values.deliveries);
 const CONCURRENCY = Number(values.concurrency);
@@ -171,13 +169,10 @@ async function main(): Promise<void> {
       }
     }
   } finally {
-    await Promise.all([...running].map(stopProcess));
-    await stopPostgresServer();
-    await redis.stop();
+    await stopServers(redis);
   }
   const text = section(results);
-  process.stdout.write(`${text}\n`);
-  if (values.write) writeSection('Webhook deliveries', text);
+  printSection('Webhook deliveries', text, values.write);
 }
 
 await main();

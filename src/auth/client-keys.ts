@@ -1,6 +1,6 @@
 import type crypto from 'node:crypto';
 import type { Client } from '../store/port/store.port.js';
-import { sign, signatureMatches, signingKey, type SignedParts } from './signature.js';
+import { sign, sameSignature, signingKey, type SignedParts } from './signature.js';
 
 /** A client's secrets as a web process keeps them: prepared once for signing, by version. */
 export interface ClientKeys {
@@ -31,9 +31,9 @@ export function signingVersion(
   presented: string,
   now: number,
 ): number | null {
-  if (signatureMatches(sign(keys.current.key, parts), presented)) return keys.current.version;
+  if (sameSignature(sign(keys.current.key, parts), presented)) return keys.current.version;
   const { previous } = keys;
-  if (previous && now < previous.expiresAt && signatureMatches(sign(previous.key, parts), presented))
+  if (previous && now < previous.expiresAt && sameSignature(sign(previous.key, parts), presented))
     return previous.version;
   return null;
 }

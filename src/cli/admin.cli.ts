@@ -1,5 +1,5 @@
 // The configuration and the store are imported once a command is to run: `help` and usage errors load neither.
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import type { Store } from '../store/port/store.port.js';
 import { ADMIN_COMMANDS } from './admin.commands.js';
 import { readRuntimeFile, withRuntimeSettings } from './runtime-file.js';
@@ -30,7 +30,7 @@ async function main(argv: string[]): Promise<number> {
   }
   let config: Config;
   try {
-    const { assertDataFolder, loadConfig } = await import('../config.js');
+    const { assertDataFolder, loadConfig } = await import('../config/config.js');
     config = loadConfig(env);
     assertDataFolder(config);
   } catch (error) {

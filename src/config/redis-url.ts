@@ -11,7 +11,7 @@ export interface RedisSeeds {
 
 /**
  * Splits `redis[s]://[user:password@]host[:port][,host[:port]…][/db][?options]` into its seed nodes; throws an
- * Error whose message says what is wrong (src/config.ts prefixes it with the variable's name).
+ * Error whose message says what is wrong (config.ts prefixes it with the variable's name).
  */
 export function parseRedisUrl(url: string): RedisSeeds {
   const match = /^(rediss?:\/\/)([^/?#]*)(.*)$/i.exec(url);

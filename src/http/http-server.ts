@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import type { Logger } from '../logger.js';
 import type { ErrorBody } from './errors.js';
 import { SvcStatus, httpStatusOf, svcStatusHeader, type SvcStatusCode } from './status-codes.js';

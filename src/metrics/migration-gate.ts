@@ -1,4 +1,4 @@
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { keyOf, liveProcesses, type LiveProcess } from './process-heartbeat.js';
 import { createRedis, type RedisClient } from '../redis/redis.js';
 import { whenReady } from '../redis/redis-lock.js';

@@ -1,4 +1,4 @@
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { closeDeps, createDeps, type ContainerOptions } from '../container.js';
 import type { Deps } from '../deps.js';
 import type { Logger } from '../logger.js';

@@ -1,7 +1,7 @@
 // The processes of the Procfile, each run by a one-line entry: src/server.ts (web), workers/order.worker.ts
 // (worker) and jobs/clock.ts (clock).
 import cluster from 'node:cluster';
-import { ConfigError, assertDataFolder, loadConfig, type Config } from '../config.js';
+import { ConfigError, assertDataFolder, loadConfig, type Config } from '../config/config.js';
 import { createLogger, type Logger } from '../logger.js';
 import { flushTracing } from '../tracing/tracing.js';
 

@@ -3,7 +3,7 @@
 // compiled again under tsx in tests, put a whole app load before the workers' own: on a loaded two-core machine
 // the cluster was then not listening within the tests' 30 s.
 import cluster, { type Worker } from 'node:cluster';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import type { Logger } from '../logger.js';
 import { serveClusterMetrics } from '../metrics/cluster.metrics.js';
 import type { RunningProcess } from './run-process.js';

@@ -3,7 +3,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { REQUESTS_WAIT_MS, settledWithin } from '../bounded-stop.js';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { whenReady } from '../redis/redis-lock.js';
 import type { Deps } from '../deps.js';
 import { createApp, readinessCheck, readinessDetail } from '../http/app.js';

@@ -1,5 +1,5 @@
 import type { Telemetry, WorkerOptions } from 'bullmq';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import type { RedisClient } from '../redis/redis.js';
 import { queueTelemetry } from '../tracing/tracing.js';
 

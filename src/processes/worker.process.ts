@@ -1,4 +1,4 @@
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import type { Logger } from '../logger.js';
 import { assembleProcess } from './assemble.js';
 import { startOrderWorker } from './order.worker-runner.js';

@@ -1,5 +1,5 @@
 import { Redis, type RedisOptions } from 'ioredis';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { noteServer } from '../server-changes.js';
 import { parseSentinels } from '../config/redis-url.js';
 

@@ -1,5 +1,5 @@
 import { Cluster, Redis, type ClusterOptions } from 'ioredis';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { newRedis, type RedisTargetConfig } from './redis-sentinel.js';
 import { parseRedisUrl } from '../config/redis-url.js';
 

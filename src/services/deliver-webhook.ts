@@ -1,4 +1,4 @@
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import type { Logger } from '../logger.js';
 import type { AttemptResult, EndpointGate } from '../redis/endpoint-gate.js';
 import type { AttemptOutcome, Store } from '../store/port/store.port.js';

@@ -2,7 +2,7 @@ import { ItemStatus } from '../domain/item-status.js';
 import type { UsdPer } from '../domain/money.js';
 import { priceOrder, type PricingResult } from '../domain/pricing.js';
 import type { TaxRules } from '../domain/tax.js';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import type { Logger } from '../logger.js';
 import { paymentKey, type PaymentGateway } from '../payments/payment-gateway.js';
 import { newOrderEvent } from './order-events.js';

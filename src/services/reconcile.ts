@@ -1,4 +1,4 @@
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { ItemStatus as S, type ItemStatusCode } from '../domain/item-status.js';
 import type { OrderQueue } from '../queue/order.queue.js';
 import { withLock, type LockResult } from '../redis/redis-lock.js';

@@ -1,4 +1,4 @@
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import type { Logger } from '../logger.js';
 import { withLock } from '../redis/redis-lock.js';
 import type { RedisClient } from '../redis/redis.js';

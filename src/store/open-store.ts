@@ -1,4 +1,4 @@
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { createSealer } from '../domain/secrets.js';
 import { groupAttempts, groupCommits, groupSettlements } from './decorators/group-commit.js';
 import { groupCatalogReads, groupOrderReads } from './decorators/group-reads.js';

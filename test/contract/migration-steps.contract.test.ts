@@ -2,7 +2,7 @@
 // process's start, the heavy part as `admin migrate`'s steps, in batches, interrupted and resumed, the orders read
 // the same throughout. The same cases on whichever adapter the project names (test/helpers/store-contract.ts).
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { migrate } from '../../src/cli/commands/migrate.commands.js';
 import type { CommandContext } from '../../src/cli/commands/command.js';
 import { openStore } from '../../src/store/open-store.js';

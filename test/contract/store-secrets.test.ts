@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { parseSecretsKey } from '../../src/config/secrets-key-format.js';
 import { createSealer } from '../../src/domain/secrets.js';
 import { addCard, createClient, rollClientSecret } from '../../src/services/client-keys.js';

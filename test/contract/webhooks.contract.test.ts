@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { ItemStatus as S } from '../../src/domain/item-status.js';
 import { addCard, createClient } from '../../src/services/client-keys.js';
 import { toOrderResponse } from '../../src/services/order-view.js';

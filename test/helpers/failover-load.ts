@@ -15,7 +15,7 @@ import {
   type SignedResponse,
   type SigningClient,
 } from './signed-client.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { ItemStatus } from '../../src/domain/item-status.js';
 import { addCard, createClient } from '../../src/services/client-keys.js';
 import { openStore } from '../../src/store/open-store.js';

@@ -1,6 +1,7 @@
 // A small catalog with hand-checkable numbers: one vendor per currency, rates that differ by mode and zone.
 import type { CatalogListing, CatalogVendor } from '../../src/store/port/store.port.js';
 import type { OrderRequest } from '../../src/services/orders/order-request.schema.js';
+import { DEMO_ADDRESS } from '../../scripts/demo-data.js';
 
 const rate = (first: number, additional: number, minDays: number, maxDays: number) => ({
   firstCents: first,
@@ -81,15 +82,8 @@ export const LISTINGS: CatalogListing[] = [
   },
 ];
 
-export const US_ADDRESS = {
-  name: 'Ada Reader',
-  address1: '1 Market St',
-  city: 'San Francisco',
-  provstate: 'CA',
-  country: 'USA',
-  zipcode: '94105',
-  phone: '+1 415 555 0100',
-};
+/** A buyer in the USA: the demo's, so that the orders the README shows are the ones the tests place. */
+export const US_ADDRESS = DEMO_ADDRESS;
 
 export const UK_ADDRESS = {
   name: 'Ben Reader',

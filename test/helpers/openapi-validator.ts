@@ -2,7 +2,7 @@
 // its operation lists, the required headers are there and valid, the body matches the response's schema.
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { marketplaceDomains } from '../../src/domain/marketplace.js';
 import { openApiDocument } from '../../src/http/openapi.js';
 

@@ -1,7 +1,8 @@
 // A caller of the order API for tests and benches: the client package's OrdersClient (client/src) signs and
 // sends each request once, and the answer comes back as it came, whatever its status (no retry, headers as a
 // plain record, a body given as an object sent as JSON), so that a test asserts what the service answered.
-import { OrdersClient } from '../../client/src/index.js';
+import crypto from 'node:crypto';
+import { OrdersClient, sha256Hex, signRequest } from '../../client/src/index.js';
 import type {
   ErrorResponse,
   OrderRequest,
@@ -111,4 +112,28 @@ export function searchQuery(params: SearchParams): string {
     for (const v of values) if (v !== undefined && v !== null) query.append(name, String(v));
   }
   return query.toString();
+}
+
+/**
+ * The headers that sign one request as the client package signs it (content type included when it has a body),
+ * dated now: for requests sent by other means than this client, e.g. node:http in a benchmark's load generator,
+ * whose fetch would cost CPU on the cores the service shares with it.
+ */
+export function signedHeaders(
+  keys: { accessKey: string; secretKey: string },
+  method: string,
+  path: string,
+  body: string | undefined,
+  requestId: string = crypto.randomUUID(),
+  rawQuery = '',
+): Record<string, string> {
+  const date = new Date().toISOString();
+  const bodySha256 = sha256Hex(body ?? '');
+  return {
+    ...(body ? { 'content-type': 'application/json' } : {}),
+    'svc-requestid': requestId,
+    'svc-access-key': keys.accessKey,
+    'svc-date': date,
+    'svc-signature': signRequest(keys.secretKey, { method, path, rawQuery, date, requestId, bodySha256 }),
+  };
 }

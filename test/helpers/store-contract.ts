@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { ItemStatus as S } from '../../src/domain/item-status.js';
 import { addCard, createClient } from '../../src/services/client-keys.js';
 import { openStore } from '../../src/store/open-store.js';

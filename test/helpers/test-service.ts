@@ -1,7 +1,7 @@
 // Test harness: a real app on a private store (a SQLite file or a PostgreSQL database, by the vitest project)
 // and a private queue prefix on the run's real Redis, real worker processes spawned with tsx, a raw-SQL probe
 // of the store, and a signing helper for supertest.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -10,13 +10,14 @@ import { Redis } from 'ioredis';
 import supertest from 'supertest';
 import { inject } from 'vitest';
 import { sign } from '../../src/auth/signature.js';
-import { loadConfig, type Config } from '../../src/config.js';
+import { loadConfig, type Config } from '../../src/config/config.js';
 import { closeDeps, createDeps } from '../../src/container.js';
 import type { Deps } from '../../src/deps.js';
 import { createApp } from '../../src/http/app.js';
 import { createLogger } from '../../src/logger.js';
 import { addCard, createClient } from '../../src/services/client-keys.js';
 import type { CatalogListing, CatalogVendor } from '../../src/store/port/store.port.js';
+import { spawnProcess, stopChild } from './child-processes.js';
 import { checkMoney } from './money-check.js';
 import { conformsToDocument } from './openapi-validator.js';
 import { openProbe, testStoreEnv } from './test-store.js';
@@ -34,12 +35,6 @@ export interface TestServiceOptions {
   /** Changes the private store's variables (DATABASE_URL…) before anything uses them: to put a proxy between. */
   storeEnv?: (env: Record<string, string>) => Record<string, string>;
 }
-
-const ROOT = path.resolve(import.meta.dirname, '../..');
-// Resolved here, so a process started in another working directory still finds it.
-const TSX = import.meta.resolve('tsx');
-// As the Procfile loads it: tracing when OTEL_EXPORTER_OTLP_ENDPOINT is set, nothing else.
-const TRACING = path.join(ROOT, 'src/tracing/preload.ts');
 
 /** Environment shared by the in-process app and spawned processes of one test service. */
 function baseEnv(
@@ -140,65 +135,8 @@ export async function createTestService(options: TestServiceOptions = {}) {
 
 export type TestService = Awaited<ReturnType<typeof createTestService>>;
 
-/**
- * Spawns a process entry (`src/server.ts`, `workers/…`) of the tree at `root` (this one by default; another
- * release's, test/helpers/previous-release.ts) with tsx, in `cwd` (`root` by default), and waits for `readyLine`
- * on its stdout when given; `env` is added to this process's own unless `isolated`.
- */
-export async function spawnProcess(
-  children: Set<ChildProcess>,
-  entry: string,
-  env: Record<string, string | undefined>,
-  readyLine?: string,
-  {
-    root = ROOT,
-    cwd = root,
-    isolated = false,
-    readyMs = 30_000,
-  }: { root?: string; cwd?: string; isolated?: boolean; readyMs?: number } = {},
-): Promise<ChildProcess> {
-  const tracing = path.join(root, path.relative(ROOT, TRACING));
-  const child = spawn(process.execPath, ['--import', TSX, '--import', tracing, path.join(root, entry)], {
-    cwd,
-    env: {
-      ...(isolated ? { PATH: process.env.PATH } : process.env),
-      // Web processes side by side: each metrics listener on a free port unless the test chooses one.
-      METRICS_PORT: '0',
-      ...env,
-      LOG_LEVEL: readyLine ? 'info' : env.LOG_LEVEL,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.add(child);
-  child.once('exit', () => children.delete(child));
-  let output = '';
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  if (!readyLine) return child;
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`${entry} not ready in ${readyMs / 1000} s:\n${output}`)),
-      readyMs,
-    );
-    child.stdout!.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      if (output.includes(readyLine)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`${entry} exited with ${code}:\n${output}`)));
-  });
-  child.stdout!.resume();
-  return child;
-}
-
-export function stopChild(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
-  return new Promise((resolve) => {
-    child.once('exit', (code) => resolve(code));
-    child.kill(signal);
-  });
-}
+// The harness's callers start and stop processes through it too.
+export { spawnProcess, stopChild };
 
 async function removeKeys(url: string, prefix: string): Promise<void> {
   const redis = new Redis(url, { maxRetriesPerRequest: 1 });

@@ -19,6 +19,29 @@ export function runAdmin(env: Record<string, string>, args: string[]): Promise<C
   return collect(child);
 }
 
+/**
+ * The shell of an operator beside `npm start`: this process's environment, logs at warn, without any variable that
+ * would point the CLI elsewhere than the service data/runtime.json describes (its store, Redis, address, keys, settings).
+ */
+export function operatorEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'warn' };
+  for (const name of [
+    'REDIS_URL',
+    'DATABASE_URL',
+    'DB_PATH',
+    'QUEUE_PREFIX',
+    'PORT',
+    'API_URL',
+    'ACCESS_KEY',
+    'SECRET_KEY',
+    'SECRETS_KEY',
+    'QUEUED_STALE_AFTER_S',
+    'WEBHOOK_ALLOW_PRIVATE',
+  ])
+    delete env[name];
+  return env;
+}
+
 /** What a spawned command printed, and its exit code, once it has closed. */
 export function collect(child: ChildProcess): Promise<CliRun> {
   return new Promise((resolve, reject) => {
@@ -33,16 +56,17 @@ export function collect(child: ChildProcess): Promise<CliRun> {
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Polls `condition` every 100 ms; fails naming `what` when it does not hold within `timeoutMs`. */
+/** Polls `condition` every `everyMs`; fails naming `what` when it does not hold within `timeoutMs`. */
 export async function until(
   condition: () => boolean | Promise<boolean>,
   timeoutMs: number,
   what = 'condition',
+  everyMs = 100,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`${what}: not reached in ${timeoutMs} ms`);
-    await sleep(100);
+    await sleep(everyMs);
   }
 }
 

@@ -2,7 +2,7 @@
 // the test says (a status, at once or late, or never), and checks signatures as a client's receiver would.
 import http, { type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { signatureMatches } from '../../src/auth/signature.js';
+import { sameSignature } from '../../src/auth/signature.js';
 import { signWebhook, type WebhookSignedParts } from '../../src/auth/webhook-signature.js';
 import type { OrderEventBody } from '../../src/services/order-events.js';
 
@@ -12,7 +12,7 @@ export function webhookSignatureMatches(
   parts: WebhookSignedParts,
   presented: string,
 ): boolean {
-  return signatureMatches(signWebhook(secret, parts), presented.toLowerCase());
+  return sameSignature(signWebhook(secret, parts), presented.toLowerCase());
 }
 
 export interface Received {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { openStore } from '../../src/store/open-store.js';
 import type { Store } from '../../src/store/port/store.port.js';
 import { openProbe, testStoreEnv, THROUGH_PGBOUNCER, type TestStoreEnv } from '../helpers/test-store.js';

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, startPrivateRedis, type RunningRedis } from '../../scripts/redis.js';
 import { createSigningClient, type SigningClient } from '../helpers/signed-client.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { addCard, createClient } from '../../src/services/client-keys.js';
 import { openStore } from '../../src/store/open-store.js';
 import type { Probe } from '../helpers/store.probe.js';

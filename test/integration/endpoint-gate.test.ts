@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { createEndpointGate, type EndpointGate, type GateEntry } from '../../src/redis/endpoint-gate.js';
 
 const redis = new Redis(inject('redisUrl'));

@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { freePort } from '../../scripts/redis.js';
 import { createSigningClient } from '../helpers/signed-client.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { Lockout } from '../../src/redis/lockout.js';
 import { createLogger } from '../../src/logger.js';
 import { createTestService, signed, type Credentials, type TestService } from '../helpers/test-service.js';

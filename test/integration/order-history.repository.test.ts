@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { parseSecretsKey } from '../../src/config/secrets-key-format.js';
 import { createSealer } from '../../src/domain/secrets.js';
 import { openStore } from '../../src/store/open-store.js';

@@ -6,7 +6,7 @@ import type { Cluster } from 'ioredis';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedisCluster, type RunningRedisCluster } from '../../scripts/redis.js';
-import { loadConfig, type Config } from '../../src/config.js';
+import { loadConfig, type Config } from '../../src/config/config.js';
 import { Lockout } from '../../src/redis/lockout.js';
 import { createRateLimiter } from '../../src/http/rate-limit.js';
 import { createLogger } from '../../src/logger.js';

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import type { Deps } from '../../src/deps.js';
 import { readinessCheck } from '../../src/http/app.js';
 import { openStore } from '../../src/store/open-store.js';

@@ -7,6 +7,7 @@ import { createSigningClient, type OrderResponse } from '../helpers/signed-clien
 import { placeOrder } from '../../src/services/orders/place-order.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
 import { createTestService, signed, stopChild, type TestService } from '../helpers/test-service.js';
+import { until } from '../helpers/wait.js';
 
 let service: TestService;
 
@@ -18,13 +19,9 @@ afterAll(() => service.close());
 
 const count = (sql: string, ...params: unknown[]) => service.probe.scalar(sql, ...params);
 
-async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+/** Polls `check` every 50 ms (the stops under test are quick), 20 s at most unless told. */
+const waitFor = (check: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000) =>
+  until(check, timeoutMs, what, 50);
 
 const exited = (child: ChildProcess) =>
   new Promise<number | null>((resolve) =>
@@ -52,7 +49,7 @@ describe.each<{ web: string; env: Record<string, string>; ready: string }>([
     const answers = Array.from({ length: 6 }, () =>
       client.request('POST', '/v1/orders', orderBody(buyer.ccToken)),
     );
-    await until(
+    await waitFor(
       async () => (await count('SELECT count(*) FROM orders')) === before + 6,
       'six accepted orders',
     );
@@ -67,7 +64,7 @@ describe.each<{ web: string; env: Record<string, string>; ready: string }>([
     await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
 
     const worker = await service.startWorker();
-    await until(async () => (await unsettled()) === 0, 'the worker to settle every order');
+    await waitFor(async () => (await unsettled()) === 0, 'the worker to settle every order');
     await stopChild(worker);
     const ids = orders.map((o) => o.orderId);
     const statuses = await service.probe.all<{ status: number }>(
@@ -90,7 +87,7 @@ describe('SIGTERM to a worker with jobs in flight', () => {
     // A slow payment processor keeps four jobs in the worker's hands for a second and a half.
     const worker = await service.startWorker({ WORKER_CONCURRENCY: '4', SANDBOX_PAYMENT_LATENCY_MS: '1500' });
     const queue = service.deps.queue.queue;
-    await until(async () => (await queue.getActiveCount()) === 4, 'four active jobs');
+    await waitFor(async () => (await queue.getActiveCount()) === 4, 'four active jobs');
 
     const stopping = Date.now();
     worker.kill('SIGTERM');
@@ -105,7 +102,7 @@ describe('SIGTERM to a worker with jobs in flight', () => {
     expect(await queue.getWaitingCount()).toBe(12 - settledNow);
 
     const next = await service.startWorker();
-    await until(async () => (await unsettled()) === 0, 'a new worker to settle the rest');
+    await waitFor(async () => (await unsettled()) === 0, 'a new worker to settle the rest');
     await stopChild(next);
     const rows = await service.probe.all<{ id: number; status: number; authorizations: number }>(
       `SELECT o.order_id AS id, i.status, (SELECT count(*) FROM ledger_entries l
@@ -149,7 +146,7 @@ describe('SIGTERM to the clock while a reconciliation pass is requeueing orders'
     expect(await queue.getWaitingCount()).toBe(0);
 
     const clock = await stale.spawn('jobs/clock.ts', { RECONCILE_CRON: '* * * * * *' }, 'clock ready');
-    await until(async () => (await queue.getWaitingCount()) > 0, 'the pass to requeue a first order');
+    await waitFor(async () => (await queue.getWaitingCount()) > 0, 'the pass to requeue a first order');
     clock.kill('SIGTERM');
     expect(await exited(clock)).toBe(0);
     expect(await stale.deps.redis.exists(`${stale.config.REDIS_PREFIX}:reconcile:lock`)).toBe(0);
@@ -159,7 +156,7 @@ describe('SIGTERM to the clock while a reconciliation pass is requeueing orders'
     await stale.startWorker({ WORKER_CONCURRENCY: '32' });
     await stale.spawn('jobs/clock.ts', { RECONCILE_CRON: '* * * * * *' }, 'clock ready');
     const left = () => stale.probe.scalar("SELECT count(*) FROM orders WHERE phase <> 'settled'");
-    await until(async () => (await left()) === 0, 'every order to be settled', 120_000);
+    await waitFor(async () => (await left()) === 0, 'every order to be settled', 120_000);
     // Walden has 50 copies: the first 50 orders settled get one, the rest find it sold out.
     const byStatus = await stale.probe.all(
       'SELECT status, count(*) AS n FROM order_items GROUP BY status ORDER BY status',
@@ -183,11 +180,11 @@ describe('a web cluster (WEB_CONCURRENCY=2) when one of its web processes dies',
     const [first, second] = childPids(primary.pid!);
     expect(second).toBeDefined();
     process.kill(first!, 'SIGKILL');
-    await until(() => {
+    await waitFor(() => {
       const now = childPids(primary.pid!);
       return now.length === 2 && !now.includes(first!);
     }, 'a replacement web process');
-    await until(
+    await waitFor(
       async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => null))?.ok === true,
       'web',
     );

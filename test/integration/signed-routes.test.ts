@@ -1,10 +1,9 @@
-import crypto from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import supertest from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sign } from '../../src/auth/signature.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
+import { signedHeaders } from '../helpers/signed-client.js';
 import { createTestService, signed, type Credentials, type TestService } from '../helpers/test-service.js';
 
 // The signed paths are answered by their own small router (src/http/signed-routes.ts), not Express's: what a
@@ -27,17 +26,6 @@ afterAll(async () => {
   await service.close();
 });
 
-function signedHeaders(method: string, path: string, body = '') {
-  const requestId = crypto.randomUUID();
-  const date = new Date().toISOString();
-  return {
-    'Svc-RequestId': requestId,
-    'Svc-Access-Key': buyer.accessKey,
-    'Svc-Date': date,
-    'Svc-Signature': sign(buyer.secretKey, { method, path, rawQuery: '', date, requestId, body }),
-  };
-}
-
 async function placedOrderId(): Promise<number> {
   const placed = await signed(service.app, buyer, 'POST', '/v1/orders', orderBody(buyer.ccToken), {
     headers: { Prefer: 'respond-async' },
@@ -51,14 +39,16 @@ describe('the signed routes', () => {
     const orderId = await placedOrderId();
     const path = `/v1/orders/${orderId}`;
     const got = await signed(service.app, buyer, 'GET', path);
-    const head = await supertest(service.app).head(path).set(signedHeaders('HEAD', path));
+    const head = await supertest(service.app)
+      .head(path)
+      .set(signedHeaders(buyer, 'HEAD', path, undefined));
     expect(head.status).toBe(200);
     expect(head.headers['svc-status']).toBe('2000');
     expect(head.headers['content-length']).toBe(got.headers['content-length']);
     expect(head.text ?? '').toBe('');
     const absent = await supertest(service.app)
       .head('/v1/orders/99999999')
-      .set(signedHeaders('HEAD', '/v1/orders/99999999'));
+      .set(signedHeaders(buyer, 'HEAD', '/v1/orders/99999999', undefined));
     expect(absent.status).toBe(404);
     expect(absent.headers['svc-status']).toBe('4041');
   });
@@ -86,7 +76,7 @@ describe('the signed routes', () => {
             host: '127.0.0.1',
             method: 'POST',
             path: '/v1/orders',
-            headers: { 'Content-Type': 'application/json', ...signedHeaders('POST', '/v1/orders', body) },
+            headers: signedHeaders(buyer, 'POST', '/v1/orders', body),
           },
           (res) => {
             let text = '';

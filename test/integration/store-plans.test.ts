@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { addCard, createClient } from '../../src/services/client-keys.js';
 import { openStore } from '../../src/store/open-store.js';
 import { SETTLE_ITEMS_SQL as POSTGRES_SETTLE_ITEMS } from '../../src/store/postgres/order-functions.js';

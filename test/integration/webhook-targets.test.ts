@@ -2,7 +2,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_COMMANDS } from '../../src/cli/admin.commands.js';
 import { CliError } from '../../src/cli/commands/command.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { deliverWebhook } from '../../src/services/deliver-webhook.js';
 import { failOrder } from '../../src/services/process-order.js';
 import { processOrder } from '../helpers/process-order.js';

@@ -13,7 +13,7 @@ import { readProcfile } from '../../scripts/procfile.js';
 import { createDatabase, dropDatabase } from '../../scripts/postgres.js';
 import { freePort } from '../../scripts/redis.js';
 import { holdStartLock } from '../helpers/start-lock.js';
-import { sleep, until } from '../helpers/wait.js';
+import { operatorEnv, sleep, until } from '../helpers/wait.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const dirs: string[] = [];
@@ -176,9 +176,7 @@ describe('npm start when its private Redis dies', () => {
     await until(() => Promise.resolve(output().includes('redis is back')), 60_000, 'redis started again');
     expect(privateRedis(npm)).not.toBe(first);
     // A real order, from another terminal as the README shows: accepted and settled on the new Redis.
-    const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'warn' };
-    for (const name of ['REDIS_URL', 'DATABASE_URL', 'DB_PATH', 'QUEUE_PREFIX', 'PORT', 'API_URL'])
-      delete env[name];
+    const env = operatorEnv();
     await expect
       .poll(
         () =>
@@ -239,9 +237,7 @@ describe('operator commands while npm start runs', () => {
     // Written once npm start has seen the web answer, which may be a moment after the test did.
     await until(async () => fs.existsSync(runtime), 30_000, 'data/runtime.json');
     expect(JSON.parse(fs.readFileSync(runtime, 'utf8'))).toMatchObject({ pid: expect.any(Number) });
-    const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'warn' };
-    for (const name of ['REDIS_URL', 'DATABASE_URL', 'DB_PATH', 'QUEUE_PREFIX', 'PORT', 'API_URL'])
-      delete env[name];
+    const env = operatorEnv();
     const reconcile = spawnSync('npm', ['run', '--silent', 'admin', '--', 'reconcile'], {
       cwd: ROOT,
       env,
@@ -294,17 +290,7 @@ describe('operator commands after npm start runs again on another port', () => {
     expect(fs.statSync(path.join(ROOT, 'data')).mode & 0o777).toBe(0o700);
     const runtime = path.join(ROOT, 'data', 'runtime.json');
     await until(async () => fs.existsSync(runtime), 30_000, 'data/runtime.json');
-    const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'warn' };
-    for (const name of [
-      'REDIS_URL',
-      'DATABASE_URL',
-      'DB_PATH',
-      'QUEUE_PREFIX',
-      'PORT',
-      'API_URL',
-      'QUEUED_STALE_AFTER_S',
-    ])
-      delete env[name];
+    const env = operatorEnv();
     // From another folder, as an operator in their home directory would run it.
     const elsewhere = os.tmpdir();
     const cli = (file: string, args: string[]) =>
@@ -340,16 +326,7 @@ describe('operator commands while npm start runs on PostgreSQL', () => {
           DATABASE_URL: databaseUrl,
           SECRETS_KEY: crypto.randomBytes(32).toString('hex'),
         });
-        const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'warn' };
-        for (const variable of [
-          'REDIS_URL',
-          'DATABASE_URL',
-          'DB_PATH',
-          'SECRETS_KEY',
-          'QUEUE_PREFIX',
-          'PORT',
-        ])
-          delete env[variable];
+        const env = operatorEnv();
         const created = spawnSync(
           'npm',
           ['run', '--silent', 'admin', '--', 'client:create', '--name', 'Acme'],

@@ -12,7 +12,7 @@ import { readRuntimeFile, runtimeFilePath, type RuntimeFile } from '../../src/cl
 import { freePort } from '../../scripts/redis.js';
 import { ROOT, WALKED_SECTIONS, sectionBlocks } from '../helpers/doc-blocks.js';
 import { holdStartLock } from '../helpers/start-lock.js';
-import { collect, until, type CliRun } from '../helpers/wait.js';
+import { collect, operatorEnv, until, type CliRun } from '../helpers/wait.js';
 
 /**
  * Lines of the walked sections that are not run here, each with the reason. A line not run and not listed fails
@@ -159,19 +159,7 @@ async function startReceiver(line: string): Promise<void> {
 
 describe("the README's Trying it and operating.md's admin CLI, walked against npm start", () => {
   it('when each command runs as written, then it exits 0 and prints what its comment says', async () => {
-    const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'warn' };
-    for (const name of [
-      'REDIS_URL',
-      'DATABASE_URL',
-      'DB_PATH',
-      'QUEUE_PREFIX',
-      'PORT',
-      'API_URL',
-      'ACCESS_KEY',
-      'SECRET_KEY',
-      'WEBHOOK_ALLOW_PRIVATE',
-    ])
-      delete env[name];
+    const env = operatorEnv();
     const demo = JSON.parse(fs.readFileSync(runtime.profile, 'utf8')) as { accessKey: string };
     const profileDir = path.dirname(runtime.profile);
     // What earlier commands printed, for the placeholders of later ones.

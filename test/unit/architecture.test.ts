@@ -63,11 +63,8 @@ const FLOORS: string[][] = [
   ['processes'],
   ['cli', 'server.ts'],
 ];
-/** A file's room: the folder under src/ it is in, or the file itself at the root (config.ts is config's room). */
-const roomOf = (file: string) => {
-  const [first, ...rest] = rel(file).split(path.sep);
-  return rest.length > 0 ? first! : first === 'config.ts' ? 'config' : first!;
-};
+/** A file's room: the folder under src/ it is in, or the file itself at the root. */
+const roomOf = (file: string) => rel(file).split(path.sep)[0]!;
 const floorOf = (file: string) => FLOORS.findIndex((rooms) => rooms.includes(roomOf(file)));
 
 /** Imports that run (type-only ones are erased), from one room to another, as `from -> to`. */
@@ -179,6 +176,16 @@ describe('architecture', () => {
           `^import \\{ runProcess \\} from '[./]*(src/)?processes/run-process\\.js';\\nrunProcess\\('${name}'\\);\\n$`,
         ),
       );
+  });
+
+  it('keeps the benchmarks above the tests: no test helper imports scripts/bench/', () => {
+    const bench = path.join(root, 'scripts/bench');
+    const up = sourceFiles(path.join(root, 'test/helpers')).flatMap((file) =>
+      importsOf(file)
+        .filter(({ to }) => to.startsWith(`${bench}${path.sep}`))
+        .map(({ to }) => `${path.relative(root, file)} -> ${path.relative(root, to)}`),
+    );
+    expect(up).toEqual([]);
   });
 
   it('has no import cycle among the imports that run', () => {

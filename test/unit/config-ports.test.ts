@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 
 describe('PORT and METRICS_PORT', () => {
   it('when they are the same port, then the configuration is refused naming both, before anything listens', () => {

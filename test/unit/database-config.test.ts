@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 
 const KEY = 'ab'.repeat(32);
 const POOLER = 'postgres://svc@pgbouncer.internal:6432/orders';

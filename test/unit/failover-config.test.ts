@@ -1,7 +1,7 @@
 // Issue 43's settings: a DATABASE_URL naming several hosts in libpq's form, Redis behind Sentinel, and the
 // per-process record of which server each link reached.
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { parseSentinels } from '../../src/config/redis-url.js';
 import { noteServer, onServerChange, serverStates } from '../../src/server-changes.js';
 import { parsePostgresHosts } from '../../src/config/postgres-url.js';

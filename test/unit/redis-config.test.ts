@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { parseRedisUrl } from '../../src/config/redis-url.js';
 
 describe('the Redis key prefix', () => {

@@ -3,7 +3,7 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import {
   migrationGate,
   OlderProcessesRunningError,

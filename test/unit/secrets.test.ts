@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { parseSecretsKey } from '../../src/config/secrets-key-format.js';
 import { createSealer, SealedValueError, tokenHasher } from '../../src/domain/secrets.js';
 

@@ -1,5 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import type { Config } from '../../config.js';
+import type { Config } from '../../config/config.js';
 import type { Store } from '../../store/port/store.port.js';
 
 /** What a command may use; the store is opened on first use, so usage errors touch nothing. */

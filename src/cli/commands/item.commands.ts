@@ -1,5 +1,5 @@
 import { pino } from 'pino';
-import type { Config } from '../../config.js';
+import type { Config } from '../../config/config.js';
 import { fromCents, parseScaledDecimal } from '../../domain/money.js';
 import type { Logger } from '../../logger.js';
 import { createSandboxGateway } from '../../payments/sandbox.gateway.js';

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { Config } from '../../config.js';
+import type { Config } from '../../config/config.js';
 import { marketplaceDomains } from '../../domain/marketplace.js';
 import { toCents, type Currency, type UsdPer } from '../../domain/money.js';
 import { priceOrder, type PricingResult } from '../../domain/pricing.js';

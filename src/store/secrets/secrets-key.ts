@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Config } from '../../config.js';
+import type { Config } from '../../config/config.js';
 import { parseSecretsKey } from '../../config/secrets-key-format.js';
 import { newSecretsKey } from '../../domain/secrets.js';
 import { restrictToOwner, writePrivateFile } from './private-files.js';

@@ -3,9 +3,9 @@ import net from 'node:net';
 import path from 'node:path';
 import cron from 'node-cron';
 import { z } from 'zod';
-import { parseSecretsKey } from './config/secrets-key-format.js';
-import { parseRedisUrl, parseSentinels, type RedisSeeds } from './config/redis-url.js';
-import { parsePostgresHosts } from './config/postgres-url.js';
+import { parseSecretsKey } from './secrets-key-format.js';
+import { parseRedisUrl, parseSentinels, type RedisSeeds } from './redis-url.js';
+import { parsePostgresHosts } from './postgres-url.js';
 
 const positiveInt = z.coerce.number().int().positive();
 const nonNegativeInt = z.coerce.number().int().nonnegative();
