@@ -24,10 +24,6 @@ describe(`the previous release (${PREVIOUS_RELEASE}) and this tree, rolled proce
       JSON.stringify({ steps: run.steps, failures: run.failures.length, accepted: run.accepted.size }),
     );
     console.log(run.timeline.join('\n'));
-    const slowest = new Map<string, number>();
-    for (const a of run.answers)
-      slowest.set(`${a.at} ${a.what}`, Math.max(a.ms, slowest.get(`${a.at} ${a.what}`) ?? 0));
-    console.log(JSON.stringify(Object.fromEntries(slowest)));
     // The previous release's webs close their kept-alive connections at once (no drain): the requests sent on one
     // just then are retried by their callers, and are all that a caller may see of it.
     expectUnharmed(run);

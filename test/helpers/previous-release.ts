@@ -15,6 +15,11 @@ export const PREVIOUS_RELEASE = '6dbff14';
 /** The release of 2026-11-27, whose SQLite reads split `SELECT o.*, i.*` rows by position. */
 export const RELEASE_2026_11_27 = 'ab69f1c';
 
+/** The file of `release`'s settings (relative to it): src/config.ts before they moved into src/config/. */
+export function configFileOf(release: string): string {
+  return fs.existsSync(path.join(release, 'src/config/config.ts')) ? 'src/config/config.ts' : 'src/config.ts';
+}
+
 /** Where releases are kept: `${XDG_CACHE_HOME:-~/.cache}/bookorders/releases`. */
 export function releasesDir(): string {
   const cache = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');

@@ -3,18 +3,14 @@
 //   node --import tsx test/helpers/release-seed.ts RELEASE_DIR CALLERS
 // run in RELEASE_DIR with the service's environment; SEED_CATALOG holds `{vendors, listings}` as the store port
 // takes them. Prints `[{accessKey, secretKey, ccToken}]`.
-import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { configFileOf } from './previous-release.js';
 
 const [root = '.', callers = '6'] = process.argv.slice(2);
 const load = (file: string) => import(pathToFileURL(path.join(root, file)).href);
 
-// Its settings are in src/config.ts in releases before they moved into src/config/.
-const configFile = fs.existsSync(path.join(root, 'src/config/config.ts'))
-  ? 'src/config/config.ts'
-  : 'src/config.ts';
-const { loadConfig } = await load(configFile);
+const { loadConfig } = await load(configFileOf(root));
 const { openStore } = await load('src/store/open-store.ts');
 const { createClient, addCard } = await load('src/services/client-keys.ts');
 

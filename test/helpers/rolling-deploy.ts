@@ -13,6 +13,7 @@ import path from 'node:path';
 import { expect, inject } from 'vitest';
 import { freePort } from '../../scripts/redis.js';
 import { startBalancer } from './balancer.js';
+import { configFileOf } from './previous-release.js';
 import {
   allSettled,
   expectFindingsExact,
@@ -234,13 +235,7 @@ async function roll(deploy: {
 
 /** Whether the webs of `release` drain before they stop (releases before this one close at once). */
 export function hasDrain(release: string): boolean {
-  // Its settings are in src/config.ts, or in the files of src/config/ in later releases.
-  const dir = path.join(release, 'src/config');
-  const files = [
-    path.join(release, 'src/config.ts'),
-    ...(fs.existsSync(dir) ? fs.readdirSync(dir).map((name) => path.join(dir, name)) : []),
-  ].filter((file) => file.endsWith('.ts') && fs.existsSync(file));
-  return files.some((file) => fs.readFileSync(file, 'utf8').includes('SHUTDOWN_DRAIN_MS'));
+  return fs.readFileSync(path.join(release, configFileOf(release)), 'utf8').includes('SHUTDOWN_DRAIN_MS');
 }
 
 /**
