@@ -67,7 +67,7 @@ export function hotPathSection(
     row('bare Express GET', bareGet),
     '',
     ratios('Dry run', dryRun, bareDryRun, 0.7),
-    ratios('Get', get, bareGet, 0.8),
+    ratios('Get', get, bareGet, 0.85),
     `- The web's peak RSS (VmHWM) over the run: ${run.webPeakRssMiB} MiB.`,
     '',
     'CPU per request is read from /proc for each server process and is the steadier of the two on a shared machine;',
