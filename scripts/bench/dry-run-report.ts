@@ -13,6 +13,9 @@ export interface HotPathRounds {
   bareDryRun: Round[];
   get: Round[];
   bareGet: Round[];
+  /** The same two requests to another checkout's web (--checkout), in the same rounds. */
+  beforeDryRun?: Round[];
+  beforeGet?: Round[];
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
@@ -50,6 +53,9 @@ export function hotPathSection(
     rounds.get,
     rounds.bareGet,
   ].map(summary) as [Round, Round, Round, Round];
+  const beforeDryRun = rounds.beforeDryRun && summary(rounds.beforeDryRun);
+  const beforeGet = rounds.beforeGet && summary(rounds.beforeGet);
+  const before = beforeDryRun && beforeGet;
   return [
     `Command: \`${run.command}\` (${run.setting})`,
     '',
@@ -65,9 +71,16 @@ export function hotPathSection(
     row('bare Express + JSON parse', bareDryRun),
     row('service get', get),
     row('bare Express GET', bareGet),
+    ...(before ? [row('before: service dry run', beforeDryRun), row('before: service get', beforeGet)] : []),
     '',
     ratios('Dry run', dryRun, bareDryRun, 0.7),
     ratios('Get', get, bareGet, 0.85),
+    ...(before
+      ? [
+          ratios('Before: dry run', beforeDryRun, bareDryRun, 0.7),
+          ratios('Before: get', beforeGet, bareGet, 0.85),
+        ]
+      : []),
     `- The web's peak RSS (VmHWM) over the run: ${run.webPeakRssMiB} MiB.`,
     '',
     'CPU per request is read from /proc for each server process and is the steadier of the two on a shared machine;',

@@ -5,7 +5,10 @@
 // of BENCHMARKS.md. The web runs as the Procfile runs it, compiled (BENCH_RUNTIME=tsx: from source, through tsx).
 // The store: --store sqlite|postgres (a fresh file, or a fresh database on DATABASE_URL's server or a private
 // one); without it the environment's (DATABASE_URL, else DB_PATH) when it names one, else a fresh SQLite file.
-//   node --import tsx scripts/bench/dry-run.ts [seconds] [--store sqlite|postgres] [--write]
+// --checkout DIR: before and after in one run: the web of DIR (another checkout of the project, e.g. a `git
+// worktree` of the commit before, built there when stale) runs beside this tree's on the same store and Redis,
+// and every round measures both, alternated; its figures belong in a commit message, not in BENCHMARKS.md.
+//   node --import tsx scripts/bench/dry-run.ts [seconds] [--store sqlite|postgres] [--checkout DIR] [--write]
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -13,7 +16,8 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { createSigningClient, signedHeaders } from '../../test/helpers/signed-client.js';
-import { entryArgs, profileArgs, ROOT, RUNTIME, runBench } from './processes.js';
+import { buildCheckout, entryArgs, profileArgs, ROOT, RUNTIME, runBench } from './processes.js';
+import { readProcfile } from '../procfile.js';
 import {
   freshStore,
   parseStoreKinds,
@@ -28,22 +32,35 @@ import { printSection } from './benchmarks-file.js';
 import { hotPathSection, type HotPathRounds, type Round } from './dry-run-report.js';
 
 const args = parseArgs({
-  options: { write: { type: 'boolean', default: false }, store: { type: 'string' } },
+  options: {
+    write: { type: 'boolean', default: false },
+    store: { type: 'string' },
+    checkout: { type: 'string' },
+  },
   allowPositionals: true,
 });
+if (args.values.write && args.values.checkout)
+  throw new Error('--write takes this tree alone: drop --checkout');
+const checkout = args.values.checkout ? path.resolve(args.values.checkout) : undefined;
 const seconds = Number(args.positionals[0] ?? 5);
 const CONNECTIONS = 32;
 const ROUNDS = 3;
 
 /** Starts a server entry in its own process and resolves once `readyUrl` answers. */
-async function startProcess(
-  entry: string,
+function startProcess(entry: string, env: NodeJS.ProcessEnv, readyUrl: string, nodeArgs: string[] = []) {
+  return startNode([...nodeArgs, ...entryArgs(entry)], ROOT, env, readyUrl, entry);
+}
+
+/** Starts node with `args` in `cwd` and resolves once `readyUrl` answers. */
+async function startNode(
+  args: string[],
+  cwd: string,
   env: NodeJS.ProcessEnv,
   readyUrl: string,
-  nodeArgs: string[] = [],
+  entry: string,
 ) {
-  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, ...entryArgs(entry)], {
-    cwd: ROOT,
+  const child: ChildProcess = spawn(process.execPath, args, {
+    cwd,
     env,
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -117,6 +134,21 @@ async function main() {
     `${webBase}/v1/orders`,
     profileArgs('src/server.ts'),
   );
+  // The checkout's web: its Procfile's command, run from its tree (a release from before may name other files).
+  const before = checkout
+    ? await (async () => {
+        await buildCheckout(checkout);
+        const port = await freePort();
+        const started = await startNode(
+          readProcfile(checkout).web!,
+          checkout,
+          serviceEnv(store, { ...env, PORT: String(port) }),
+          `http://127.0.0.1:${port}/v1/orders`,
+          `${checkout}'s web`,
+        );
+        return { child: started, base: `http://127.0.0.1:${port}` };
+      })()
+    : undefined;
   const bare = await startProcess(
     'scripts/bench/servers.ts',
     { ...process.env, PORT: String(barePort) },
@@ -163,16 +195,25 @@ async function main() {
       headers: signedHeaders(demo, 'GET', getPath, undefined),
     },
   } satisfies Record<string, Target>;
+  const beforeTargets: Partial<Record<'beforeDryRun' | 'beforeGet', Target>> = before
+    ? {
+        beforeDryRun: { ...targets.dryRun, pid: before.child.pid!, url: `${before.base}/v1/orders` },
+        beforeGet: { ...targets.get, pid: before.child.pid!, url: `${before.base}${getPath}` },
+      }
+    : {};
+  const all: Partial<Record<keyof HotPathRounds, Target>> = { ...targets, ...beforeTargets };
   // Warm every path up so that JIT and caches are comparable, then measure one at a time, alternating the
   // servers so that a burst of load from elsewhere on the machine hits both alike.
-  for (const target of Object.values(targets)) await measure(target, 2, 8);
+  for (const target of Object.values(all)) await measure(target, 2, 8);
   const rounds: HotPathRounds = { dryRun: [], bareDryRun: [], get: [], bareGet: [] };
   for (let round = 0; round < ROUNDS; round++)
-    for (const [name, target] of Object.entries(targets))
-      rounds[name as keyof typeof targets].push(await measure(target));
+    for (const [name, target] of Object.entries(all))
+      (rounds[name as keyof HotPathRounds] ??= []).push(await measure(target));
   const webPeakRssMiB = Math.round((processStats(web.pid!)?.peakRssBytes ?? 0) / 2 ** 20);
   await Promise.all(
-    [web, bare].map((child) => new Promise((resolve) => child.once('exit', resolve).kill('SIGTERM'))),
+    [web, bare, ...(before ? [before.child] : [])].map(
+      (child) => new Promise((resolve) => child.once('exit', resolve).kill('SIGTERM')),
+    ),
   );
   await redis.stop();
   await store.remove();
@@ -181,7 +222,7 @@ async function main() {
 
   const section = hotPathSection(rounds, {
     webPeakRssMiB,
-    command: `${RUNTIME === 'tsx' ? 'BENCH_RUNTIME=tsx ' : ''}node --import tsx scripts/bench/dry-run.ts ${seconds}${kind ? ` --store ${kind}` : ''}`,
+    command: `${RUNTIME === 'tsx' ? 'BENCH_RUNTIME=tsx ' : ''}node --import tsx scripts/bench/dry-run.ts ${seconds}${kind ? ` --store ${kind}` : ''}${checkout ? ` --checkout ${checkout}` : ''}`,
     setting: `${os.cpus().length} cores, ${storeName} store, web ${RUNTIME === 'tsx' ? 'from source through tsx' : 'compiled (the Procfile command)'}, ${CONNECTIONS} connections, ${ROUNDS} alternating rounds of ${seconds} s per server and path, medians`,
   });
   const title = `Dry run and get${storeName === 'SQLite' ? '' : ' (PostgreSQL)'}`;
