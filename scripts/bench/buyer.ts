@@ -36,15 +36,21 @@ export async function prepareBuyer(
   clientName = 'bench client',
 ): Promise<{ store: BenchStore; buyer: Buyer }> {
   const store = await freshStore(kind, name);
+  return { store, buyer: await addBuyer(store, listings, clientName) };
+}
+
+/** `listings` of the load vendor and one client with a card (named `clientName`) added to `store`, migrated first. */
+export async function addBuyer(
+  store: BenchStore,
+  listings: CatalogListing[] = LOAD_LISTINGS,
+  clientName = 'bench client',
+): Promise<Buyer> {
   const opened = await store.open('bench');
   try {
     await opened.catalog.importCatalog([LOAD_VENDOR], listings);
     const client = await createClient(opened.clients, clientName, Date.now());
     const card = await addCard(opened.clients, client.clientId, false, Date.now());
-    return {
-      store,
-      buyer: { accessKey: client.accessKey, secretKey: client.secretKey, ccToken: card.token },
-    };
+    return { accessKey: client.accessKey, secretKey: client.secretKey, ccToken: card.token };
   } finally {
     await opened.close();
   }
