@@ -466,22 +466,9 @@ ${KIND === 'postgres' ? POSTGRES_LIMITS : ''}`;
 
 // Found apart from this script (EXPLAIN ANALYZE of the adapter's statements on the same generated store).
 const POSTGRES_LIMITS = `
-What limits these figures: every search is at least one round trip to the server with a statement planned
-afresh (bare p50 0.4–0.9 ms for the paths that read few rows), and a page given a \`next\` first reads the key of
-the order it names (one more round trip). The p95 over 5 ms:
+What limits these figures: every search is at least one round trip to the server with a statement planned afresh (bare p50 0.4–0.9 ms for the paths that read few rows), and a page given a \`next\` first reads the key of the order it names (one more round trip). The p95 over 5 ms: (1) an item update range over 2,000 items: its probe (one statement) counts up to 2,000 items of the range, then up to 30,000 entries of the window in result order, then up to 2,000 orders, as \`chooseDriver\` needs them, and the page then reads what the chosen path reads (a larger client's wide range pays the probe's entries twice); (2) vendorId with a narrow update range, when PostgreSQL runs the page with a parallel worker (Gather Merge, whose start alone took 5–7 ms when an earlier plan had one: the adapter's sessions now run with \`max_parallel_workers_per_gather = 0\`); (3) limit=100: 101 orders with their items in one JSON document; the server runs it in about 2 ms at p95, the rest is the transfer, JSON parsing in Node and the shared machine.
 
-- an item update range over 2,000 items: its probe (one statement) counts up to 2,000 items of the range, then up
-  to 30,000 entries of the window in result order, then up to 2,000 orders, as \`chooseDriver\` needs them; the
-  page then reads what the chosen path reads. A larger client's wide range pays the probe's entries twice (the
-  probe and the page read the same ones).
-- vendorId with a narrow update range: should PostgreSQL run that page with a parallel worker (Gather Merge,
-  whose start alone took 5–7 ms when an earlier plan had one), \`max_parallel_workers_per_gather = 0\` for the
-  adapter's sessions is the setting to try.
-- limit=100: 101 orders with their items in one JSON document; the server runs it in about 2 ms at p95, the rest
-  is the transfer, JSON parsing in Node and the shared machine.
-
-The machine has 2 cores shared with other users' test runs: p95 and p99 move by a few ms between runs; the
-ratio within a row is steadier.
+The machine has 2 cores shared with other users' test runs: p95 and p99 move by a few ms between runs; the ratio within a row is steadier.
 `;
 
 main().catch(async (err: unknown) => {
