@@ -15,8 +15,8 @@ import { canBeId, newOrderWithItems, toStoredOrder, type OrderRow } from './post
 
 // One statement, so one atomic write: the order, then its items from parallel arrays in request order. The order
 // comes back as JSON of its row (as `readOrder` reads it), its items as their ids alone, in request order: an
-// item's row is what the order gave it (newStoredItem), so none is read back. No `*`, so the statement
-// is prepared once per connection (postgres.pool.ts).
+// item's row is what the order gave it (newStoredItem), so none is read back. No `*` (the lines' columns are
+// named), so the statement is prepared once per connection (store-client.ts) instead of planned at every order.
 // Each item's id is drawn in the row that carries its ordinal (numbered), and the insert is given it: neither the
 // order in which PostgreSQL numbers the rows of an INSERT … SELECT nor that of its RETURNING is promised.
 // On a duplicate key the order insert returns nothing and so inserts no items; a concurrent insert of the same
@@ -31,7 +31,8 @@ const ACCEPT_SQL = `
     ON CONFLICT (client_id, request_id) DO NOTHING
     RETURNING order_id, client_id, created_at, row_to_json(orders) AS r),
   numbered AS (
-    SELECT ${NEXT_ITEM_ID} AS order_item_id, a.order_id, a.client_id, a.created_at, t.*
+    SELECT ${NEXT_ITEM_ID} AS order_item_id, a.order_id, a.client_id, a.created_at,
+           ${ITEM_LINE_COLUMNS.map((c) => `t.${c}`).join(', ')}, t.n
       FROM accepted a
      CROSS JOIN unnest(${ITEM_LINE_COLUMNS.map((c, k) => `$${FIRST_LINE + k}::${LINE_TYPES[c]}[]`).join(', ')})
            WITH ORDINALITY AS t(${ITEM_LINE_COLUMNS.join(', ')}, n)
