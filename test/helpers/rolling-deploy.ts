@@ -29,7 +29,7 @@ import { VENDORS } from './fixtures.js';
 import { createSigningClient } from './signed-client.js';
 import type { Probe } from './store.probe.js';
 import { spawnProcess, stopChild } from './test-service.js';
-import { openProbe, testStoreEnv } from './test-store.js';
+import { openProbe, testStoreEnv, type TestStoreEnv } from './test-store.js';
 import { collect, sleep, until } from './wait.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -72,7 +72,10 @@ export interface Step {
   /** ms from SIGTERM to its exit. */
   stopMs: number;
   exitCode: number | null;
-  /** ms from the replacement's spawn to ready (a web: live in the balancer); absent when it refused to start. */
+  /**
+   * ms from the replacement's spawn to ready (a web: its own `/readyz` answers 200, asked every 20 ms; a worker or
+   * the clock: its ready line); absent when it refused to start. The roll goes on once a web is live in the balancer.
+   */
   readyMs?: number;
 }
 
@@ -104,16 +107,20 @@ export interface DeployOptions {
   afterMs?: number;
   /** SHUTDOWN_DRAIN_MS of every process (of a release that has it); 0 shows what callers see without a drain. */
   drainMs?: number;
+  /** The run's store, given its directory (a benchmark's); by default the vitest project's (testStoreEnv). */
+  store?: (dir: string) => Promise<TestStoreEnv>;
+  /** The Redis of the run (a benchmark's); by default the test run's. */
+  redisUrl?: string;
 }
 
 /** Runs one rolling deploy from `from` to `to` under load on a private store of the project's kind. */
 export async function rollingDeploy(options: DeployOptions): Promise<DeployRun> {
   const { from, to } = options;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bookorders-deploy-'));
-  const store = await testStoreEnv(dir);
+  const store = await (options.store ?? testStoreEnv)(dir);
   const env: Record<string, string> = {
     ...store.env,
-    REDIS_URL: inject('redisUrl'),
+    REDIS_URL: options.redisUrl ?? inject('redisUrl'),
     QUEUE_PREFIX: `d${crypto.randomBytes(5).toString('hex')}`,
     LOG_PRETTY: 'false',
     RATE_LIMIT_PER_S: '0',
@@ -165,6 +172,7 @@ export async function rollingDeploy(options: DeployOptions): Promise<DeployRun> 
         balancer.mark(now);
       },
       live: () => balancer.live().length === 2,
+      answersReady: (name) => answersReady(webPorts[Number(name.at(-1)) - 1]!),
     });
     step = 'after';
     await sleep(options.afterMs ?? 2_000);
@@ -208,6 +216,7 @@ async function roll(deploy: {
   to: string;
   onStep: (step: string) => void;
   live: () => boolean;
+  answersReady: (name: string) => Promise<boolean>;
 }): Promise<Pick<DeployRun, 'steps' | 'refused'>> {
   const { running, start, from, to, onStep } = deploy;
   const steps: Step[] = [];
@@ -227,10 +236,19 @@ async function roll(deploy: {
       return { steps, refused: { name, output: replacement.message } };
     }
     running.set(name, replacement);
+    if (role === 'web') await until(() => deploy.answersReady(name), 30_000, `${name} ready`, 20);
+    const readyMs = Date.now() - starting;
     if (role === 'web') await until(deploy.live, 30_000, `${name} live again`);
-    steps.push({ name, drains, stopMs, exitCode, readyMs: Date.now() - starting });
+    steps.push({ name, drains, stopMs, exitCode, readyMs });
   }
   return { steps };
+}
+
+/** Whether the web on `port` answers `GET /readyz` 200 (what the balancer asks, without its 1 s interval). */
+async function answersReady(port: number): Promise<boolean> {
+  const answer = await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined);
+  await answer?.body?.cancel();
+  return answer?.status === 200;
 }
 
 /** Whether the webs of `release` drain before they stop (releases before this one close at once). */
