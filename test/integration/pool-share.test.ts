@@ -6,14 +6,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { orderBody } from '../helpers/fixtures.js';
 import { startHeavyWeb, type HeavyWeb } from '../helpers/heavy-web.js';
+import { WIDE_HISTORY, keepInFlight, windowWithoutMatches } from '../helpers/read-attacks.js';
 import { createSigningClient } from '../helpers/signed-client.js';
 import type { Credentials } from '../helpers/test-service.js';
 import { TEST_STORE, THROUGH_PGBOUNCER } from '../helpers/test-store.js';
 
-/** B's history: orders created a second apart, BEFORE of them before the searched window. */
-const BEFORE = 20;
-const ORDERS = BEFORE + 2100;
-const ITEMS = 125;
+/** B's history: WIDE_HISTORY's orders created a second apart, some of them before the searched window. */
+const { orders: ORDERS, items: ITEMS } = WIDE_HISTORY;
 const IN_FLIGHT = 20;
 const LOAD_MS = 15_000;
 const TIMEOUT_MS = 600;
@@ -41,22 +40,11 @@ describe.runIf(TEST_STORE === 'postgres' && !THROUGH_PGBOUNCER)(
       await web?.close();
     });
 
-    // The window holds B's later orders, updated after the range; the range holds the items of the BEFORE orders,
-    // outside the window: no order matches, and with thousands on each side no narrow path serves, so the page is
-    // looked for through every item of the window.
-    const iso = (ms: number) => new Date(ms).toISOString();
-    const slowSearch = `/v1/orders?dateStart=${iso(T0 + BEFORE * 1000)}&dateEnd=${iso(T0 + ORDERS * 1000)}&itemUpdateDateStart=${iso(T0 + 60_000)}&itemUpdateDateEnd=${iso(T0 + 60_000 + BEFORE * 1000)}&limit=1`;
+    // No order matches, and the page is looked for through every item of the window (windowWithoutMatches).
+    const slowSearch = windowWithoutMatches(T0);
 
     it(`while B holds ${IN_FLIGHT} such searches in flight, A's orders are accepted (none 503) and its searches answered`, async () => {
-      let loading = true;
-      const bAnswers: string[] = [];
-      const bRuns = Array.from({ length: IN_FLIGHT }, async () => {
-        const c = clientOf(web!.heavy);
-        while (loading) {
-          const res = await c.request<{ orders?: unknown[] }>('GET', slowSearch);
-          bAnswers.push(`${res.status} ${res.svcStatus.join(',')} ${res.body.orders?.length ?? '-'}`);
-        }
-      });
+      const bRuns = keepInFlight(web!.baseUrl, web!.heavy, slowSearch, { inFlight: IN_FLIGHT, ms: LOAD_MS });
       const a = clientOf(web!.other);
       const orders: string[] = [];
       const searches: string[] = [];
@@ -69,8 +57,7 @@ describe.runIf(TEST_STORE === 'postgres' && !THROUGH_PGBOUNCER)(
         const search = await a.request('GET', '/v1/orders?limit=5');
         searches.push(`${search.status} ${search.svcStatus.join(',')}`);
       }
-      loading = false;
-      await Promise.all(bRuns);
+      const bAnswers = await bRuns;
       // B's searches found nothing, or were given up on (its own 503s, past its share or past the bound).
       expect(bAnswers.length).toBeGreaterThanOrEqual(IN_FLIGHT);
       expect(bAnswers.filter((a) => a !== '200 2000 0' && !a.startsWith('503 5030'))).toEqual([]);

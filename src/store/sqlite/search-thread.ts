@@ -9,7 +9,7 @@ export const SEARCH_THREAD_IDLE_MS = 30_000;
  * The thread's heap: a page is at most 100 orders and their items, a few MB; past this the thread stops
  * (ERR_WORKER_OUT_OF_MEMORY) and only its search fails.
  */
-const THREAD_HEAP_MB = 64;
+export const THREAD_HEAP_MB = 64;
 
 /**
  * Threads a process has at most, counting those let go that still finish a search given up on: terminating a thread
