@@ -96,13 +96,26 @@ export function postSigned(
   headers: Record<string, string> = {},
   requestId: string = crypto.randomUUID(),
 ): Promise<{ status: string | null; body: unknown }> {
+  return sendSigned(baseUrl, buyer, 'POST', path, body, headers, requestId);
+}
+
+/** A signed request (a GET when `body` is undefined); resolves with the response's Svc-Status and JSON body. */
+export function sendSigned(
+  baseUrl: string,
+  buyer: Buyer,
+  method: 'GET' | 'POST',
+  path: string,
+  body: string | undefined,
+  headers: Record<string, string> = {},
+  requestId: string = crypto.randomUUID(),
+): Promise<{ status: string | null; body: unknown }> {
   return new Promise((resolve, reject) => {
     const req = http.request(
       `${baseUrl}${path}`,
       {
-        method: 'POST',
+        method,
         agent: AGENT,
-        headers: { ...signedHeaders(buyer, 'POST', path, body, requestId), ...headers },
+        headers: { ...signedHeaders(buyer, method, path, body, requestId), ...headers },
       },
       (res) => {
         const chunks: Buffer[] = [];

@@ -1,14 +1,19 @@
 // Instructions per lone order, load-independent: the CPU a synchronous real order (no
 // `Prefer: respond-async`, 2 listings over 50, one in flight) costs the web or the worker, counted by valgrind's
-// callgrind instead of timed. The service runs as the Procfile runs it (compiled), on a fresh durable store and
+// callgrind instead of timed. --request dry-run|get: the same for the hot paths of dry-run.ts instead, a signed
+// dry run of one listing or a signed GET of one queued order, one in flight, in the web alone (no worker, no
+// clock), or with --process bare in the bare Express handler of servers.ts that dry-run.ts compares it with.
+// The service runs as the Procfile runs it (compiled), on a fresh durable store and
 // a private Redis; the process measured (--process web|worker) runs under callgrind with instrumentation off,
 // --warmup lone orders run first (V8 optimises the path), then instrumentation is switched on for --orders lone
 // orders, then for 10 s with no order, whose rate per second is taken off (timers' work grows with the run's
 // time, which callgrind and a busy machine stretch). Prints instructions per order of that process (its main
 // thread, and all its threads) and the commands Redis ran per order (INFO commandstats, Lua scripts' calls
 // included, all processes) over the same orders, less the idle rate likewise.
-//   node --import tsx scripts/bench/order-instructions.ts [--process worker] [--store sqlite] [--orders 200]
-//     [--warmup 600] [--checkout DIR] [--keep FILE]
+//   node --import tsx scripts/bench/order-instructions.ts [--process worker|web|bare] [--store sqlite]
+//     [--request order|dry-run|get] [--orders 200] [--warmup 600 (2000 for a dry run or a get)] [--checkout DIR]
+//     [--keep FILE]
+// --orders and --warmup count the requests of --request's kind.
 // --checkout DIR: run the service from another checkout (e.g. a `git worktree` of the commit before; built there
 // when stale, given this tree's node_modules when it has none); --keep FILE: keep callgrind's dump there (for
 // callgrind_annotate). Needs valgrind; about a minute per run.
@@ -18,10 +23,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import { Redis } from 'ioredis';
-import { postSigned, prepareBuyer, type Buyer } from './buyer.js';
+import { orderOf, postSigned, prepareBuyer, sendSigned, type Buyer } from './buyer.js';
 import { fiftyListings, redisCommandsSoFar, twoListingOrder } from './lone-orders.js';
 import {
   buildCheckout,
+  entryArgs,
+  running,
   startProcfileProcess,
   stopAllOnInterrupt,
   stopProcess,
@@ -32,22 +39,31 @@ import {
 import { parseStoreKinds, serviceEnv, stopPostgresServer } from './stores.js';
 import { callgrindTotal } from '../../test/helpers/process-stats.js';
 import { ensureRedis, freePort } from '../redis.js';
+import { spawnTracked } from '../../test/helpers/child-processes.js';
 
 const { values } = parseArgs({
   options: {
     process: { type: 'string', default: 'worker' },
+    request: { type: 'string', default: 'order' },
     store: { type: 'string', default: 'sqlite' },
     orders: { type: 'string', default: '200' },
-    warmup: { type: 'string', default: '600' },
+    warmup: { type: 'string' },
     checkout: { type: 'string' },
     keep: { type: 'string' },
   },
 });
 const MEASURED = values.process;
-if (MEASURED !== 'web' && MEASURED !== 'worker') throw new Error('--process: web or worker');
+const REQUEST = values.request;
+if (REQUEST !== 'order' && REQUEST !== 'dry-run' && REQUEST !== 'get')
+  throw new Error('--request: order, dry-run or get');
+if (MEASURED !== 'web' && MEASURED !== 'worker' && MEASURED !== 'bare')
+  throw new Error('--process: web, worker or bare');
+if ((MEASURED === 'bare') === (REQUEST === 'order') && MEASURED !== 'web')
+  throw new Error('--process worker goes with --request order, bare with dry-run or get');
 const [STORE] = parseStoreKinds(values.store);
 const ORDERS = Number(values.orders);
-const WARMUP = Number(values.warmup);
+// A dry run or a get is short: V8 optimises its path after more of them than it takes for an order.
+const WARMUP = Number(values.warmup ?? (REQUEST === 'order' ? 600 : 2000));
 const SERVICE_ROOT = path.resolve(values.checkout ?? ROOT);
 const IDLE_S = 10;
 process.env.BENCH_POSTGRES_DURABLE = 'true';
@@ -66,6 +82,20 @@ async function loneOrders(baseUrl: string, buyer: Buyer, n: number): Promise<voi
       throw new Error(
         'an order was answered still QUEUED: the measured process is too slow for ORDER_WAIT_MS',
       );
+  }
+}
+
+/** `n` signed dry runs of one listing, or gets of the order `orderId`, one after another; throws on any refused. */
+async function hotRequests(baseUrl: string, buyer: Buyer, n: number, orderId: number): Promise<void> {
+  const dryRun = JSON.stringify({ ...orderOf(buyer, [LISTINGS[0]!.listingId]), dryrun: true });
+  for (let i = 0; i < n; i++) {
+    const res =
+      REQUEST === 'get'
+        ? await sendSigned(baseUrl, buyer, 'GET', `/v1/orders/${orderId}`, undefined)
+        : await postSigned(baseUrl, buyer, '/v1/orders', dryRun);
+    // The bare handler answers no Svc-Status.
+    if (res.status !== null && res.status !== (REQUEST === 'get' ? '2000' : '2002'))
+      throw new Error(`${REQUEST} refused: ${res.status} ${JSON.stringify(res.body)}`);
   }
 }
 
@@ -119,21 +149,51 @@ async function main() {
       // Under callgrind a process runs ~50 times slower: the web waits for the outcome long enough.
       ORDER_WAIT_MS: '60000',
     });
-    for (const name of ['web', 'worker', 'clock'])
+    let orderId = 0;
+    if (MEASURED === 'bare') {
+      const [command, ...args] = [
+        ...callgrind(outFile),
+        process.execPath,
+        ...entryArgs('scripts/bench/servers.ts'),
+      ];
+      const log = fs.openSync(logFile, 'a');
       children.push(
-        startProcfileProcess(SERVICE_ROOT, name, env, logFile, name === MEASURED ? callgrind(outFile) : []),
+        spawnTracked(running, command!, args, {
+          cwd: ROOT,
+          env: { ...process.env, PORT: String(port) },
+          stdio: ['ignore', log, log],
+        }),
       );
-    const measured = children[MEASURED === 'web' ? 0 : 1]!;
-    // Under callgrind a process takes tens of seconds to start.
-    await waitFor(async () => (await fetch(`${baseUrl}/healthz`)).ok, 'the web', 300_000, 500);
-    await waitForWorkers(logFile, 1, 300_000);
-    say(`${WARMUP} lone orders of warm-up`);
-    await loneOrders(baseUrl, buyer, WARMUP);
+      fs.closeSync(log);
+      await waitFor(async () => (await fetch(`${baseUrl}/v1/orders/1`)).ok, 'the bare server', 300_000, 500);
+    } else {
+      // A dry run or a get needs the web alone: no worker or clock, whose work is not the request's.
+      for (const name of REQUEST === 'order' ? ['web', 'worker', 'clock'] : ['web'])
+        children.push(
+          startProcfileProcess(SERVICE_ROOT, name, env, logFile, name === MEASURED ? callgrind(outFile) : []),
+        );
+      // Under callgrind a process takes tens of seconds to start.
+      await waitFor(async () => (await fetch(`${baseUrl}/healthz`)).ok, 'the web', 300_000, 500);
+      if (REQUEST === 'order') await waitForWorkers(logFile, 1, 300_000);
+    }
+    const measured = children[MEASURED === 'worker' ? 1 : 0]!;
+    if (REQUEST === 'get' && MEASURED === 'web') {
+      // One real order, accepted and left queued (no worker runs), for the gets.
+      const placed = await postSigned(baseUrl, buyer, '/v1/orders', twoListingOrder(LISTINGS, buyer), {
+        prefer: 'respond-async',
+      });
+      if (placed.status !== '2010') throw new Error(`the order for the gets was refused: ${placed.status}`);
+      orderId = (placed.body as { orderId: number }).orderId;
+    }
+    const send = (n: number) =>
+      REQUEST === 'order' ? loneOrders(baseUrl, buyer, n) : hotRequests(baseUrl, buyer, n, orderId);
+    say(`${WARMUP} requests (${REQUEST}) of warm-up`);
+    await send(WARMUP);
     const pid = String(measured.pid);
     await run('callgrind_control', ['-i', 'on', pid]);
     const commandsBefore = await redisCommandsSoFar(redis);
     const started = performance.now();
-    await loneOrders(baseUrl, buyer, ORDERS);
+    await send(ORDERS);
     const seconds = (performance.now() - started) / 1000;
     const commands = (await redisCommandsSoFar(redis)) - commandsBefore - 1;
     await run('callgrind_control', ['-d', pid]);
@@ -151,11 +211,12 @@ async function main() {
     if (values.keep) fs.copyFileSync(`${outFile}.1-01`, values.keep);
     const perOrder = (busyN: number, idleN: number) =>
       Math.round((busyN - (idleN * seconds) / idleSeconds) / ORDERS).toLocaleString('en');
+    const what = REQUEST === 'order' ? 'lone order' : REQUEST;
     process.stdout.write(
-      `${STORE} ${MEASURED} (${SERVICE_ROOT}): instructions per lone order ${perOrder(busy.main, idle.main)} on ` +
-        `the main thread, ${perOrder(busy.all, idle.all)} on all threads; ` +
-        `${((commands - (idleCommands * seconds) / idleSeconds) / ORDERS).toFixed(1)} Redis commands per order ` +
-        `(${ORDERS} orders after ${WARMUP}, in ${seconds.toFixed(0)} s; idle per second taken off: ` +
+      `${STORE} ${MEASURED} (${MEASURED === 'bare' ? 'servers.ts' : SERVICE_ROOT}): instructions per ${what} ` +
+        `${perOrder(busy.main, idle.main)} on the main thread, ${perOrder(busy.all, idle.all)} on all threads; ` +
+        `${((commands - (idleCommands * seconds) / idleSeconds) / ORDERS).toFixed(1)} Redis commands per ${what} ` +
+        `(${ORDERS} after ${WARMUP}, in ${seconds.toFixed(0)} s; idle per second taken off: ` +
         `${Math.round(idle.main / idleSeconds).toLocaleString('en')} instructions on the main thread, ` +
         `${(idleCommands / idleSeconds).toFixed(1)} commands)\n`,
     );

@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import http, { type IncomingMessage, type ServerOptions, type ServerResponse } from 'node:http';
 import express, { type Request, type RequestHandler } from 'express';
 import type { Deps } from '../deps.js';
 import { marketplaceDomains } from '../domain/marketplace.js';
@@ -33,8 +33,14 @@ export interface AppOptions {
 
 const MAX_BODY_BYTES = 1024 * 1024;
 
-/** The service's request listener: Express for everything but the signed paths, which `signedRoutes` answers. */
-export type App = ((req: IncomingMessage, res: ServerResponse) => void) & { express: express.Express };
+/**
+ * The service's request listener: Express for everything but the signed paths, which `signedRoutes` answers.
+ * `serverOptions`: the request and response classes for its server (createHttpServer), Express's own.
+ */
+export type App = ((req: IncomingMessage, res: ServerResponse) => void) & {
+  express: express.Express;
+  serverOptions: Pick<ServerOptions, 'IncomingMessage' | 'ServerResponse'>;
+};
 
 /** Content negotiation, with the common cases (no Accept, JSON, anything) answered without parsing. */
 function acceptsJson(req: Request): boolean {
@@ -59,6 +65,7 @@ const acceptGuard: RequestHandler = (req, _res, next) => {
 /** The whole HTTP front; it never listens (src/processes/web.process.ts does), so tests hand it to supertest. */
 export function createApp(deps: Deps, options: AppOptions = {}): App {
   const app = express();
+  const serverOptions = expressClasses(app);
   app.disable('x-powered-by');
   app.disable('etag');
   app.set('trust proxy', deps.config.TRUST_PROXY);
@@ -101,7 +108,30 @@ export function createApp(deps: Deps, options: AppOptions = {}): App {
     if (draining()) res.setHeader('Connection', 'close');
     if (!answerSigned(req, res)) app(req, res);
   };
-  return Object.assign(listener, { express: app });
+  return Object.assign(listener, { express: app, serverOptions });
+}
+
+/**
+ * Request and response classes whose instances are born with Express's prototypes, which become `app`'s. Express
+ * gives each request and response its prototype once they are made (Object.setPrototypeOf); V8 then no longer
+ * recognises the shapes of the next ones Node's HTTP server makes, and every request paid for lookups missing
+ * V8's inline caches, in Node's request, response, stream and event code as in ours. A server made with these
+ * classes (createHttpServer) leaves nothing to change: Express keeps a prototype that is already its own.
+ */
+function expressClasses(app: express.Express): Pick<ServerOptions, 'IncomingMessage' | 'ServerResponse'> {
+  class Request extends http.IncomingMessage {}
+  class Response extends http.ServerResponse {}
+  for (const [made, key] of [
+    [Request, 'request'],
+    [Response, 'response'],
+  ] as const) {
+    // What Express made: `app` defined on an object whose prototype holds its methods.
+    const own = app[key] as object;
+    Object.setPrototypeOf(made.prototype, Object.getPrototypeOf(own));
+    Object.defineProperties(made.prototype, Object.getOwnPropertyDescriptors(own));
+    (app as { request: object; response: object })[key] = made.prototype;
+  }
+  return { IncomingMessage: Request, ServerResponse: Response as typeof http.ServerResponse };
 }
 
 /**

@@ -26,11 +26,13 @@ export function serverTimeouts(timeoutMs: number): http.ServerOptions {
 
 /** The HTTP server of an app, with its timeouts and with what node's parser refuses answered as the API answers. */
 export function createHttpServer(
-  app: http.RequestListener,
+  app: http.RequestListener & { serverOptions?: http.ServerOptions },
   config: Pick<Config, 'HTTP_REQUEST_TIMEOUT_MS'>,
   logger: Logger,
 ): http.Server {
-  const server = http.createServer(serverTimeouts(config.HTTP_REQUEST_TIMEOUT_MS), app);
+  // The app's own request and response classes, when it has them (app.ts, expressClasses).
+  const options = { ...serverTimeouts(config.HTTP_REQUEST_TIMEOUT_MS), ...app.serverOptions };
+  const server = http.createServer(options, app);
   server.on('clientError', answerClientError(logger, config.HTTP_REQUEST_TIMEOUT_MS));
   return server;
 }

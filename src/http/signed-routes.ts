@@ -97,8 +97,9 @@ function chain(front: SignedFront, handlers: RequestHandler[]): Listener {
     req.baseUrl = '';
     req.res = res;
     res.req = req;
-    Object.setPrototypeOf(req, app.request);
-    Object.setPrototypeOf(res, app.response);
+    // A server made with the app's classes (app.ts) made them with these already: changed, they cost V8's caches.
+    if (Object.getPrototypeOf(req) !== app.request) Object.setPrototypeOf(req, app.request);
+    if (Object.getPrototypeOf(res) !== app.response) Object.setPrototypeOf(res, app.response);
     res.locals ??= Object.create(null) as Response['locals'];
     let index = 0;
     const fail = (err: unknown) => {

@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import supertest from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHttpServer } from '../../src/http/http-server.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
 import { signedHeaders } from '../helpers/signed-client.js';
 import { createTestService, signed, type Credentials, type TestService } from '../helpers/test-service.js';
@@ -100,5 +101,29 @@ describe('the signed routes', () => {
     expect(put.status).toBe(405);
     expect(put.headers['svc-status']).toBe('4050');
     expect(put.headers.allow).toBe('POST');
+  });
+
+  it("answers on the web's own server, whose requests and responses are born Express's, as on any other", async () => {
+    const web = createHttpServer(service.app, service.config, service.deps.logger).listen(0, '127.0.0.1');
+    await new Promise((resolve) => web.once('listening', resolve));
+    try {
+      const base = `http://127.0.0.1:${(web.address() as AddressInfo).port}`;
+      const orderId = await placedOrderId();
+      const path = `/v1/orders/${orderId}`;
+      const got = await supertest(base)
+        .get(path)
+        .set(signedHeaders(buyer, 'GET', path, undefined));
+      expect(got.headers['svc-status']).toBe('2000');
+      expect(got.body.orderId).toBe(orderId);
+      // Express's own paths, and its 404, on the same requests.
+      expect((await supertest(base).get('/healthz')).body).toEqual({ status: 'ok' });
+      const none = await supertest(base).get('/v2/nothing');
+      expect(none.status).toBe(404);
+      expect(none.headers['svc-status']).toBe('4042');
+      const wrong = await supertest(base).put('/v1/order-batches').send('{}');
+      expect(wrong.headers['svc-status']).toBe('4050');
+    } finally {
+      await new Promise((resolve) => web.close(resolve));
+    }
   });
 });
