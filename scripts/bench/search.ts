@@ -448,13 +448,9 @@ function sectionBody(
       : 'the statements that search needed (the count that picks the path for an update range, then the one statement for the page with its items), run through the probe with rows as pg parses them and nothing built';
   return `Command: \`${command}\`
 
-Store: ${n(stats.orders)} orders, ${n(stats.items)} items, ${n(stats.clients)} clients, ${n(stats.vendors)} vendors over one year; the largest client has ${n(largest.orders)} orders.${generated ? ` Generated in ${generated.seconds} s (seed ${generated.seed}, ${Math.round(generated.bytes / 1e6)} MB).` : ''}
-Machine: ${os.cpus()[0]?.model ?? 'unknown CPU'} (${os.cpus().length} cores, shared), Node ${process.version}, ${bench.describe}.
+Store: ${n(stats.orders)} orders, ${n(stats.items)} items, ${n(stats.clients)} clients, ${n(stats.vendors)} vendors over one year; the largest client has ${n(largest.orders)} orders.${generated ? ` Generated in ${generated.seconds} s (seed ${generated.seed}, ${Math.round(generated.bytes / 1e6)} MB).` : ''} Machine: ${os.cpus()[0]?.model ?? 'unknown CPU'} (${os.cpus().length} cores, shared), Node ${process.version}, ${bench.describe}.
 
-Milliseconds per search, ${ITERATIONS} samples per row after one untimed run per client. "p50…p99" is the service path in process
-(query parsing, cursor opening (and the order key it names) and sealing, the store adapter's search, response building, JSON text; no HTTP or signature check);
-"bare" is ${bareText}. "path" is the access path ${adapter} chose (see its \`chooseDriver\`).
-The gap between the two is building the response and, when more orders follow, sealing the cursor that \`next\` is (no store write).
+Milliseconds per search, ${ITERATIONS} samples per row after one untimed run per client. "p50…p99" is the service path in process (query parsing, cursor opening (and the order key it names) and sealing, the store adapter's search, response building, JSON text; no HTTP or signature check); "bare" is ${bareText}. "path" is the access path ${adapter} chose (see its \`chooseDriver\`). The gap between the two is building the response and, when more orders follow, sealing the cursor that \`next\` is (no store write).
 
 ${table(drawn, biggest)}
 
@@ -466,7 +462,7 @@ ${KIND === 'postgres' ? POSTGRES_LIMITS : ''}`;
 
 // Found apart from this script (EXPLAIN ANALYZE of the adapter's statements on the same generated store).
 const POSTGRES_LIMITS = `
-What limits these figures: every search is at least one round trip to the server with a statement planned afresh (bare p50 0.4–0.9 ms for the paths that read few rows), and a page given a \`next\` first reads the key of the order it names (one more round trip). The p95 over 5 ms: (1) an item update range over 2,000 items: its probe (one statement) counts up to 2,000 items of the range, then up to 30,000 entries of the window in result order, then up to 2,000 orders, as \`chooseDriver\` needs them, and the page then reads what the chosen path reads (a larger client's wide range pays the probe's entries twice); (2) vendorId with a narrow update range, when PostgreSQL runs the page with a parallel worker (Gather Merge, whose start alone took 5–7 ms when an earlier plan had one: the adapter's sessions now run with \`max_parallel_workers_per_gather = 0\`); (3) limit=100: 101 orders with their items in one JSON document; the server runs it in about 2 ms at p95, the rest is the transfer, JSON parsing in Node and the shared machine.
+What limits these figures: every search is at least one round trip to the server with a statement planned afresh (bare p50 0.4–0.9 ms for the paths that read few rows), and a page given a \`next\` first reads the key of the order it names (one more round trip). What the dearest rows pay: (1) an item update range over 2,000 items: its probe (one statement) counts up to 2,000 items of the range, then up to 30,000 entries of the window in result order, then up to 2,000 orders, as \`chooseDriver\` needs them, and the page then reads what the chosen path reads (a larger client's wide range pays the probe's entries twice); (2) vendorId with a narrow update range, when PostgreSQL runs the page with a parallel worker (Gather Merge, whose start alone took 5–7 ms when an earlier plan had one: the adapter's sessions now run with \`max_parallel_workers_per_gather = 0\`); (3) limit=100: 101 orders with their items in one JSON document; the server runs it in about 2 ms at p95, the rest is the transfer, JSON parsing in Node and the shared machine.
 
 The machine has 2 cores shared with other users' test runs: p95 and p99 move by a few ms between runs; the ratio within a row is steadier.
 `;
