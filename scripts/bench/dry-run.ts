@@ -16,8 +16,16 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { createSigningClient, signedHeaders } from '../../test/helpers/signed-client.js';
-import { buildCheckout, entryArgs, profileArgs, ROOT, RUNTIME, runBench } from './processes.js';
-import { readProcfile } from '../procfile.js';
+import {
+  buildCheckout,
+  entryArgs,
+  profileArgs,
+  ROOT,
+  RUNTIME,
+  runBench,
+  startProcfileProcess,
+  waitForWeb,
+} from './processes.js';
 import {
   freshStore,
   parseStoreKinds,
@@ -47,20 +55,14 @@ const CONNECTIONS = 32;
 const ROUNDS = 3;
 
 /** Starts a server entry in its own process and resolves once `readyUrl` answers. */
-function startProcess(entry: string, env: NodeJS.ProcessEnv, readyUrl: string, nodeArgs: string[] = []) {
-  return startNode([...nodeArgs, ...entryArgs(entry)], ROOT, env, readyUrl, entry);
-}
-
-/** Starts node with `args` in `cwd` and resolves once `readyUrl` answers. */
-async function startNode(
-  args: string[],
-  cwd: string,
+async function startProcess(
+  entry: string,
   env: NodeJS.ProcessEnv,
   readyUrl: string,
-  entry: string,
+  nodeArgs: string[] = [],
 ) {
-  const child: ChildProcess = spawn(process.execPath, args, {
-    cwd,
+  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, ...entryArgs(entry)], {
+    cwd: ROOT,
     env,
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -138,15 +140,15 @@ async function main() {
   const before = checkout
     ? await (async () => {
         await buildCheckout(checkout);
-        const port = await freePort();
-        const started = await startNode(
-          readProcfile(checkout).web!,
+        const base = `http://127.0.0.1:${await freePort()}`;
+        const child = startProcfileProcess(
           checkout,
-          serviceEnv(store, { ...env, PORT: String(port) }),
-          `http://127.0.0.1:${port}/v1/orders`,
-          `${checkout}'s web`,
+          'web',
+          serviceEnv(store, { ...env, PORT: new URL(base).port }),
+          path.join(dir, 'before-web.log'),
         );
-        return { child: started, base: `http://127.0.0.1:${port}` };
+        await waitForWeb(base, child);
+        return { child, base };
       })()
     : undefined;
   const bare = await startProcess(

@@ -4,7 +4,7 @@
 // nothing left, the start a process needs once the steps are done. PostgreSQL durable (a private server with fsync
 // on, or DATABASE_URL's), SQLite as the service opens it. Writes the "Migration steps at 1,000,000 orders" section.
 //   node --import tsx scripts/bench/migration-steps.ts [--orders 1000000] [--stores sqlite,postgres] [--write]
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { COVERING_INDEX } from '../../src/store/postgres/items-updated-covering.migration.js';
@@ -14,7 +14,7 @@ import { benchArgs } from './bench-args.js';
 import { printSection } from './benchmarks-file.js';
 import { BENCH_STORE_SHAPE, generateOrders } from './generate-orders.js';
 import { migrationStepsSection, type StepTiming } from './migration-steps-report.js';
-import { ROOT, runBench } from './processes.js';
+import { buildCheckout, ROOT, runBench } from './processes.js';
 import {
   freshStore,
   parseStoreKinds,
@@ -167,7 +167,7 @@ async function main() {
   const orders = Number(values.orders);
   // The section's title names the size: figures of another size are printed, never written under it.
   if (values.write && orders !== 1_000_000) throw new Error('--write is for --orders 1000000 only');
-  execFileSync('bash', [path.join(ROOT, 'scripts/build.sh'), '--if-stale'], { stdio: 'inherit' });
+  await buildCheckout(ROOT);
   const timings: StepTiming[] = [];
   const startS: Partial<Record<StoreKind, number>> = {};
   try {
