@@ -83,6 +83,8 @@ export interface Floor {
   fdatasyncMs: number;
   pgbenchMs?: number;
   redisMs: number;
+  /** BullMQ's own no-op job at each number in flight of the rows (noop-floor.ts): ms at p50, Redis commands. */
+  noop?: { inFlight: number; p50Ms: number; redisCommands: number }[];
 }
 
 /** The durable commits of one order on `kind`: COMMITS fdatasyncs on SQLite, COMMITS pgbench transactions on PostgreSQL. */

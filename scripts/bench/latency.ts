@@ -3,7 +3,8 @@
 // (web, worker, clock, compiled), on each store made durable (SQLite's commits flushed, PostgreSQL with fsync),
 // one client posting 2-listing orders over 50 listings, first one order in flight, then 16; beside it the floor
 // on this machine in the same run: one fdatasync of 4 KiB, one transaction of a single pgbench client, one
-// Redis round trip.
+// Redis round trip, and BullMQ's own no-op job at each number in flight with a worker taking as many jobs at once
+// as the service's (its wait and its Redis commands per job).
 //   node --import tsx scripts/bench/latency.ts [--stores sqlite,postgres] [--orders 400] [--warmup 2000]
 //     [--block 50] [--idle 5] [--checkout DIR] [--stages | --stages-only] [--json] [--write]
 // Each row also gives the CPU time per order of the web, the worker and the whole machine, and the Redis commands
@@ -66,7 +67,8 @@ import {
 import { machineBusySeconds, treeCpuSeconds } from '../../test/helpers/process-stats.js';
 import { percentile } from './samples.js';
 import { writeSection } from './benchmarks-file.js';
-import { ensureRedis, freePort, startPrivateRedis } from '../redis.js';
+import { ensureRedis, freePort, startPrivateRedis, type RunningRedis } from '../redis.js';
+import { noopFloor } from './noop-floor.js';
 import { benchArgs } from './bench-args.js';
 
 const values = benchArgs({
@@ -360,6 +362,11 @@ interface Result {
 
 function table(results: readonly Result[], floor: Floor): string {
   const ms = (n: number) => n.toFixed(1);
+  const noopAt = (inFlight: number) => floor.noop?.find((n) => n.inFlight === inFlight);
+  const noopCommands = (inFlight: number) => {
+    const noop = noopAt(inFlight);
+    return noop ? ` (no-op job ${noop.redisCommands.toFixed(1)})` : '';
+  };
   const lines = [
     `Real orders without respond-async, 2 listings over ${LISTINGS.length}, one client, ${ORDERS} timed per row` +
       ` (each after ${WARMUP} not timed, as many in flight) in blocks of ${BLOCK}` +
@@ -380,7 +387,7 @@ function table(results: readonly Result[], floor: Floor): string {
           ? `p50 ≤ ${ms(commits + 3)}, p99 ≤ 3× p50`
           : `p99 ≤ ${store === 'sqlite' ? 50 : 80}`;
       lines.push(
-        `| ${store} | ${service} | ${row.inFlight} | ${ms(row.p50)} | ${ms(row.p99)} | ${ms(row.max)} | ${(row.p99 / row.p50).toFixed(1)} | ${ms(Math.min(...row.blockP50s))}–${ms(Math.max(...row.blockP50s))} | ${ms(commits)} | ${aim} | ${row.cpu.web.toFixed(2)} / ${row.cpu.worker.toFixed(2)} / ${row.cpu.machine.toFixed(2)} | ${row.redisCommands.toFixed(1)} |`,
+        `| ${store} | ${service} | ${row.inFlight} | ${ms(row.p50)} | ${ms(row.p99)} | ${ms(row.max)} | ${(row.p99 / row.p50).toFixed(1)} | ${ms(Math.min(...row.blockP50s))}–${ms(Math.max(...row.blockP50s))} | ${ms(commits)} | ${aim} | ${row.cpu.web.toFixed(2)} / ${row.cpu.worker.toFixed(2)} / ${row.cpu.machine.toFixed(2)} | ${row.redisCommands.toFixed(1)}${noopCommands(row.inFlight)} |`,
       );
     }
   }
@@ -402,9 +409,49 @@ function table(results: readonly Result[], floor: Floor): string {
       `; Redis round trip p50 ${floor.redisMs.toFixed(3)} ms. CPU from /proc at 100 ticks a second: the web and` +
       ` the worker with their children; "machine" is every busy core (Redis, the database and this bench too).`,
   );
+  if (floor.noop?.length)
+    lines.push(
+      '',
+      `The queue alone: BullMQ's own no-op job (scripts/bench/noop-floor.ts) on the same machine after the rows, ` +
+        `a ${ORDER_JOB_BYTES}-byte payload as an order's job, its worker (a process of its own) taking ${WORKER_CONCURRENCY} ` +
+        `jobs at once as the service's does, each job timed from its add to its \`completed\` event seen, ` +
+        `${WARMUP} first not counted: ` +
+        floor.noop
+          .map(
+            (n) =>
+              `${n.inFlight} in flight p50 ${n.p50Ms.toFixed(2)} ms, ${n.redisCommands.toFixed(1)} Redis commands per job`,
+          )
+          .join('; ') +
+        ". The Redis commands column gives the no-op job's beside each row.",
+    );
   if (answeredQueued > 0)
     lines.push(`${answeredQueued} orders answered still QUEUED (ORDER_WAIT_MS ran out).`);
   return lines.join('\n');
+}
+
+/** The jobs a worker process of the service takes at once: config.ts's default unless the bench's env sets it. */
+const WORKER_CONCURRENCY = Number(process.env.WORKER_CONCURRENCY || 32);
+/** An order's job as the web adds it: `{"orderId":N}`. */
+const ORDER_JOB_BYTES = 16;
+
+/**
+ * BullMQ's own no-op job on the run's Redis at each number in flight of the rows, its worker taking as many jobs at
+ * once as the service's does (at one in flight it then looks for a second job after taking each, as the service's
+ * worker does), warmed up and counted as the rows are: what the queue alone costs an order of the same shape.
+ */
+async function noopJobs(redis: RunningRedis): Promise<NonNullable<Floor['noop']>> {
+  const rows: NonNullable<Floor['noop']> = [];
+  for (const inFlight of IN_FLIGHT) {
+    const floor = await noopFloor(redis.url, {
+      jobs: ORDERS,
+      inFlight,
+      payloadBytes: ORDER_JOB_BYTES,
+      workerConcurrency: WORKER_CONCURRENCY,
+      warmup: WARMUP,
+    });
+    rows.push({ inFlight, p50Ms: floor.p50Ms, redisCommands: floor.redisCommands });
+  }
+  return rows;
 }
 
 /** A traced pass of lone orders on the service of `tree`: the spans of its timed orders. */
@@ -448,6 +495,7 @@ async function main() {
           fdatasyncMs: fdatasyncP50(),
           ...(STORES.includes('postgres') ? { pgbenchMs: await pgbenchOneClientMs() } : {}),
           redisMs: await redisRoundTripP50(redis.url),
+          noop: await noopJobs(redis),
         };
     if (values.json)
       process.stdout.write(

@@ -11,6 +11,7 @@ import { Queue, QueueEvents, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { treeCpuSeconds } from '../../test/helpers/process-stats.js';
 import { redisCommandsSoFar } from './lone-orders.js';
+import { percentile } from './samples.js';
 
 /** What the no-op jobs cost, per job. */
 export interface Floor {
@@ -20,6 +21,8 @@ export interface Floor {
   cpuMs: { adding: number; worker: number; redis: number };
   /** Commands Redis ran per job (INFO commandstats: those run inside BullMQ's scripts included). */
   redisCommands: number;
+  /** Each job's time from its add to its `completed` event seen, ms at p50. */
+  p50Ms: number;
 }
 
 const QUEUE = 'noop';
@@ -44,7 +47,9 @@ const ownCpu = () => {
 
 /**
  * `jobs` no-op jobs through BullMQ on `redisUrl`, `inFlight` at once, each with a payload of `payloadBytes`;
- * `redisPid`: the Redis server's process, to read its CPU (none: Redis's CPU is not counted).
+ * `redisPid`: the Redis server's process, to read its CPU (none: Redis's CPU is not counted);
+ * `workerConcurrency`: the jobs the worker takes at once (`inFlight` when not given: it then never has a slot free
+ * while jobs wait); `warmup`: jobs run first, at the same number in flight, and not counted.
  */
 export async function noopFloor(
   redisUrl: string,
@@ -53,7 +58,16 @@ export async function noopFloor(
     inFlight,
     payloadBytes,
     redisPid,
-  }: { jobs: number; inFlight: number; payloadBytes: number; redisPid?: number },
+    workerConcurrency = inFlight,
+    warmup = 0,
+  }: {
+    jobs: number;
+    inFlight: number;
+    payloadBytes: number;
+    redisPid?: number;
+    workerConcurrency?: number;
+    warmup?: number;
+  },
 ): Promise<Floor> {
   const prefix = `benchfloor${process.pid}`;
   const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
@@ -72,7 +86,7 @@ export async function noopFloor(
       '--prefix',
       prefix,
       '--concurrency',
-      String(inFlight),
+      String(workerConcurrency),
     ],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
@@ -98,6 +112,23 @@ export async function noopFloor(
       await new Promise<void>((resolve) => waiting.set(id, resolve));
       waiting.delete(id);
     };
+    /** `n` jobs, `inFlight` at once; each one's ms from its add to its end seen. */
+    const run = async (n: number) => {
+      const ms: number[] = [];
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: Math.min(inFlight, n) }, async () => {
+          while (next < n) {
+            next += 1;
+            const started = performance.now();
+            await oneJob();
+            ms.push(performance.now() - started);
+          }
+        }),
+      );
+      return ms;
+    };
+    await run(warmup);
     const cpuBefore = {
       adding: ownCpu(),
       worker: treeCpuSeconds(worker.pid!),
@@ -105,15 +136,7 @@ export async function noopFloor(
     };
     const commandsBefore = await redisCommandsSoFar(connection);
     const started = performance.now();
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: Math.min(inFlight, jobs) }, async () => {
-        while (next < jobs) {
-          next += 1;
-          await oneJob();
-        }
-      }),
-    );
+    const ms = await run(jobs);
     const seconds = (performance.now() - started) / 1000;
     // The INFO call that reads the count is itself one command.
     const commands = (await redisCommandsSoFar(connection)) - commandsBefore - 1;
@@ -127,6 +150,7 @@ export async function noopFloor(
         redis: redisPid ? perJob(treeCpuSeconds(redisPid), cpuBefore.redis) : NaN,
       },
       redisCommands: commands / jobs,
+      p50Ms: percentile(ms, 50),
     };
   } finally {
     if (worker.exitCode === null) {
