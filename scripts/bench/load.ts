@@ -201,6 +201,22 @@ async function benchOnce(kind: StoreKind, setup: Setup, durationS: number, rateP
   }
 }
 
+/**
+ * The peak RSS (VmHWM) of the run's web, clock and workers, in MiB, as `web / clock / w1, w2, …`. A web cluster's
+ * figure is its primary's (the process started), not its forks'.
+ */
+function peakRss(report: LoadReport): string {
+  const mib = (name: string) => {
+    const bytes = report.processes.find((p) => p.name === name)?.peakRssBytes;
+    return bytes === undefined ? '-' : String(Math.round(bytes / 2 ** 20));
+  };
+  const workers = report.processes
+    .filter((p) => p.name.startsWith('worker '))
+    .map((p) => Math.round(p.peakRssBytes / 2 ** 20))
+    .join(', ');
+  return `${mib('web')} / ${mib('clock')} / ${workers || '-'}`;
+}
+
 function summary(runs: Run[]): string {
   const rows = runs.map((run) => {
     const { orders, kinds } = run.report;
@@ -217,12 +233,12 @@ function summary(runs: Run[]): string {
     return (
       `| ${run.latencyMs} | ${run.web} | ${run.workers} | ${run.drain.perSecond}${scale} | ${run.drain.coresBusy} | ${Math.round(all / run.report.durationS)} | ` +
       `${Math.round(orders.accepted / run.report.durationS)} | ${orders.peakBacklog} | ` +
-      `${p99('dry-run')} / ${p99('order-async')} / ${p99('get')} / ${p99('search')} | ${run.eventLoopP99Ms} | ${refused} | ${unexpected} | ${clean} |`
+      `${p99('dry-run')} / ${p99('order-async')} / ${p99('get')} / ${p99('search')} | ${run.eventLoopP99Ms} | ${refused} | ${unexpected} | ${peakRss(run.report)} | ${clean} |`
     );
   });
   return [
-    '| payment latency ms | web | workers | backlog drain, orders/s | cores busy in drain | mixed load, requests/s | orders accepted/s | peak backlog | p99 ms dry run / order / get / search | web event-loop p99 ms (10 = no delay) | 4291 (deliberate) | unexpected answers | all exited 0 on SIGTERM |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| payment latency ms | web | workers | backlog drain, orders/s | cores busy in drain | mixed load, requests/s | orders accepted/s | peak backlog | p99 ms dry run / order / get / search | web event-loop p99 ms (10 = no delay) | 4291 (deliberate) | unexpected answers | peak RSS MiB: web / clock / each worker | all exited 0 on SIGTERM |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
   ].join('\n');
 }
@@ -270,17 +286,15 @@ async function main() {
         ? `Here the mix is sent at ${ratePerS} requests/s in all (autocannon's overallRate, split by the shares), below what the service answers flat out, so that the web's event-loop delay is not a queue of requests. `
         : '') +
       'Payment latency is the sandbox processor delay (`SANDBOX_PAYMENT_LATENCY_MS`) that a real processor would add. ' +
-      'Peak RSS is the kernel’s VmHWM of each process at the end of the run. Logs at info, as JSON lines to a file.',
+      'Peak RSS is the kernel’s VmHWM of each process at the end of the run (aims: web ≤ 120 MiB, the clock and each worker ≤ 90 MiB). Logs at info, as JSON lines to a file.',
     '',
     summary(runs),
-    '',
-    ...runs.flatMap((run) => [
-      `### ${run.web} web, ${run.workers} worker${run.workers > 1 ? 's' : ''}, payment latency ${run.latencyMs} ms`,
-      '',
-      formatReport(run.report),
-      '',
-    ]),
   ].join('\n');
+  // Each run's own report is printed, not written: the file keeps the table.
+  for (const run of runs)
+    say(
+      `${run.web} web, ${run.workers} worker${run.workers > 1 ? 's' : ''}, payment latency ${run.latencyMs} ms:\n${formatReport(run.report)}`,
+    );
   // Runs from source keep the sections of the figures before the compiled build.
   const title = `Load${kind === 'sqlite' ? '' : ' (PostgreSQL)'}${RUNTIME === 'tsx' ? '' : ', compiled'}`;
   printSection(title, body, values.write);
