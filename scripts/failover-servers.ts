@@ -10,7 +10,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { postgresProbe } from '../test/helpers/postgres.probe.js';
 import {
-  findPostgresBinDir,
+  requirePostgresBinDir,
   postgresOwnedDir,
   runAsPostgres,
   startPrivatePostgres,
@@ -160,8 +160,7 @@ export interface RunningPostgresPair {
 
 /** A PostgreSQL primary and its synchronous standby. */
 export async function startPostgresPair(): Promise<RunningPostgresPair> {
-  const binDir = findPostgresBinDir();
-  if (!binDir) throw new Error('PostgreSQL is not installed (initdb, pg_ctl, pg_basebackup)');
+  const binDir = requirePostgresBinDir('initdb, pg_ctl, pg_basebackup');
   // A commit waits for the standby: synchronous_commit on (startPrivatePostgres turns it off for speed).
   const primary: RunningPostgres = await startPrivatePostgres({
     settings: ['synchronous_commit=on', 'wal_level=replica', 'max_wal_senders=10', 'wal_keep_size=256MB'],

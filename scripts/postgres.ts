@@ -60,6 +60,13 @@ export function findPostgresBinDir(): string | null {
   return null;
 }
 
+/** The folder of PostgreSQL's tools; throws naming `tools` (what the caller runs) when there is none. */
+export function requirePostgresBinDir(tools: string): string {
+  const bin = findPostgresBinDir();
+  if (!bin) throw new Error(`PostgreSQL is not installed on this machine (${tools})`);
+  return bin;
+}
+
 /** Installs Debian package `name` when we are root and apt-get exists; false when we may not. */
 export function aptInstall(name: string, missing: string): boolean {
   if (!isRoot() || !fs.existsSync('/usr/bin/apt-get')) return false;

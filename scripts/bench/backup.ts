@@ -21,7 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { secretsKeyFile } from '../../src/store/secrets/secrets-key.js';
-import { createDatabase, dropDatabase, findPostgresBinDir } from '../postgres.js';
+import { createDatabase, dropDatabase, requirePostgresBinDir } from '../postgres.js';
 import { ensureRedis, freePort } from '../redis.js';
 import { benchArgs } from './bench-args.js';
 import { printSection } from './benchmarks-file.js';
@@ -107,11 +107,7 @@ async function backUp(store: BenchStore, dir: string): Promise<string> {
   return dump;
 }
 
-function postgresBin(): string {
-  const bin = findPostgresBinDir();
-  if (!bin) throw new Error('no PostgreSQL tools (pg_dump, pg_restore) on this machine');
-  return bin;
-}
+const postgresBin = (): string => requirePostgresBinDir('pg_dump, pg_restore');
 
 /** The copy restored as docs/operating.md says, into an empty folder or a new database: that store. */
 async function restore(store: BenchStore, copy: string, dir: string): Promise<BenchStore> {

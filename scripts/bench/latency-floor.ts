@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { percentile } from './samples.js';
 import { postgresServer, type StoreKind } from './stores.js';
-import { createDatabase, dropDatabase, findPostgresBinDir } from '../postgres.js';
+import { createDatabase, dropDatabase, requirePostgresBinDir } from '../postgres.js';
 
 /** One write of 4 KiB and its fdatasync, `n` times, in the folder SQLite's files are made in; ms at p50. */
 export function fdatasyncP50(n = 200): number {
@@ -34,8 +34,7 @@ export function fdatasyncP50(n = 200): number {
 
 /** pgbench's TPC-B-like transaction from one client (-c 1 -j 1, prepared) on the durable server; average ms. */
 export async function pgbenchOneClientMs(seconds = 5): Promise<number> {
-  const bin = findPostgresBinDir();
-  if (!bin) throw new Error('pgbench: PostgreSQL is not installed');
+  const bin = requirePostgresBinDir('pgbench');
   const serverUrl = (await postgresServer()).url;
   const name = `pgbench_latency_${process.pid}`;
   await dropDatabase(serverUrl, name);

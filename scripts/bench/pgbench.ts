@@ -3,7 +3,7 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { createDatabase, dropDatabase, findPostgresBinDir } from '../postgres.js';
+import { createDatabase, dropDatabase, requirePostgresBinDir } from '../postgres.js';
 
 export interface PgbenchResult {
   clients: number;
@@ -16,8 +16,7 @@ export async function runPgbench(
   serverUrl: string,
   { clients = 8, seconds = 20, scale = 8 }: { clients?: number; seconds?: number; scale?: number } = {},
 ): Promise<PgbenchResult> {
-  const bin = findPostgresBinDir();
-  if (!bin) throw new Error('pgbench: PostgreSQL is not installed');
+  const bin = requirePostgresBinDir('pgbench');
   const pgbench = path.join(bin, 'pgbench');
   const name = `pgbench_${process.pid}`;
   await dropDatabase(serverUrl, name);

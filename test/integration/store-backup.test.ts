@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createDatabase, dropDatabase, findPostgresBinDir } from '../../scripts/postgres.js';
+import { createDatabase, dropDatabase, requirePostgresBinDir } from '../../scripts/postgres.js';
 import { freePort } from '../../scripts/redis.js';
 import { secretsKeyFile } from '../../src/store/secrets/secrets-key.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
@@ -164,8 +164,7 @@ async function postgresDumpRestored(): Promise<void> {
   expect(refused.code).toBe(1);
   expect(refused.stderr).toContain('pg_dump');
 
-  const bin = findPostgresBinDir();
-  if (!bin) throw new Error('no PostgreSQL tools: the test setup installs them with the server');
+  const bin = requirePostgresBinDir('pg_dump, pg_restore: the test setup installs them with the server');
   const load = orderLoad();
   while (load.answered.length < 20) await new Promise((r) => setTimeout(r, 50));
   const began = Date.now();
