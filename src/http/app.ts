@@ -10,6 +10,7 @@ import { ApiError, errorHandler } from './errors.js';
 import { sharedInFlight } from '../services/read-cache.js';
 import { openApiDocument } from './openapi.js';
 import { queryGuard } from './query-guard.js';
+import { chargeBeforeError } from './rate-limit.js';
 import { decodeBody, rawBody } from './raw-body.js';
 import { requestContext } from './request-context.js';
 import { signedRoutes, type SignedRoute } from './signed-routes.js';
@@ -20,8 +21,8 @@ import { serverStates } from '../server-changes.js';
 export interface AppOptions {
   /** Told of every request once answered (request metrics). */
   observe?: RequestObserver;
-  /** Middlewares that run after authentication (rate limits). */
-  afterAuth?: RequestHandler[];
+  /** Middlewares that run after authentication (rate limits), made for each endpoint: it may be charged by its body. */
+  afterAuth?: (endpoint: Endpoint) => RequestHandler[];
   /** Extra routes outside /v1 (metrics, dashboard). */
   extend?: (app: express.Express) => void;
   /**
@@ -82,6 +83,7 @@ export function createApp(deps: Deps, options: AppOptions = {}): App {
   });
   app.use(errorHandler);
 
+  const decode = decodeBody(MAX_BODY_BYTES);
   const answerSigned = signedRoutes({
     app,
     context: [context],
@@ -96,10 +98,9 @@ export function createApp(deps: Deps, options: AppOptions = {}): App {
         clock: deps.clock,
         maxSkewS: deps.config.AUTH_MAX_SKEW_S,
       }),
-      ...(options.afterAuth ?? []),
-      decodeBody(MAX_BODY_BYTES),
     ],
-    routes: routesOf(ENDPOINTS, deps),
+    routes: routesOf(ENDPOINTS, deps, (endpoint) => [...(options.afterAuth?.(endpoint) ?? []), decode]),
+    beforeError: chargeBeforeError,
     onError: errorHandler,
   });
   const draining = options.draining ?? (() => false);
@@ -136,14 +137,18 @@ function expressClasses(app: express.Express): Pick<ServerOptions, 'IncomingMess
 
 /**
  * The endpoints as the signed routes answer them: one route per path, with the handlers of each of its methods
- * (in a fixed order, which the Allow header of a refused method lists).
+ * (in a fixed order, which the Allow header of a refused method lists), each after the guards `before` gives it.
  */
-function routesOf(endpoints: readonly Endpoint[], deps: Deps): SignedRoute[] {
+function routesOf(
+  endpoints: readonly Endpoint[],
+  deps: Deps,
+  before: (endpoint: Endpoint) => RequestHandler[],
+): SignedRoute[] {
   const routes = new Map<string, SignedRoute>();
   for (const endpoint of [...endpoints].sort((a, b) => a.method.localeCompare(b.method))) {
     let route = routes.get(endpoint.path);
     if (!route) routes.set(endpoint.path, (route = { ...pathPattern(endpoint.path), methods: {} }));
-    route.methods[endpoint.method] = endpoint.handlers(deps);
+    route.methods[endpoint.method] = [...before(endpoint), ...endpoint.handlers(deps)];
   }
   return [...routes.values()];
 }

@@ -9,8 +9,9 @@ import { SvcStatus } from './status-codes.js';
  * its body or query is parsed, so one client's heavy work takes a bounded share of the process whatever its rate
  * limit leaves it. A slot is given back when the
  * answer is sent or the connection closes. The slot is taken after authentication and the rate limit, which
- * wait for the store and Redis: a caller who hung up meanwhile (its `close` already fired) takes none, and its
- * request goes no further, since no one is left to answer.
+ * wait for the store and Redis (a batch, charged by its body, pays its tokens later: refused a slot, one before
+ * its answer): a caller who hung up meanwhile (its `close` already fired) takes none, and its request goes no
+ * further, since no one is left to answer.
  */
 export function perClientSlots(limit: number, what: string): RequestHandler {
   const inFlight = new Map<number, number>();

@@ -25,6 +25,11 @@ export interface SignedFront {
   context: RequestHandler[];
   /** Run after `context` before a route's own handlers (content negotiation, body, authentication). */
   guards: RequestHandler[];
+  /**
+   * Asked before an error is answered; when it returns a promise, what that resolves to is answered instead (the
+   * rate limit's charge of a request that failed before its cost was taken: chargeBeforeError).
+   */
+  beforeError?: (err: unknown, res: Response) => Promise<unknown> | undefined;
   onError: ErrorRequestHandler;
 }
 
@@ -88,7 +93,7 @@ function paramsOf(route: SignedRoute, match: RegExpExecArray): Record<string, st
  * and a thrown error, a rejected promise or `next(err)` goes to the error handler.
  */
 function chain(front: SignedFront, handlers: RequestHandler[]): Listener {
-  const { app, onError } = front;
+  const { app, beforeError, onError } = front;
   return (rawReq, rawRes) => {
     const req = rawReq as Request;
     const res = rawRes as Response;
@@ -102,7 +107,7 @@ function chain(front: SignedFront, handlers: RequestHandler[]): Listener {
     if (Object.getPrototypeOf(res) !== app.response) Object.setPrototypeOf(res, app.response);
     res.locals ??= Object.create(null) as Response['locals'];
     let index = 0;
-    const fail = (err: unknown) => {
+    const answer = (err: unknown) => {
       if (res.headersSent) {
         req.log.error({ err }, 'error after the response was sent');
         res.destroy();
@@ -114,6 +119,11 @@ function chain(front: SignedFront, handlers: RequestHandler[]): Listener {
         req.log.error({ err: thrown }, 'error handler failed');
         res.destroy();
       }
+    };
+    const fail = (err: unknown) => {
+      const settling = res.headersSent ? undefined : beforeError?.(err, res);
+      if (settling) void settling.then(answer, () => answer(err));
+      else answer(err);
     };
     const next: NextFunction = (err?: unknown) => {
       if (err !== undefined && err !== null && err !== 'route' && err !== 'router') return fail(err);

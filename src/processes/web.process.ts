@@ -11,6 +11,7 @@ import { createHttpServer, createMetricsServer } from '../http/http-server.js';
 import { createDeploymentRegistry, metricsListener } from '../http/metrics.js';
 import { DASHBOARD_LOCKOUT, Lockout } from '../redis/lockout.js';
 import { mountQueueDashboard } from '../http/queue-dashboard.js';
+import type { Endpoint } from '../http/endpoints/endpoint.js';
 import { rateLimit } from '../http/rate-limit.js';
 import { REQUEST_LABELS } from '../http/request-labels.js';
 import type { Logger } from '../logger.js';
@@ -30,18 +31,17 @@ export function createWebApp(
   draining?: () => boolean,
 ) {
   const { config } = deps;
-  const afterAuth =
+  const limit =
     config.RATE_LIMIT_PER_S > 0
-      ? [
-          rateLimit({
-            redis: deps.redis,
-            prefix: config.REDIS_PREFIX,
-            perSecond: config.RATE_LIMIT_PER_S,
-            clock: deps.clock,
-            logger: deps.logger,
-          }),
-        ]
-      : [];
+      ? rateLimit({
+          redis: deps.redis,
+          prefix: config.REDIS_PREFIX,
+          perSecond: config.RATE_LIMIT_PER_S,
+          clock: deps.clock,
+          logger: deps.logger,
+        })
+      : undefined;
+  const afterAuth = limit && ((endpoint: Endpoint) => [limit(endpoint)]);
   return createApp(deps, {
     observe: processMetrics.observe,
     afterAuth,

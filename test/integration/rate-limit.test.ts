@@ -224,6 +224,71 @@ describe('rate limit charged by the cost of a batch', () => {
   });
 });
 
+describe('rate limit of an order taken whole once its body is read', () => {
+  // A listing that does not exist: each order is charged, then refused 4220 (nothing stored, no worker needed).
+  const ofItems = (ccToken: string, ...quantities: number[]) => ({
+    ...orderBody(ccToken),
+    listings: quantities.map((quantity, i) => ({ listingId: 200_000 + i, quantity })),
+  });
+
+  it('when a key sends orders of 3 items, then the burst takes 3 of them and the 4th is 4291 naming its cost, until all of it is there', async () => {
+    // Five a second, a burst of ten: three orders of 3 items leave one token.
+    const app5 = createWebApp({ ...service.deps, config: { ...service.deps.config, RATE_LIMIT_PER_S: 5 } });
+    const client = await service.client('three-item client');
+    const evalsha = vi.spyOn(service.deps.redis, 'evalsha');
+    const asked = () =>
+      evalsha.mock.calls.filter((call) => call.some((arg) => String(arg).endsWith(client.accessKey))).length;
+    try {
+      const order = () => signed(app5, client, 'POST', '/v1/orders', ofItems(client.ccToken, 2, 1));
+      const answers = [];
+      for (let i = 0; i < 4; i++) answers.push(await order());
+      expect(answers.map(statusOf)).toEqual(['4220', '4220', '4220', '4291']);
+      // One take of its whole cost per order: one call of the script each.
+      expect(asked()).toBe(4);
+      const refused = answers[3]!;
+      expect(refused.status).toBe(429);
+      // 3 tokens wanted, 1 there, 5 a second: 0.4 s.
+      expect(refused.headers['retry-after']).toBe('1');
+      expect(refused.body.messages).toEqual([
+        'Svc-Access-Key: this order costs 3 requests (one per item of a real order, one per 10 listings of a dry run, at least one per order), more than 5 requests per second allow now; retry after 1 s',
+      ]);
+      // Refused whole, it took nothing: the last token is still there for a request of one.
+      expect(statusOf(await signed(app5, client, 'GET', '/v1/orders/1'))).toBe('4041');
+      // Once Retry-After has passed, the whole cost of the next order is there.
+      now += 1000;
+      expect(statusOf(await order())).toBe('4220');
+    } finally {
+      evalsha.mockRestore();
+    }
+  });
+
+  it('when an order body is malformed, then it costs one token, and its error is answered', async () => {
+    const client = await service.client('malformed order client');
+    const malformed = await signed(app, client, 'POST', '/v1/orders', '{"listings": [');
+    expect(malformed.status).toBe(400);
+    expect(statusOf(malformed)).toBe('4003');
+    // A burst of 2: one token left, then none.
+    expect(statusOf(await signed(app, client, 'GET', '/v1/orders/1'))).toBe('4041');
+    expect(statusOf(await signed(app, client, 'GET', '/v1/orders/1'))).toBe('4291');
+  });
+
+  it('when the bucket is empty, then a malformed order or batch is 4291 with Retry-After before its own error', async () => {
+    const client = await service.client('empty bucket client');
+    await signed(app, client, 'GET', '/v1/orders/1');
+    await signed(app, client, 'GET', '/v1/orders/1');
+    for (const path of ['/v1/orders', '/v1/order-batches']) {
+      const res = await signed(app, client, 'POST', path, '[not json');
+      expect(res.status).toBe(429);
+      expect(statusOf(res)).toBe('4291');
+      expect(res.headers['retry-after']).toBe('1');
+      expect(res.body.messages[0]).toMatch(/^Svc-Access-Key: more than 1 requests per second/);
+    }
+    // Its wait over, the same body is answered with its own error.
+    now += 1000;
+    expect(statusOf(await signed(app, client, 'POST', '/v1/orders', '[not json'))).toBe('4003');
+  });
+});
+
 describe('rate limit charged by what a read returns', () => {
   const DAY = 86_400_000;
   let reader: Credentials;

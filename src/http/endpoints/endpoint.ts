@@ -24,6 +24,13 @@ export interface Endpoint {
    * guard of its own, then the handler that reads the request, makes its one service call and answers.
    */
   handlers: (deps: Deps) => RequestHandler[];
+  /**
+   * True when its rate-limit cost is read from its body (an order, a batch): the rate limit takes nothing on
+   * arrival, and its handler takes the whole cost in one take once it has read the body (chargeCost); a request
+   * answered before (its body unreadable, a guard of its own) is charged one token first. Otherwise one token is
+   * taken on arrival, before its handlers run (rate-limit.ts).
+   */
+  chargedByBody?: boolean;
 }
 
 /** An OpenAPI operation of the signed API. */

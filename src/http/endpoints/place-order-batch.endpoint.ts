@@ -17,7 +17,7 @@ import {
   orderResponseSchemas,
   type OrderBatchResult,
 } from '../order-response.schema.js';
-import { chargeMore, giveBack } from '../rate-limit.js';
+import { chargeCost, giveBack } from '../rate-limit.js';
 import { perClientSlots } from '../batch-slots.js';
 import { ORDER_COST_RULE, orderCost } from '../order-cost.js';
 import { authOf, streamOk } from '../respond.js';
@@ -58,6 +58,7 @@ export const placeOrderBatchEndpoint: Endpoint = {
     perClientSlots(deps.config.BATCH_CONCURRENCY_PER_CLIENT, 'batches'),
     postOrderBatch(deps),
   ],
+  chargedByBody: true,
 };
 
 /**
@@ -80,13 +81,16 @@ export function batchCost(entries: readonly unknown[]): number {
   return cost;
 }
 
-/** POST /v1/order-batches: the body's bytes, its cost and the answers' stream here; the batch in placeOrderBatch. */
+/**
+ * POST /v1/order-batches: the body's bytes, its cost (taken whole once the body is read; a body that cannot be read,
+ * or a batch refused a slot, costs one: chargedByBody) and the answers' stream here; the batch in placeOrderBatch.
+ */
 export function postOrderBatch(deps: PlaceOrderBatchDeps): RequestHandler {
   return async (req, res) => {
     const batch = readBatch(jsonObjectBody(req, BATCH_JSON_LIMITS));
     if (batch.kind === 'refused') throw refusalError(batch);
     const cost = batchCost(batch.entries);
-    await chargeMore(res, cost - 1, `this batch costs ${cost} requests (${ORDER_COST_RULE})`);
+    await chargeCost(res, cost, `this batch costs ${cost} requests (${ORDER_COST_RULE})`);
     const { clientId } = authOf(res);
     // No variable of their own for the answers: a suspended handler keeps its variables, so they would stay
     // alive through the stream; `outcomes` alone holds the results, and lets each go once written (answersOf).
@@ -96,7 +100,7 @@ export function postOrderBatch(deps: PlaceOrderBatchDeps): RequestHandler {
       requestOf: `${req.method}\n${req.path}`,
       log: req.log,
     });
-    // Orders refused by backpressure stored nothing: their cost is given back, the one request paid on arrival kept.
+    // Orders refused by backpressure stored nothing: their cost is given back but one token, what any request costs.
     let unspent = 0;
     outcomes.forEach((o, index) => {
       if (o?.result.kind === 'refused' && o.result.problems.some((p) => p.kind === 'busy'))

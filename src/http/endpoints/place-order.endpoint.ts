@@ -7,7 +7,7 @@ import { bindLogContext } from '../request-context.js';
 import { jsonObjectBody, type JsonLimits } from '../json-body.js';
 import { json, responses } from '../openapi-responses.js';
 import { ORDER_COST_RULE, orderCost } from '../order-cost.js';
-import { chargeMore, giveBack } from '../rate-limit.js';
+import { chargeCost, giveBack } from '../rate-limit.js';
 import { placedCode, refusalError } from '../order-answers.js';
 import { orderResponseSchemas } from '../order-response.schema.js';
 import { authOf, bodySha256Of, sendOk } from '../respond.js';
@@ -45,6 +45,7 @@ export const placeOrderEndpoint: Endpoint = {
   },
   schemas: (domains) => [...orderRequestSchemas(domains), ...orderResponseSchemas()],
   handlers: (deps) => [postOrder({ ...deps, orderWaitMs: deps.config.ORDER_WAIT_MS })],
+  chargedByBody: true,
 };
 
 /**
@@ -67,12 +68,16 @@ function prefersAsync(req: Request): boolean {
     .some((p) => p.trim().toLowerCase().split(';')[0] === 'respond-async');
 }
 
-/** POST /v1/orders: the body's bytes and cost here; reading, checking and placing it in placeOrder. */
+/**
+ * POST /v1/orders: the body's bytes and cost here, the cost taken whole once the body is read (a body that cannot
+ * be read costs one, taken before its error is answered: chargedByBody); reading, checking and placing it in
+ * placeOrder.
+ */
 export function postOrder(deps: PlaceOrderDeps): RequestHandler {
   return async (req, res) => {
     const body = jsonObjectBody(req, ORDER_JSON_LIMITS);
     const cost = orderCost(body);
-    await chargeMore(res, cost - 1, `this order costs ${cost} requests (${ORDER_COST_RULE})`);
+    await chargeCost(res, cost, `this order costs ${cost} requests (${ORDER_COST_RULE})`);
     const respondAsync = prefersAsync(req);
     const { clientId, requestId } = authOf(res);
     const result = await placeOrder(deps, {
@@ -84,7 +89,7 @@ export function postOrder(deps: PlaceOrderDeps): RequestHandler {
       log: req.log,
     });
     if (result.kind === 'refused') {
-      // Refused by backpressure, nothing stored: its cost is given back, the one request paid on arrival kept.
+      // Refused by backpressure, nothing stored: its cost is given back but one token, what any request costs.
       if (result.problems.some((p) => p.kind === 'busy')) await giveBack(res, cost - 1);
       throw refusalError(result);
     }
