@@ -286,7 +286,7 @@ async function main() {
         ? `Here the mix is sent at ${ratePerS} requests/s in all (autocannon's overallRate, split by the shares), below what the service answers flat out, so that the web's event-loop delay is not a queue of requests. `
         : '') +
       'Payment latency is the sandbox processor delay (`SANDBOX_PAYMENT_LATENCY_MS`) that a real processor would add. ' +
-      'Peak RSS is the kernel’s VmHWM of each process at the end of the run (aims: web ≤ 120 MiB, the clock and each worker ≤ 90 MiB). Logs at info, as JSON lines to a file.',
+      'Peak RSS is the kernel’s VmHWM of each process at the end of the run (aims: web ≤ 120 MiB, the clock and each worker ≤ 90 MiB; with 2 web processes the web’s is the cluster’s primary, its forks not read). Logs at info, as JSON lines to a file.',
     '',
     summary(runs),
   ].join('\n');
