@@ -1,7 +1,7 @@
 import type { App } from '../../src/http/app.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { freePort } from '../../scripts/redis.js';
-import { createRateLimiter } from '../../src/http/rate-limit.js';
+import { createRateLimiter } from '../../src/redis/token-bucket.js';
 import { createSigningClient } from '../helpers/signed-client.js';
 import { createWebApp } from '../../src/processes/web.process.js';
 import { LISTINGS, orderBody, VENDORS } from '../helpers/fixtures.js';

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedisCluster, type RunningRedisCluster } from '../../scripts/redis.js';
 import { loadConfig, type Config } from '../../src/config/config.js';
 import { Lockout } from '../../src/redis/lockout.js';
-import { createRateLimiter } from '../../src/http/rate-limit.js';
+import { createRateLimiter } from '../../src/redis/token-bucket.js';
 import { createLogger } from '../../src/logger.js';
 import { createMetricsRecorder, sharedMetrics } from '../../src/metrics/metrics.recorder.js';
 import { startProcessHeartbeat } from '../../src/metrics/process-heartbeat.js';
