@@ -44,6 +44,10 @@ describe("the pool's fail-fast (PostgreSQL)", () => {
   it('a statement given up on while the server answered another fails no later caller at once', async () => {
     const pool = twoConnections(ROOMY_TIMEOUT_MS);
     try {
+      // Both connections made first, so that the slow statement is sent before the quick one is answered. Made on
+      // demand, the slow one's connection could come up after that answer on a busy machine: nothing would then
+      // have been answered since it was sent, and the pool would rightly judge the server unanswering.
+      await Promise.all([pool.query('SELECT 1'), pool.query('SELECT 1')]);
       const slow = pool.query('SELECT pg_sleep(30)').catch((e: unknown) => e);
       expect((await pool.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
       expect(await slow).toBeInstanceOf(StoreTimeoutError);
