@@ -279,7 +279,8 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
   }
 }
 
-const mib = (bytes: number) => (bytes / 1024 / 1024).toFixed(0);
+/** Bytes as whole MiB, as the reports print memory. */
+export const mib = (bytes: number) => (bytes / 1024 / 1024).toFixed(0);
 
 export function formatReport(report: LoadReport): string {
   const lines = [

@@ -42,7 +42,7 @@ import {
   type StoreKind,
 } from './stores.js';
 import { LOAD_LISTINGS, LOAD_VENDOR, orderJson } from './load-mix.js';
-import { formatReport, runLoad, type LoadReport } from './load-test.js';
+import { formatReport, mib, runLoad, type LoadReport } from './load-test.js';
 import { treeCpuSeconds } from '../../test/helpers/process-stats.js';
 import { freePort, startPrivateRedis } from '../redis.js';
 import { benchArgs } from './bench-args.js';
@@ -206,15 +206,12 @@ async function benchOnce(kind: StoreKind, setup: Setup, durationS: number, rateP
  * figure is its primary's (the process started), not its forks'.
  */
 function peakRss(report: LoadReport): string {
-  const mib = (name: string) => {
-    const bytes = report.processes.find((p) => p.name === name)?.peakRssBytes;
-    return bytes === undefined ? '-' : String(Math.round(bytes / 2 ** 20));
-  };
-  const workers = report.processes
-    .filter((p) => p.name.startsWith('worker '))
-    .map((p) => Math.round(p.peakRssBytes / 2 ** 20))
-    .join(', ');
-  return `${mib('web')} / ${mib('clock')} / ${workers || '-'}`;
+  const of = (named: (name: string) => boolean) =>
+    report.processes
+      .filter((p) => named(p.name))
+      .map((p) => mib(p.peakRssBytes))
+      .join(', ') || '-';
+  return `${of((n) => n === 'web')} / ${of((n) => n === 'clock')} / ${of((n) => n.startsWith('worker '))}`;
 }
 
 function summary(runs: Run[]): string {
