@@ -362,9 +362,8 @@ interface Result {
 
 function table(results: readonly Result[], floor: Floor): string {
   const ms = (n: number) => n.toFixed(1);
-  const noopAt = (inFlight: number) => floor.noop?.find((n) => n.inFlight === inFlight);
   const noopCommands = (inFlight: number) => {
-    const noop = noopAt(inFlight);
+    const noop = floor.noop?.find((n) => n.inFlight === inFlight);
     return noop ? ` (no-op job ${noop.redisCommands.toFixed(1)})` : '';
   };
   const lines = [
