@@ -68,7 +68,7 @@ import { machineBusySeconds, treeCpuSeconds } from '../../test/helpers/process-s
 import { percentile } from './samples.js';
 import { writeSection } from './benchmarks-file.js';
 import { ensureRedis, freePort, startPrivateRedis, type RunningRedis } from '../redis.js';
-import { noopFloor } from './noop-floor.js';
+import { noopFloor, ORDER_JOB_BYTES } from './noop-floor.js';
 import { benchArgs } from './bench-args.js';
 
 const values = benchArgs({
@@ -431,7 +431,6 @@ function table(results: readonly Result[], floor: Floor): string {
 /** The jobs a worker process of the service takes at once: config.ts's default unless the bench's env sets it. */
 const WORKER_CONCURRENCY = Number(process.env.WORKER_CONCURRENCY || 32);
 /** An order's job as the web adds it: `{"orderId":N}`. */
-const ORDER_JOB_BYTES = 16;
 
 /**
  * BullMQ's own no-op job on the run's Redis at each number in flight of the rows, its worker taking as many jobs at

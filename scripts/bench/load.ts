@@ -1,7 +1,9 @@
 // The load benchmark of BENCHMARKS.md: for 1, 2 and 4 worker processes, a fresh store and queue, the Procfile's
 // web, workers and clock on a private Redis, scripts/bench/load-test.ts against them, then SIGTERM to every process
-// (each must exit 0). The store is a fresh SQLite file or a fresh PostgreSQL database per run (--store; the
-// default follows DATABASE_URL). Writes the `## Load` section of BENCHMARKS.md (`## Load (PostgreSQL)`).
+// (each must exit 0), then the same backlog drained by BullMQ alone on that Redis (noop-floor.ts `drainFloor`: jobs
+// that only wait the payment latency, as many workers): the floor under the workers' scaling. The store is a fresh
+// SQLite file or a fresh PostgreSQL database per run (--store; the default follows DATABASE_URL). Writes the
+// `## Load` section of BENCHMARKS.md (`## Load (PostgreSQL)`).
 //
 //   node --import tsx scripts/bench/load.ts [--store sqlite|postgres] [--duration 20] [--workers 1,2,4]
 //     [--latency-ms 0,50] [--web-check 2] [--rate N] [--write]
@@ -46,6 +48,7 @@ import { formatReport, mib, runLoad, type LoadReport } from './load-test.js';
 import { treeCpuSeconds } from '../../test/helpers/process-stats.js';
 import { freePort, startPrivateRedis } from '../redis.js';
 import { benchArgs } from './bench-args.js';
+import { drainFloor, ORDER_JOB_BYTES } from './noop-floor.js';
 
 const CONNECTIONS = 20;
 const OVER_LIMIT_RATE = 300;
@@ -70,6 +73,8 @@ interface Setup {
 
 interface Run extends Setup {
   drain: Drain;
+  /** BullMQ's own drain of as many jobs that only wait the payment latency, by as many workers (one web only). */
+  floorPerSecond?: number;
   report: LoadReport;
   /** The web's event-loop delay p99 over the mixed load (nodejs_eventloop_lag_p99_seconds), in ms. */
   eventLoopP99Ms: number;
@@ -192,7 +197,18 @@ async function benchOnce(kind: StoreKind, setup: Setup, durationS: number, rateP
     const eventLoop = await eventLoopP99Ms(metricsUrl);
     const exitCodes: Record<string, number | null> = {};
     for (const [name, child] of Object.entries(children)) exitCodes[name] = await stopProcess(child);
-    return { ...setup, drain, report, eventLoopP99Ms: eventLoop, exitCodes };
+    // The same drain by BullMQ alone, on this Redis with the service stopped: what the queue itself scales to here.
+    const floorPerSecond =
+      web === 1
+        ? await drainFloor(redisUrl, {
+            jobs: BACKLOG,
+            workers,
+            concurrency: loadConfig(env).WORKER_CONCURRENCY,
+            jobMs: latencyMs,
+            payloadBytes: ORDER_JOB_BYTES,
+          })
+        : undefined;
+    return { ...setup, drain, floorPerSecond, report, eventLoopP99Ms: eventLoop, exitCodes };
   } finally {
     await Promise.all(Object.values(children).map(stopProcess));
     await redis.stop();
@@ -221,21 +237,24 @@ function summary(runs: Run[]): string {
     const all = kinds.reduce((n, k) => n + k.requests, 0);
     const unexpected = kinds.reduce((n, k) => n + k.unexpected + k.socketErrors, 0);
     const refused = kinds.reduce((n, k) => n + (k.statuses['429 4291'] ?? 0), 0);
-    const base = runs.find((r) => r.latencyMs === run.latencyMs && r.workers === 1 && r.web === 1)?.drain
-      .perSecond;
-    const scale = base ? ` (×${(run.drain.perSecond / base).toFixed(2)})` : '';
+    const first = runs.find((r) => r.latencyMs === run.latencyMs && r.workers === 1 && r.web === 1);
+    const scale = (perSecond: number, base: number | undefined) =>
+      base ? ` (×${(perSecond / base).toFixed(2)})` : '';
+    const floor = run.floorPerSecond
+      ? `${Math.round(run.floorPerSecond)}${scale(run.floorPerSecond, first?.floorPerSecond)} | ${(run.drain.perSecond / run.floorPerSecond).toFixed(2)}×`
+      : '– | –';
     const clean = Object.values(run.exitCodes).every((code) => code === 0)
       ? 'yes'
       : JSON.stringify(run.exitCodes);
     return (
-      `| ${run.latencyMs} | ${run.web} | ${run.workers} | ${run.drain.perSecond}${scale} | ${run.drain.coresBusy} | ${Math.round(all / run.report.durationS)} | ` +
+      `| ${run.latencyMs} | ${run.web} | ${run.workers} | ${run.drain.perSecond}${scale(run.drain.perSecond, first?.drain.perSecond)} | ${run.drain.coresBusy} | ${floor} | ${Math.round(all / run.report.durationS)} | ` +
       `${Math.round(orders.accepted / run.report.durationS)} | ${orders.peakBacklog} | ` +
       `${p99('dry-run')} / ${p99('order-async')} / ${p99('get')} / ${p99('search')} | ${run.eventLoopP99Ms} | ${refused} | ${unexpected} | ${peakRss(run.report)} | ${clean} |`
     );
   });
   return [
-    '| payment latency ms | web | workers | backlog drain, orders/s | cores busy in drain | mixed load, requests/s | orders accepted/s | peak backlog | p99 ms dry run / order / get / search | web event-loop p99 ms (10 = no delay) | 4291 (deliberate) | unexpected answers | peak RSS MiB: web / clock / each worker | all exited 0 on SIGTERM |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| payment latency ms | web | workers | backlog drain, orders/s | cores busy in drain | BullMQ alone, jobs/s | orders ÷ jobs | mixed load, requests/s | orders accepted/s | peak backlog | p99 ms dry run / order / get / search | web event-loop p99 ms (10 = no delay) | 4291 (deliberate) | unexpected answers | peak RSS MiB: web / clock / each worker | all exited 0 on SIGTERM |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
   ].join('\n');
 }
@@ -276,7 +295,11 @@ async function main() {
     '',
     `Each run starts a fresh store (${kind === 'sqlite' ? 'a SQLite file' : 'a database on a private PostgreSQL server'}) and queue with the Procfile processes (web, N workers, clock; ${RUNTIME === 'tsx' ? 'from source through tsx' : 'compiled, the Procfile commands as written'}). **Backlog drain**: ` +
       `${BACKLOG} orders accepted while the queue is paused, then resumed with every worker ready; orders/s from the ` +
-      'resume to the last settlement, the workers alone. **Mixed load**: 40 % dry runs, 20 % real orders with ' +
+      'resume to the last settlement, the workers alone. **BullMQ alone**: the same drain by the queue itself, on the same Redis ' +
+      "once the service has stopped (scripts/bench/noop-floor.ts `drainFloor`): as many jobs of an order job's size added while paused, as many " +
+      "worker processes taking as many jobs at once as the service's (WORKER_CONCURRENCY), each job waiting the payment latency and " +
+      "doing nothing else; jobs/s from the resume to the last `completed` event, and how the orders' drain compares. The floor under " +
+      "the workers' scaling: what BullMQ reaches on this machine with nothing of an order in the job. **Mixed load**: 40 % dry runs, 20 % real orders with " +
       '`Prefer: respond-async`, 20 % gets, 20 % searches (each connection its own key with 10 orders of its own), ' +
       'every request signed afresh, for the stated time; the backlog then is what the workers had not settled yet. ' +
       (ratePerS

@@ -3,9 +3,11 @@
 // seen by the adding side (QueueEvents), as an order's answer waits for its end; `inFlight` jobs at once, a payload
 // of about the size of an order's job, `removeOnComplete`. The worker runs in a process of its own (this file,
 // started with --worker), so that the CPU per job of the adding side and of the working side are read apart, as
-// the web's and the worker's are for an order.
+// the web's and the worker's are for an order. `drainFloor` is the load bench's backlog drain done by BullMQ alone:
+// jobs that only wait, as an order waits for its payment, drained by as many worker processes as the service's.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { Queue, QueueEvents, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -27,9 +29,15 @@ export interface Floor {
 
 const QUEUE = 'noop';
 
-/** The no-op worker's process: `--worker --url URL --prefix P --concurrency N`; says `ready` once it listens. */
-async function runWorker(url: string, prefix: string, concurrency: number): Promise<void> {
-  const worker = new Worker(QUEUE, async () => undefined, {
+/** The size of an order's job as BullMQ stores its data (`{"orderId":N}`), for a floor of the same payload. */
+export const ORDER_JOB_BYTES = 16;
+
+/**
+ * The no-op worker's process: `--worker --url URL --prefix P --concurrency N [--job-ms MS]`; each job waits MS
+ * (none by default) and does nothing else; says `ready` once it listens.
+ */
+async function runWorker(url: string, prefix: string, concurrency: number, jobMs: number): Promise<void> {
+  const worker = new Worker(QUEUE, async () => (jobMs > 0 ? sleep(jobMs) : undefined), {
     connection: new Redis(url, { maxRetriesPerRequest: null }),
     prefix,
     concurrency,
@@ -37,6 +45,44 @@ async function runWorker(url: string, prefix: string, concurrency: number): Prom
   await worker.waitUntilReady();
   process.stdout.write('ready\n');
   process.once('SIGTERM', () => void worker.close().then(() => process.exit(0)));
+}
+
+/** Starts a no-op worker process (this file with --worker) on `prefix`; resolves once it listens. */
+async function startNoopWorker(
+  redisUrl: string,
+  prefix: string,
+  concurrency: number,
+  jobMs = 0,
+): Promise<ChildProcess> {
+  const worker = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      import.meta.filename,
+      '--worker',
+      '--url',
+      redisUrl,
+      '--prefix',
+      prefix,
+      '--concurrency',
+      String(concurrency),
+      '--job-ms',
+      String(jobMs),
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  await new Promise<void>((resolve, reject) => {
+    worker.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('ready') && resolve());
+    worker.once('exit', (code) => reject(new Error(`the no-op worker exited ${code} before it was ready`)));
+  });
+  return worker;
+}
+
+async function stopNoopWorker(worker: ChildProcess): Promise<void> {
+  if (worker.exitCode !== null || worker.signalCode !== null) return;
+  worker.kill('SIGTERM');
+  await once(worker, 'exit');
 }
 
 /** Own CPU seconds of this process so far. */
@@ -74,28 +120,10 @@ export async function noopFloor(
   const queue = new Queue(QUEUE, { connection, prefix });
   const eventsConnection = connection.duplicate();
   const events = new QueueEvents(QUEUE, { connection: eventsConnection, prefix });
-  const worker: ChildProcess = spawn(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      import.meta.filename,
-      '--worker',
-      '--url',
-      redisUrl,
-      '--prefix',
-      prefix,
-      '--concurrency',
-      String(workerConcurrency),
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
+  let worker: ChildProcess | undefined;
   try {
     await events.waitUntilReady();
-    await new Promise<void>((resolve, reject) => {
-      worker.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('ready') && resolve());
-      worker.once('exit', (code) => reject(new Error(`the no-op worker exited ${code} before it was ready`)));
-    });
+    worker = await startNoopWorker(redisUrl, prefix, workerConcurrency);
     const payload = { order: 'x'.repeat(Math.max(0, payloadBytes - 12)) };
     const waiting = new Map<string, () => void>();
     // A job's event may be read before its add has answered here: it is kept until the add's answer comes.
@@ -153,10 +181,63 @@ export async function noopFloor(
       p50Ms: percentile(ms, 50),
     };
   } finally {
-    if (worker.exitCode === null) {
-      worker.kill('SIGTERM');
-      await once(worker, 'exit');
+    if (worker) await stopNoopWorker(worker);
+    await events.close();
+    await queue.obliterate({ force: true }).catch(() => undefined);
+    await queue.close();
+    eventsConnection.disconnect();
+    connection.disconnect();
+  }
+}
+
+/**
+ * BullMQ's own backlog drain, as the load bench drains orders: `jobs` jobs (a payload of `payloadBytes`,
+ * `removeOnComplete`) added while the queue is paused, then `workers` worker processes, each taking `concurrency`
+ * jobs at once and each job waiting `jobMs` and doing nothing else (an order's wait for its payment, without the
+ * order), ready, and the queue resumed; jobs/s from the resume to the last `completed` event seen.
+ */
+export async function drainFloor(
+  redisUrl: string,
+  {
+    jobs,
+    workers,
+    concurrency,
+    jobMs,
+    payloadBytes,
+  }: { jobs: number; workers: number; concurrency: number; jobMs: number; payloadBytes: number },
+): Promise<number> {
+  const prefix = `benchdrain${process.pid}`;
+  const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
+  const queue = new Queue(QUEUE, { connection, prefix });
+  const eventsConnection = connection.duplicate();
+  const events = new QueueEvents(QUEUE, { connection: eventsConnection, prefix });
+  const started: ChildProcess[] = [];
+  try {
+    await queue.pause();
+    const data = { order: 'x'.repeat(Math.max(0, payloadBytes - 12)) };
+    for (let added = 0; added < jobs; added += 500) {
+      const n = Math.min(500, jobs - added);
+      await queue.addBulk(
+        Array.from({ length: n }, () => ({ name: QUEUE, data, opts: { removeOnComplete: true } })),
+      );
     }
+    await events.waitUntilReady();
+    started.push(
+      ...(await Promise.all(
+        Array.from({ length: workers }, () => startNoopWorker(redisUrl, prefix, concurrency, jobMs)),
+      )),
+    );
+    let completed = 0;
+    const drained = new Promise<number>((resolve) =>
+      events.on('completed', () => {
+        if ((completed += 1) === jobs) resolve(performance.now());
+      }),
+    );
+    const resumed = performance.now();
+    await queue.resume();
+    return jobs / (((await drained) - resumed) / 1000);
+  } finally {
+    await Promise.all(started.map(stopNoopWorker));
     await events.close();
     await queue.obliterate({ force: true }).catch(() => undefined);
     await queue.close();
@@ -203,7 +284,8 @@ if (process.argv.includes('--worker')) {
       url: { type: 'string' },
       prefix: { type: 'string' },
       concurrency: { type: 'string' },
+      'job-ms': { type: 'string', default: '0' },
     },
   });
-  await runWorker(values.url!, values.prefix!, Number(values.concurrency));
+  await runWorker(values.url!, values.prefix!, Number(values.concurrency), Number(values['job-ms']));
 }
