@@ -85,6 +85,27 @@ async function stopNoopWorker(worker: ChildProcess): Promise<void> {
   await once(worker, 'exit');
 }
 
+/** A queue and its events on `prefix` for `use`, closed after it (the queue's keys removed) whatever happens. */
+async function onFloorQueue<T>(
+  redisUrl: string,
+  prefix: string,
+  use: (queue: Queue, events: QueueEvents, connection: Redis) => Promise<T>,
+): Promise<T> {
+  const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
+  const queue = new Queue(QUEUE, { connection, prefix });
+  const eventsConnection = connection.duplicate();
+  const events = new QueueEvents(QUEUE, { connection: eventsConnection, prefix });
+  try {
+    return await use(queue, events, connection);
+  } finally {
+    await events.close();
+    await queue.obliterate({ force: true }).catch(() => undefined);
+    await queue.close();
+    eventsConnection.disconnect();
+    connection.disconnect();
+  }
+}
+
 /** Own CPU seconds of this process so far. */
 const ownCpu = () => {
   const { user, system } = process.cpuUsage();
@@ -116,78 +137,71 @@ export async function noopFloor(
   },
 ): Promise<Floor> {
   const prefix = `benchfloor${process.pid}`;
-  const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
-  const queue = new Queue(QUEUE, { connection, prefix });
-  const eventsConnection = connection.duplicate();
-  const events = new QueueEvents(QUEUE, { connection: eventsConnection, prefix });
-  let worker: ChildProcess | undefined;
-  try {
-    await events.waitUntilReady();
-    worker = await startNoopWorker(redisUrl, prefix, workerConcurrency);
-    const payload = { order: 'x'.repeat(Math.max(0, payloadBytes - 12)) };
-    const waiting = new Map<string, () => void>();
-    // A job's event may be read before its add has answered here: it is kept until the add's answer comes.
-    const early = new Set<string>();
-    events.on('completed', ({ jobId }) => {
-      const resolve = waiting.get(jobId);
-      if (resolve) resolve();
-      else early.add(jobId);
-    });
-    const oneJob = async () => {
-      const job = await queue.add(QUEUE, payload, { removeOnComplete: true });
-      const id = job.id!;
-      if (early.delete(id)) return;
-      await new Promise<void>((resolve) => waiting.set(id, resolve));
-      waiting.delete(id);
-    };
-    /** `n` jobs, `inFlight` at once; each one's ms from its add to its end seen. */
-    const run = async (n: number) => {
-      const ms: number[] = [];
-      let next = 0;
-      await Promise.all(
-        Array.from({ length: Math.min(inFlight, n) }, async () => {
-          while (next < n) {
-            next += 1;
-            const started = performance.now();
-            await oneJob();
-            ms.push(performance.now() - started);
-          }
-        }),
-      );
-      return ms;
-    };
-    await run(warmup);
-    const cpuBefore = {
-      adding: ownCpu(),
-      worker: treeCpuSeconds(worker.pid!),
-      redis: redisPid ? treeCpuSeconds(redisPid) : 0,
-    };
-    const commandsBefore = await redisCommandsSoFar(connection);
-    const started = performance.now();
-    const ms = await run(jobs);
-    const seconds = (performance.now() - started) / 1000;
-    // The INFO call that reads the count is itself one command.
-    const commands = (await redisCommandsSoFar(connection)) - commandsBefore - 1;
-    const perJob = (after: number, before: number) => ((after - before) * 1000) / jobs;
-    return {
-      jobs,
-      jobsPerSecond: jobs / seconds,
-      cpuMs: {
-        adding: perJob(ownCpu(), cpuBefore.adding),
-        worker: perJob(treeCpuSeconds(worker.pid!), cpuBefore.worker),
-        redis: redisPid ? perJob(treeCpuSeconds(redisPid), cpuBefore.redis) : NaN,
-      },
-      redisCommands: commands / jobs,
-      p50Ms: percentile(ms, 50),
-    };
-  } finally {
-    if (worker) await stopNoopWorker(worker);
-    await events.close();
-    await queue.obliterate({ force: true }).catch(() => undefined);
-    await queue.close();
-    eventsConnection.disconnect();
-    connection.disconnect();
-  }
+  return onFloorQueue(redisUrl, prefix, async (queue, events, connection) => {
+    let worker: ChildProcess | undefined;
+    try {
+      await events.waitUntilReady();
+      worker = await startNoopWorker(redisUrl, prefix, workerConcurrency);
+      const payload = { order: 'x'.repeat(Math.max(0, payloadBytes - 12)) };
+      const waiting = new Map<string, () => void>();
+      // A job's event may be read before its add has answered here: it is kept until the add's answer comes.
+      const early = new Set<string>();
+      events.on('completed', ({ jobId }) => {
+        const resolve = waiting.get(jobId);
+        if (resolve) resolve();
+        else early.add(jobId);
+      });
+      const oneJob = async () => {
+        const job = await queue.add(QUEUE, payload, { removeOnComplete: true });
+        const id = job.id!;
+        if (early.delete(id)) return;
+        await new Promise<void>((resolve) => waiting.set(id, resolve));
+        waiting.delete(id);
+      };
+      /** `n` jobs, `inFlight` at once; each one's ms from its add to its end seen. */
+      const run = async (n: number) => {
+        const ms: number[] = [];
+        let next = 0;
+        await Promise.all(
+          Array.from({ length: Math.min(inFlight, n) }, async () => {
+            while (next < n) {
+              next += 1;
+              const started = performance.now();
+              await oneJob();
+              ms.push(performance.now() - started);
+            }
+          }),
+        );
+        return ms;
+      };
+      await run(warmup);
+      const cpuBefore = {
+        adding: ownCpu(),
+        worker: treeCpuSeconds(worker.pid!),
+        redis: redisPid ? treeCpuSeconds(redisPid) : 0,
+      };
+      const commandsBefore = await redisCommandsSoFar(connection);
+      const started = performance.now();
+      const ms = await run(jobs);
+      const seconds = (performance.now() - started) / 1000;
+      // The INFO call that reads the count is itself one command.
+      const commands = (await redisCommandsSoFar(connection)) - commandsBefore - 1;
+      const perJob = (after: number, before: number) => ((after - before) * 1000) / jobs;
+      return {
+        jobs,
+        jobsPerSecond: jobs / seconds,
+        cpuMs: {
+          adding: perJob(ownCpu(), cpuBefore.adding),
+          worker: perJob(treeCpuSeconds(worker.pid!), cpuBefore.worker),
+          redis: redisPid ? perJob(treeCpuSeconds(redisPid), cpuBefore.redis) : NaN,
+        },
+        redisCommands: commands / jobs,
+        p50Ms: percentile(ms, 50),
+      };
+    } finally {
+      if (worker) await stopNoopWorker(worker);
+    }
+  });
 }
 
 /**
@@ -207,43 +221,36 @@ export async function drainFloor(
   }: { jobs: number; workers: number; concurrency: number; jobMs: number; payloadBytes: number },
 ): Promise<number> {
   const prefix = `benchdrain${process.pid}`;
-  const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
-  const queue = new Queue(QUEUE, { connection, prefix });
-  const eventsConnection = connection.duplicate();
-  const events = new QueueEvents(QUEUE, { connection: eventsConnection, prefix });
-  const started: ChildProcess[] = [];
-  try {
-    await queue.pause();
-    const data = { order: 'x'.repeat(Math.max(0, payloadBytes - 12)) };
-    for (let added = 0; added < jobs; added += 500) {
-      const n = Math.min(500, jobs - added);
-      await queue.addBulk(
-        Array.from({ length: n }, () => ({ name: QUEUE, data, opts: { removeOnComplete: true } })),
+  return onFloorQueue(redisUrl, prefix, async (queue, events) => {
+    const started: ChildProcess[] = [];
+    try {
+      await queue.pause();
+      const data = { order: 'x'.repeat(Math.max(0, payloadBytes - 12)) };
+      for (let added = 0; added < jobs; added += 500) {
+        const n = Math.min(500, jobs - added);
+        await queue.addBulk(
+          Array.from({ length: n }, () => ({ name: QUEUE, data, opts: { removeOnComplete: true } })),
+        );
+      }
+      await events.waitUntilReady();
+      started.push(
+        ...(await Promise.all(
+          Array.from({ length: workers }, () => startNoopWorker(redisUrl, prefix, concurrency, jobMs)),
+        )),
       );
+      let completed = 0;
+      const drained = new Promise<number>((resolve) =>
+        events.on('completed', () => {
+          if ((completed += 1) === jobs) resolve(performance.now());
+        }),
+      );
+      const resumed = performance.now();
+      await queue.resume();
+      return jobs / (((await drained) - resumed) / 1000);
+    } finally {
+      await Promise.all(started.map(stopNoopWorker));
     }
-    await events.waitUntilReady();
-    started.push(
-      ...(await Promise.all(
-        Array.from({ length: workers }, () => startNoopWorker(redisUrl, prefix, concurrency, jobMs)),
-      )),
-    );
-    let completed = 0;
-    const drained = new Promise<number>((resolve) =>
-      events.on('completed', () => {
-        if ((completed += 1) === jobs) resolve(performance.now());
-      }),
-    );
-    const resumed = performance.now();
-    await queue.resume();
-    return jobs / (((await drained) - resumed) / 1000);
-  } finally {
-    await Promise.all(started.map(stopNoopWorker));
-    await events.close();
-    await queue.obliterate({ force: true }).catch(() => undefined);
-    await queue.close();
-    eventsConnection.disconnect();
-    connection.disconnect();
-  }
+  });
 }
 
 /** One run of orders beside the floor taken right after it on the same Redis. */
