@@ -1,7 +1,8 @@
 // A rolling restart of this tree under load, timed: each process's stop (SIGTERM to exit) and its replacement's
 // start (spawn to ready), per kind (web, worker, clock), and what the callers saw, --runs times on each of
 // --stores (test/helpers/rolling-deploy.ts, as test/deploy/rolling-restart.test.ts runs it, with the service's
-// default drain). Writes the "Deploy: stop and ready" section of BENCHMARKS.md.
+// default drain), every process started as the Procfile runs it, compiled (dist/ built first when stale). Writes
+// the "Deploy: stop and ready" section of BENCHMARKS.md.
 //   node --import tsx scripts/bench/deploy.ts [--stores sqlite,postgres] [--runs 3] [--write]
 import os from 'node:os';
 import { loadConfig } from '../../src/config/config.js';
@@ -10,7 +11,7 @@ import { ensureRedis } from '../redis.js';
 import { benchArgs } from './bench-args.js';
 import { printSection } from './benchmarks-file.js';
 import { deployFigures, deploySection, type DeployFigures } from './deploy-report.js';
-import { runBench } from './processes.js';
+import { buildCheckout, ROOT, runBench } from './processes.js';
 import { freshStore, parseStoreKinds, stopPostgresServer, type StoreKind } from './stores.js';
 
 const values = benchArgs({ stores: 'sqlite,postgres', runs: '3', write: false });
@@ -27,6 +28,7 @@ async function oneRun(kind: StoreKind, redisUrl: string): Promise<DeployFigures>
     drainMs: DRAIN_MS,
     redisUrl,
     store: async () => ({ env: { ...store.env }, drop: () => store.remove() }),
+    compiled: true,
   });
   return deployFigures(run);
 }
@@ -36,6 +38,7 @@ async function main() {
   process.env.BENCH_POSTGRES_DURABLE ??= 'true';
   const kinds = parseStoreKinds(values.stores);
   const runs = Number(values.runs);
+  await buildCheckout(ROOT);
   const redis = await ensureRedis();
   const results: { kind: StoreKind; runs: DeployFigures[] }[] = [];
   try {

@@ -39,10 +39,18 @@ export async function spawnProcess(
     cwd = root,
     isolated = false,
     readyMs = 30_000,
-  }: { root?: string; cwd?: string; isolated?: boolean; readyMs?: number } = {},
+    nodeArgs,
+  }: {
+    root?: string;
+    cwd?: string;
+    isolated?: boolean;
+    readyMs?: number;
+    /** Node's arguments instead of `entry` from source (a Procfile command's, compiled: relative to `cwd`). */
+    nodeArgs?: readonly string[];
+  } = {},
 ): Promise<ChildProcess> {
   const tracing = path.join(root, path.relative(ROOT, TRACING));
-  const args = ['--import', TSX, '--import', tracing, path.join(root, entry)];
+  const args = nodeArgs ? [...nodeArgs] : ['--import', TSX, '--import', tracing, path.join(root, entry)];
   const child = spawnTracked(children, process.execPath, args, {
     cwd,
     env: {

@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect, inject } from 'vitest';
+import { readProcfile } from '../../scripts/procfile.js';
 import { freePort } from '../../scripts/redis.js';
 import { startBalancer } from './balancer.js';
 import { configFileOf } from './previous-release.js';
@@ -111,6 +112,11 @@ export interface DeployOptions {
   store?: (dir: string) => Promise<TestStoreEnv>;
   /** The Redis of the run (a benchmark's); by default the test run's. */
   redisUrl?: string;
+  /**
+   * Every process as its release's Procfile runs it, compiled (each release's dist/ built), as operators run a
+   * release (a benchmark's); by default from source through tsx, as the tests start them.
+   */
+  compiled?: boolean;
 }
 
 /** Runs one rolling deploy from `from` to `to` under load on a private store of the project's kind. */
@@ -143,6 +149,7 @@ export async function rollingDeploy(options: DeployOptions): Promise<DeployRun> 
         release,
         env,
         port: webPorts[Number(name.at(-1)) - 1]!,
+        compiled: options.compiled ?? false,
       });
       everyProcess.push(one);
       return one;
@@ -287,12 +294,26 @@ async function startOne(
     release,
     env,
     port,
-  }: { name: string; role: Role; release: string; env: Record<string, string>; port: number },
+    compiled,
+  }: {
+    name: string;
+    role: Role;
+    release: string;
+    env: Record<string, string>;
+    port: number;
+    compiled: boolean;
+  },
 ): Promise<Running> {
   const { entry, ready } = ENTRY[role];
   const own = role === 'web' ? { ...env, PORT: String(port), HOST: '127.0.0.1' } : env;
+  const nodeArgs = compiled ? readProcfile(release)[role] : undefined;
+  if (compiled && !nodeArgs) throw new Error(`${release}: its Procfile has no ${role}`);
   // Five processes start from source on a machine that may be busy with other test files.
-  const child = await spawnProcess(processes, entry, own, ready, { root: release, readyMs: 90_000 });
+  const child = await spawnProcess(processes, entry, own, ready, {
+    root: release,
+    readyMs: 90_000,
+    nodeArgs,
+  });
   const printed: string[] = [];
   for (const stream of [child.stdout!, child.stderr!])
     stream.on('data', (chunk: Buffer) => printed.push(chunk.toString()));
