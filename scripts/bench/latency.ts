@@ -430,7 +430,6 @@ function table(results: readonly Result[], floor: Floor): string {
 
 /** The jobs a worker process of the service takes at once: config.ts's default unless the bench's env sets it. */
 const WORKER_CONCURRENCY = Number(process.env.WORKER_CONCURRENCY || 32);
-/** An order's job as the web adds it: `{"orderId":N}`. */
 
 /**
  * BullMQ's own no-op job on the run's Redis at each number in flight of the rows, its worker taking as many jobs at
