@@ -308,7 +308,7 @@ async function startOne(
   const own = role === 'web' ? { ...env, PORT: String(port), HOST: '127.0.0.1' } : env;
   const nodeArgs = compiled ? readProcfile(release)[role] : undefined;
   if (compiled && !nodeArgs) throw new Error(`${release}: its Procfile has no ${role}`);
-  // Five processes start from source on a machine that may be busy with other test files.
+  // Five processes start (from source unless compiled) on a machine that may be busy with other test files.
   const child = await spawnProcess(processes, entry, own, ready, {
     root: release,
     readyMs: 90_000,
