@@ -6,11 +6,11 @@
 // the web's and the worker's are for an order. `drainFloor` is the load bench's backlog drain done by BullMQ alone:
 // jobs that only wait, as an order waits for its payment, drained by as many worker processes as the service's.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { Queue, QueueEvents, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
+import { stopChild } from '../../test/helpers/child-processes.js';
 import { treeCpuSeconds } from '../../test/helpers/process-stats.js';
 import { redisCommandsSoFar } from './lone-orders.js';
 import { percentile } from './samples.js';
@@ -79,11 +79,8 @@ async function startNoopWorker(
   return worker;
 }
 
-async function stopNoopWorker(worker: ChildProcess): Promise<void> {
-  if (worker.exitCode !== null || worker.signalCode !== null) return;
-  worker.kill('SIGTERM');
-  await once(worker, 'exit');
-}
+/** A job's data of about `bytes` bytes as BullMQ stores it (JSON), for a floor of an order job's size. */
+const payloadOf = (bytes: number) => ({ order: 'x'.repeat(Math.max(0, bytes - 12)) });
 
 /** A queue and its events on `prefix` for `use`, closed after it (the queue's keys removed) whatever happens. */
 async function onFloorQueue<T>(
@@ -142,7 +139,7 @@ export async function noopFloor(
     try {
       await events.waitUntilReady();
       worker = await startNoopWorker(redisUrl, prefix, workerConcurrency);
-      const payload = { order: 'x'.repeat(Math.max(0, payloadBytes - 12)) };
+      const payload = payloadOf(payloadBytes);
       const waiting = new Map<string, () => void>();
       // A job's event may be read before its add has answered here: it is kept until the add's answer comes.
       const early = new Set<string>();
@@ -199,7 +196,7 @@ export async function noopFloor(
         p50Ms: percentile(ms, 50),
       };
     } finally {
-      if (worker) await stopNoopWorker(worker);
+      if (worker) await stopChild(worker);
     }
   });
 }
@@ -225,7 +222,7 @@ export async function drainFloor(
     const started: ChildProcess[] = [];
     try {
       await queue.pause();
-      const data = { order: 'x'.repeat(Math.max(0, payloadBytes - 12)) };
+      const data = payloadOf(payloadBytes);
       for (let added = 0; added < jobs; added += 500) {
         const n = Math.min(500, jobs - added);
         await queue.addBulk(
@@ -248,7 +245,7 @@ export async function drainFloor(
       await queue.resume();
       return jobs / (((await drained) - resumed) / 1000);
     } finally {
-      await Promise.all(started.map(stopNoopWorker));
+      await Promise.all(started.map((worker) => stopChild(worker)));
     }
   });
 }
