@@ -92,7 +92,7 @@ export async function createDeps(
           config.REDIS_PREFIX,
           logger,
         )
-      : { wait: () => Promise.resolve(), close: () => Promise.resolve() },
+      : { wait: () => Promise.resolve(undefined), close: () => Promise.resolve() },
     metrics: createMetricsRecorder(redis, config.REDIS_PREFIX, logger),
     // Reads the store only once a real order asks, so workers and the clock never start its timer.
     backpressure: createBackpressure({

@@ -22,6 +22,8 @@ interface Boundary {
   what: string;
   span: string;
   at: 'start' | 'end';
+  /** Not on every order's way: a stage after it runs from the boundary before it in an order without it. */
+  optional?: true;
 }
 
 /** A lone order's way, in the order it goes; each stage is the time from one boundary to the next. */
@@ -35,12 +37,14 @@ const BOUNDARIES: readonly Boundary[] = [
   { what: 'worker: payment authorised', span: 'payment.authorize', at: 'end' },
   { what: 'worker: settlement committed (flushed, on SQLite)', span: 'store.processing.settle', at: 'end' },
   { what: 'worker: outcome announced (PUBLISH issued)', span: 'publish', at: 'start' },
+  // An order whose end carries its answer (protocol 2) is not read back: the web answers from the message.
   {
-    what: 'web: hears it (no span: the start of the read that follows)',
+    what: 'web: hears it, when it reads the order back (no span: the start of that read)',
     span: 'store.orders.get',
     at: 'start',
+    optional: true,
   },
-  { what: 'web: order read back', span: 'store.orders.get', at: 'end' },
+  { what: 'web: order read back', span: 'store.orders.get', at: 'end', optional: true },
   { what: 'web: answer written (request span ends)', span: 'POST', at: 'end' },
 ];
 
@@ -97,14 +101,20 @@ export function stagesOf(spans: readonly ReceivedSpan[]): Omit<StageReport, 'sto
       );
     return span && (b.at === 'start' ? startMs(span) : endMs(span));
   };
+  /** Where the stage ending at boundary `i + 1` begins in an order: the boundary before it, or before an optional one it lacks. */
+  const from = (list: readonly ReceivedSpan[], i: number): number | undefined => {
+    let j = i;
+    while (j > 0 && BOUNDARIES[j]!.optional && at(list, BOUNDARIES[j]!) === undefined) j -= 1;
+    return at(list, BOUNDARIES[j]!);
+  };
   const stages = BOUNDARIES.slice(1).map((to, i): Stage => {
-    const from = BOUNDARIES[i]!;
     const gaps: number[] = [];
     for (const list of orders) {
-      const [a, b] = [at(list, from), at(list, to)];
+      const [a, b] = [from(list, i), at(list, to)];
       if (a !== undefined && b !== undefined) gaps.push(b - a);
     }
-    return { from: from.what, to: to.what, ms: gaps.length ? trimmedMean(gaps) : NaN, orders: gaps.length };
+    const what = BOUNDARIES[i]!.what;
+    return { from: what, to: to.what, ms: gaps.length ? trimmedMean(gaps) : NaN, orders: gaps.length };
   });
   const waits = orders.map((list) => list.find((s) => s.name === 'POST')!).map((s) => endMs(s) - startMs(s));
   return { orders: orders.length, waitP50: percentile(waits, 50), stages };
@@ -131,7 +141,9 @@ export function stagesTable(reports: readonly StageReport[], orders: number, war
     const sum = report.stages.reduce((total, s) => total + (Number.isNaN(s.ms) ? 0 : s.ms), 0);
     for (const stage of report.stages)
       lines.push(
-        `| ${report.store} | ${report.service} | ${stage.to} | ${stage.ms.toFixed(2)} | ${((stage.ms / sum) * 100).toFixed(0)} % | ${stage.orders} |`,
+        Number.isNaN(stage.ms)
+          ? `| ${report.store} | ${report.service} | ${stage.to} | – | – | 0 |`
+          : `| ${report.store} | ${report.service} | ${stage.to} | ${stage.ms.toFixed(2)} | ${((stage.ms / sum) * 100).toFixed(0)} % | ${stage.orders} |`,
       );
     lines.push(
       `| ${report.store} | ${report.service} | **sum** (traced wait p50 ${report.waitP50.toFixed(2)} ms over ${report.orders} orders) | ${sum.toFixed(2)} | | |`,

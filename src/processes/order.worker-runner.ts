@@ -3,6 +3,8 @@ import type { Deps } from '../deps.js';
 import { attemptOrder, failOrder } from '../services/process-order.js';
 import { isStoreUnavailable } from '../store/store-errors.js';
 import { announceOrderEnd } from '../queue/order-outcomes.js';
+import { toOrderResponse } from '../services/order-view.js';
+import type { OrderWithItems } from '../store/port/store.port.js';
 import { ORDER_QUEUE, OrderJobs, type OrderJobData } from '../queue/order.queue.js';
 import { createMetricsRecorder } from '../metrics/metrics.recorder.js';
 import { createBlockingRedis } from '../redis/redis.js';
@@ -23,8 +25,10 @@ export async function startOrderWorker(deps: Deps) {
   const metrics = createMetricsRecorder(connection, config.REDIS_PREFIX, logger);
   const processDeps = { ...deps, metrics, maxAttempts: config.MAX_PROCESS_ATTEMPTS };
   // With the job's mark that it is finished: one write to Redis for both.
-  const announceEnd = (orderId: number) =>
-    metrics.sendAlong((commands) => announceOrderEnd(commands, config.REDIS_PREFIX, orderId));
+  const announceEnd = (orderId: number, settled?: OrderWithItems) =>
+    metrics.sendAlong((commands) =>
+      announceOrderEnd(commands, config.REDIS_PREFIX, orderId, settled && answerOf(settled)),
+    );
   const worker = new Worker<OrderJobData>(
     ORDER_QUEUE,
     jobProcessor({
@@ -32,15 +36,15 @@ export async function startOrderWorker(deps: Deps) {
       schema: OrderJobs['process-order'],
       metrics,
       async work({ orderId }, job) {
-        const { outcome, itemStatuses } = await withOrder(orderId, () =>
+        const { outcome, settled } = await withOrder(orderId, () =>
           // Every line the attempt logs names its order itself; the child adds the job.
           attemptOrder({ ...processDeps, logger: logger.child({ jobId: job.id }) }, orderId),
         );
         if (outcome === 'missing') throw new UnrecoverableError(`order ${orderId} does not exist`);
-        // What the attempt wrote is committed: a web waiting for the order reads it now, while the job ends.
-        announceEnd(orderId);
+        // What the attempt wrote is committed: a web waiting for the order answers now, while the job ends.
+        announceEnd(orderId, settled ?? undefined);
         // Not awaited: summed into the recorder's next publish, with the job's own duration.
-        if (itemStatuses) void metrics.recordOrderSettled(itemStatuses);
+        if (settled) void metrics.recordOrderSettled(settled.items.map((item) => item.status));
         else if (outcome === 'failed') await countOutcome(processDeps, orderId);
         return 'completed';
       },
@@ -96,6 +100,19 @@ export async function startOrderWorker(deps: Deps) {
       connection.disconnect();
     },
   };
+}
+
+/** Most items of an order whose answer its end carries; a larger one is read by the web that waits for it. */
+export const MAX_ANNOUNCED_ITEMS = 50;
+
+/**
+ * The answer to the order's placing, as the web would build it from the store (toOrderResponse), for the
+ * announcement of its end; none for an order of more than MAX_ANNOUNCED_ITEMS items, so that every message stays
+ * small (each web hearing the channel receives it).
+ */
+export function answerOf({ order, items }: OrderWithItems): string | undefined {
+  if (items.length > MAX_ANNOUNCED_ITEMS) return undefined;
+  return JSON.stringify(toOrderResponse(order, items, false));
 }
 
 /** Counts a settled order's outcome; only the attempt that settled it calls this, so each order counts once. */

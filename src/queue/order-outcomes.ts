@@ -5,9 +5,10 @@ import { ORDER_QUEUE, orderJobId } from './order.queue.js';
 export interface OrderOutcomes {
   /**
    * Resolves when the order's job has finished, `isDone` says so (asked every POLL_MS, and once when the signal
-   * starts being heard), or the time is up; never rejects. Called right after the order's job was enqueued.
+   * starts being heard), or the time is up; never rejects. Called right after the order's job was enqueued. With
+   * the order's answer as the worker that settled it announced it (its JSON text, unchecked), when it did.
    */
-  wait(orderId: number, timeoutMs: number, isDone: () => Promise<boolean>): Promise<void>;
+  wait(orderId: number, timeoutMs: number, isDone: () => Promise<boolean>): Promise<string | undefined>;
   close(): Promise<void>;
 }
 
@@ -22,7 +23,8 @@ export const orderEndsChannel = (prefix: string): string => `${prefix}:${ORDER_Q
 
 /**
  * Says, on `commands` (a pipeline, or a metrics flush's), that the order's job has ended (its attempt settled the
- * order, found it settled, or failed), once what the attempt wrote is committed: a waiting web process then reads
+ * order, found it settled, or failed), once what the attempt wrote is committed. With `answer`, the order's answer
+ * as JSON text (the attempt that settled it knows it): a waiting web process answers with it; without, it reads
  * the order from the store.
  * A wake-up only: one lost (no web listening, Redis away) leaves the waiter to its poll.
  */
@@ -30,15 +32,23 @@ export function announceOrderEnd(
   commands: { publish(channel: string, message: string): unknown },
   prefix: string,
   orderId: number,
+  answer?: string,
 ): void {
-  commands.publish(orderEndsChannel(prefix), orderJobId(orderId));
+  const jobId = orderJobId(orderId);
+  commands.publish(orderEndsChannel(prefix), answer === undefined ? jobId : `${jobId} ${answer}`);
 }
 
 /**
- * The job id an order's end names: the whole message in protocol version 1 (`order-<id>`, what this release
- * publishes), its first word in any later one, which may add words after it (protocol.ts).
+ * The job id an order's end names: the whole message in protocol version 1 (`order-<id>`), its first word in
+ * any later one, which may add words after it (protocol.ts).
  */
 export const endedJobOf = (message: string): string => message.split(' ', 1)[0]!;
+
+/** The answer an order's end carries (protocol version 2): what follows the job id when it is a JSON object. */
+export function endedAnswerOf(message: string): string | undefined {
+  const space = message.indexOf(' ');
+  return space > 0 && message[space + 1] === '{' ? message.slice(space + 1) : undefined;
+}
 
 /**
  * Waits for workers' word that an order's job ended (announceOrderEnd: one short message per order on a
@@ -54,14 +64,18 @@ export function createOrderOutcomes(
 ): OrderOutcomes {
   const channel = orderEndsChannel(prefix);
   /** Per job id, its waiters: how to answer each, and how to ask the store whether it is done. */
-  const waiters = new Map<string, Map<() => void, () => void>>();
+  const waiters = new Map<string, Map<(answer?: string) => void, () => void>>();
   // Jobs heard of with no one waiting, by when: a busy event loop can read a job's end before the reply to
-  // its enqueue, so its waiter comes after the message. Kept UNCLAIMED_MS, in the order they came.
+  // its enqueue, so its waiter comes after the message. Kept UNCLAIMED_MS, in the order they came, without
+  // their answers (every order's end that any web waits for is heard here): such a waiter reads the store.
   const unclaimed = new Map<string, number>();
-  const wake = (jobId: string) => {
+  const wake = (message: string) => {
+    const jobId = endedJobOf(message);
     const set = waiters.get(jobId);
-    if (set) for (const finish of set.keys()) finish();
-    else unclaimed.set(jobId, Date.now());
+    if (set) {
+      const answer = endedAnswerOf(message);
+      for (const finish of set.keys()) finish(answer);
+    } else unclaimed.set(jobId, Date.now());
     for (const [id, at] of unclaimed) {
       if (at > Date.now() - UNCLAIMED_MS) break;
       unclaimed.delete(id);
@@ -83,10 +97,7 @@ export function createOrderOutcomes(
     connection.on('error', (err: Error) =>
       logger.warn({ err: err.message }, 'order outcomes connection error'),
     );
-    connection.on(
-      'message',
-      (from: string, message: string) => from === channel && wake(endedJobOf(message)),
-    );
+    connection.on('message', (from: string, message: string) => from === channel && wake(message));
     connection.subscribe(channel).then(
       () => {
         askAll();
@@ -116,26 +127,26 @@ export function createOrderOutcomes(
       startHearing();
       if (unclaimed.delete(jobId)) {
         stopWhenIdle();
-        return Promise.resolve();
+        return Promise.resolve(undefined);
       }
-      return new Promise<void>((resolve) => {
-        const finish = () => {
+      return new Promise<string | undefined>((resolve) => {
+        const finish = (answer?: string) => {
           clearTimeout(timer);
           clearInterval(poll);
           const set = waiters.get(jobId);
           set?.delete(finish);
           if (set?.size === 0) waiters.delete(jobId);
           stopWhenIdle();
-          resolve();
+          resolve(answer);
         };
-        const timer = setTimeout(finish, timeoutMs);
+        const timer = setTimeout(() => finish(), timeoutMs);
         const check = () =>
           void isDone().then(
             (done) => done && finish(),
             () => undefined,
           );
         const poll = setInterval(check, POLL_MS);
-        const set = waiters.get(jobId) ?? new Map<() => void, () => void>();
+        const set = waiters.get(jobId) ?? new Map<(answer?: string) => void, () => void>();
         set.set(finish, check);
         waiters.set(jobId, set);
         // No read of the store now: a job that ended before this waiter came was unclaimed above, or (heard of

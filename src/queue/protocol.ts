@@ -9,5 +9,11 @@
  * may add fields, with `v` set to its version, once no process of a release before this one can run: every
  * heartbeat then carries a protocol (process-heartbeat.ts), and one without it is from a release that would fail
  * those jobs. Fields are added, never renamed or removed.
+ *
+ * Version 2 adds words to one message: an order's end may carry, after its job id and a space, the order's answer
+ * as the worker that settled it committed it (the JSON of the OrderResponse a web gives its caller), so the web
+ * that waits answers without reading the order again. Every release of version 1 takes the message's first word
+ * alone (endedJobOf), so webs of version 1 beside workers of version 2 hear the end as before and read the order;
+ * a web of version 2 beside workers of version 1 hears no answer and reads it too. The jobs are unchanged.
  */
-export const PROTOCOL = 1;
+export const PROTOCOL = 2;

@@ -11,6 +11,7 @@ import type {
   OrderWithItems,
   PricingCatalog,
   Reservation,
+  Settlement,
   StockChange,
   StoredItem,
   Store,
@@ -33,8 +34,11 @@ export type ProcessOutcome = 'missing' | 'settled' | 'already-settled' | 'failed
 
 export interface ProcessResult {
   outcome: ProcessOutcome;
-  /** The order's item statuses as this attempt settled them ('settled' only): what the metrics count. */
-  itemStatuses: number[] | null;
+  /**
+   * The order as this attempt's settlement committed it ('settled' only), every field an answer shows as the
+   * store now holds it: what the metrics count, and what a waiting web answers with without reading it again.
+   */
+  settled: OrderWithItems | null;
 }
 
 // Stock taken by another order between pricing and reserving is rare; a few fresh prices settle it.
@@ -116,34 +120,32 @@ export function stockHeldBy(items: readonly Pick<StoredItem, 'listingId' | 'stat
 export type AttemptStep =
   | { kind: 'missing' }
   | { kind: 'settled'; byThisAttempt: false }
-  | { kind: 'settled'; byThisAttempt: true; itemStatuses: number[] }
+  | { kind: 'settled'; byThisAttempt: true; settled: OrderWithItems }
   | { kind: 'exhausted' }
   | { kind: 'pay'; stored: OrderWithItems };
 
 /**
  * One attempt at an order; safe to run any number of times: every write is guarded by the order's phase in
  * the store, and the payment is keyed by the order so a retry finds the first authorisation, not a second.
- * With the item statuses the attempt settled: the worker counts them without reading them back.
+ * With the order as the attempt settled it: the worker counts its items and announces it without reading it back.
  */
 export async function attemptOrder(deps: ProcessOrderDeps, orderId: number): Promise<ProcessResult> {
   const step = await startAttempt(deps, orderId);
   switch (step.kind) {
     case 'missing':
-      return { outcome: 'missing', itemStatuses: null };
+      return { outcome: 'missing', settled: null };
     case 'settled':
       return step.byThisAttempt
-        ? { outcome: 'settled', itemStatuses: step.itemStatuses }
-        : { outcome: 'already-settled', itemStatuses: null };
+        ? { outcome: 'settled', settled: step.settled }
+        : { outcome: 'already-settled', settled: null };
     case 'exhausted': {
       // An earlier attempt may still be paying: it settles the order, or its lease runs out first.
       const failed = await failOrder(deps, orderId, { leaseFreeAt: deps.clock() });
-      return { outcome: failed === 'held' ? 'held' : 'failed', itemStatuses: null };
+      return { outcome: failed === 'held' ? 'held' : 'failed', settled: null };
     }
     case 'pay': {
-      const itemStatuses = await pay(deps, step.stored);
-      return itemStatuses
-        ? { outcome: 'settled', itemStatuses }
-        : { outcome: 'already-settled', itemStatuses: null };
+      const settled = await pay(deps, step.stored);
+      return settled ? { outcome: 'settled', settled } : { outcome: 'already-settled', settled: null };
     }
   }
 }
@@ -169,24 +171,74 @@ export async function startAttempt(deps: ProcessOrderDeps, orderId: number): Pro
   if (start.reserved === null) return { kind: 'pay', stored: start };
   const reserved =
     start.reserved === 'applied' ? reservedOrder(start, priced.reservation!) : await reserve(deps, start);
-  if (Array.isArray(reserved)) return { kind: 'settled', byThisAttempt: true, itemStatuses: reserved };
+  if (reserved !== 'not-queued' && reserved.order.phase === 'settled')
+    return { kind: 'settled', byThisAttempt: true, settled: reserved };
   // Another attempt got there first: carry on from what it stored.
   const stored = reserved === 'not-queued' ? await deps.store.orders.get(orderId) : reserved;
   if (!stored || stored.order.phase === 'settled') return { kind: 'settled', byThisAttempt: false };
   return { kind: 'pay', stored };
 }
 
-/** The order as a reservation left it, or the item statuses of an order that bought nothing (settled). */
-function reservedOrder(stored: OrderWithItems, reservation: Reservation): OrderWithItems | number[] {
-  // Nothing to buy: the reservation settled the order with every item's status.
-  if (reservation.phase === 'settled') return reservation.items.map((i) => i.status);
+/**
+ * The order as a reservation applied to it (`stored`, read queued) left it, as the store's `reserve` writes it:
+ * every item takes its priced figures, and a queued one that the reservation rejects its status and the time; the
+ * order its phase (settled when nothing is bought) and totals.
+ */
+export function reservedOrder(stored: OrderWithItems, reservation: Reservation): OrderWithItems {
   const byId = new Map(reservation.items.map((i) => [i.orderItemId, i]));
+  const { now } = reservation;
   return {
-    order: { ...stored.order, phase: 'reserved', totalCents: reservation.totalCents },
-    items: stored.items.map((item) => ({
-      ...item,
-      status: byId.get(item.orderItemId)?.status ?? item.status,
-    })),
+    order: {
+      ...stored.order,
+      phase: reservation.phase,
+      taxCents: reservation.taxCents,
+      taxModel: reservation.taxModel,
+      totalCents: reservation.totalCents,
+    },
+    items: stored.items.map((item) => {
+      const priced = byId.get(item.orderItemId);
+      if (!priced) return item;
+      const { costCents, shipcostCents, taxCents, minDays, maxDays } = priced;
+      const moved = item.status === ItemStatus.QUEUED && priced.status !== ItemStatus.QUEUED;
+      return {
+        ...item,
+        costCents,
+        shipcostCents,
+        taxCents,
+        minDays,
+        maxDays,
+        ...(moved ? { status: priced.status, updatedAt: now, statusChangedAt: now } : {}),
+      };
+    }),
+  };
+}
+
+/**
+ * The order as a settlement applied to it (`stored`, read in the settlement's phase) left it, as the store's
+ * `settle` writes it: its queued items take the status and the time, and lose their charges when it clears them;
+ * the order is settled, its tax 0 (where it had one) when the settlement zeroes it. Only the worker moves a queued
+ * item on, so the queued items of `stored` are the ones the settlement found.
+ */
+export function settledOrder(stored: OrderWithItems, settlement: Settlement): OrderWithItems {
+  const { order } = stored;
+  const { now, clearCharges } = settlement;
+  return {
+    order: {
+      ...order,
+      phase: 'settled',
+      taxCents: settlement.zeroTax && order.taxCents !== null ? 0 : order.taxCents,
+    },
+    items: stored.items.map((item) =>
+      item.status !== ItemStatus.QUEUED
+        ? item
+        : {
+            ...item,
+            status: settlement.itemStatus,
+            updatedAt: now,
+            statusChangedAt: now,
+            ...(clearCharges ? { shipcostCents: 0, taxCents: 0 } : {}),
+          },
+    ),
   };
 }
 
@@ -194,7 +246,7 @@ function reservedOrder(stored: OrderWithItems, reservation: Reservation): OrderW
 async function reserve(
   deps: ProcessOrderDeps,
   stored: OrderWithItems,
-): Promise<OrderWithItems | 'not-queued' | number[]> {
+): Promise<OrderWithItems | 'not-queued'> {
   const listingIds = [...new Set(stored.items.map((i) => i.listingId))];
   for (let round = 1; round < RESERVE_ROUNDS; round += 1) {
     const catalog = await deps.store.catalog.loadForPricing(listingIds);
@@ -211,10 +263,10 @@ async function reserve(
 }
 
 /**
- * Authorises the reserved amount once (keyed by the order) and settles the order with the answer; the item
- * statuses it settled, or null when another attempt settled the order first.
+ * Authorises the reserved amount once (keyed by the order) and settles the order with the answer; the order as
+ * it settled it, or null when another attempt settled the order first.
  */
-async function pay(deps: ProcessOrderDeps, stored: OrderWithItems): Promise<number[] | null> {
+async function pay(deps: ProcessOrderDeps, stored: OrderWithItems): Promise<OrderWithItems | null> {
   const { order, items } = stored;
   const key = paymentKey(order.orderId);
   const amountCents = order.totalCents!;
@@ -232,7 +284,7 @@ async function pay(deps: ProcessOrderDeps, stored: OrderWithItems): Promise<numb
     amountCents,
     currency: order.currency,
   };
-  const settled = await deps.store.processing.settle({
+  const settlement: Settlement = {
     orderId: order.orderId,
     fromPhase: 'reserved',
     itemStatus: result.approved ? ItemStatus.ORDERED : ItemStatus.CREDIT_CARD_REJECTED,
@@ -242,14 +294,13 @@ async function pay(deps: ProcessOrderDeps, stored: OrderWithItems): Promise<numb
     ledger,
     now: deps.clock(),
     event: newOrderEvent(),
-  });
-  if (!settled) {
+  };
+  if (!(await deps.store.processing.settle(settlement))) {
     if (result.approved) await voidIfUnaccounted(deps, order.orderId);
     return null;
   }
   deps.logger.info({ orderId: order.orderId, approved: result.approved, amountCents }, 'order settled');
-  const itemStatus = result.approved ? ItemStatus.ORDERED : ItemStatus.CREDIT_CARD_REJECTED;
-  return items.map((item) => (item.status === ItemStatus.QUEUED ? itemStatus : item.status));
+  return settledOrder(stored, settlement);
 }
 
 /**

@@ -10,8 +10,11 @@ import { holdLock } from './start-lock.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
-/** The release before this one (main as it landed on 2026-12-06): it drains its webs on SIGTERM, as this one does. */
-export const PREVIOUS_RELEASE = '3596c46';
+/**
+ * The release before this one (main as it landed on 2026-12-07): it drains its webs on SIGTERM, as this one does,
+ * and speaks protocol 1 (its webs hear an order's end by the message's first word).
+ */
+export const PREVIOUS_RELEASE = 'eb58d27';
 /** The release of 2026-11-28, the last whose webs close their kept-alive connections at once on SIGTERM (no drain). */
 export const RELEASE_2026_11_28 = '6dbff14';
 /** The release of 2026-11-27, whose SQLite reads split `SELECT o.*, i.*` rows by position. */

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import { Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createOrderOutcomes, type OrderOutcomes } from '../../src/queue/order-outcomes.js';
+import { announceOrderEnd, createOrderOutcomes, type OrderOutcomes } from '../../src/queue/order-outcomes.js';
 import { announced, untilHeard } from '../helpers/order-ends.js';
 import { ORDER_QUEUE, createOrderQueue, type OrderJobData } from '../../src/queue/order.queue.js';
 import { createBlockingRedis, createRedis } from '../../src/redis/redis.js';
@@ -79,5 +79,16 @@ describe('waiting for an order', () => {
     await waited;
 
     expect(asked).toBe(0);
+  });
+
+  it("when the end carries the order's answer, then every waiter of that order gets it, and no other", async () => {
+    const answer = JSON.stringify({ orderId: 5, listings: [], referenceId: 'po 5 with spaces' });
+    const waiters = [5, 5, 6].map((orderId) => outcomes.wait(orderId, 15_000, async () => false));
+    const pipeline = workerConnection.pipeline();
+    announceOrderEnd(pipeline, prefix, 5, answer);
+    announceOrderEnd(pipeline, prefix, 6);
+    await pipeline.exec();
+
+    expect(await Promise.all(waiters)).toEqual([answer, answer, undefined]);
   });
 });

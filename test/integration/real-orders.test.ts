@@ -1,4 +1,6 @@
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { endedAnswerOf, endedJobOf, orderEndsChannel } from '../../src/queue/order-outcomes.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
 import { createTestService, signed, type Credentials, type TestService } from '../helpers/test-service.js';
 
@@ -158,6 +160,68 @@ describe('POST /v1/orders for a real order', () => {
         distinct[0],
       ),
     ).toBe(2);
+  });
+});
+
+type Answer = { listings: { orderItems: Record<string, unknown>[] }[] };
+
+/** An order as GET answers it, less the items' update dates, which the answer to its placing leaves out. */
+const withoutItemDates = (order: Answer) => ({
+  ...order,
+  listings: order.listings.map((listing) => ({
+    ...listing,
+    orderItems: listing.orderItems.map(({ itemUpdateDate: _, ...item }) => item),
+  })),
+});
+
+describe('the answer a waiting caller gets', () => {
+  it('is the order as a GET then shows it, as the worker that settled it announced it: bought, over its max price, declined', async () => {
+    const buying = await service.client('bought answers');
+    const declining = await service.client('declining answers', true);
+    const heard = new Redis(service.env.REDIS_URL);
+    const ends = new Map<string, string | undefined>();
+    heard.on('message', (_: string, message: string) =>
+      ends.set(endedJobOf(message), endedAnswerOf(message)),
+    );
+    await heard.subscribe(orderEndsChannel(service.config.REDIS_PREFIX));
+    const orders = [
+      // Walden bought twice, 2001 over its max price (53): the figures the worker priced, its tax and statuses.
+      [
+        buying,
+        [
+          { listingId: 2002, quantity: 2 },
+          { listingId: 2001, quantity: 1, maxPrice: 1 },
+        ],
+      ],
+      [
+        declining,
+        [
+          { listingId: 2002, quantity: 1 },
+          { listingId: 2001, quantity: 1, maxPrice: 1 },
+        ],
+      ],
+    ] satisfies [Credentials, { listingId: number; quantity: number; maxPrice?: number }[]][];
+    const seen: number[][] = [];
+    for (const [who, listings] of orders) {
+      const placed = await signed(
+        service.app,
+        who,
+        'POST',
+        '/v1/orders',
+        orderBody(who.ccToken, { listings }),
+      );
+      expect(placed.headers['svc-status']).toBe('2010');
+      const got = await signed(service.app, who, 'GET', `/v1/orders/${placed.body.orderId}`);
+      expect(placed.body).toEqual(withoutItemDates(got.body));
+      seen.push(statuses(placed.body));
+      await expect.poll(() => ends.has(`order-${placed.body.orderId}`)).toBe(true);
+      expect(JSON.parse(ends.get(`order-${placed.body.orderId}`)!)).toEqual(placed.body);
+    }
+    expect(seen).toEqual([
+      [5, 5, 53],
+      [19, 53],
+    ]);
+    heard.disconnect();
   });
 });
 

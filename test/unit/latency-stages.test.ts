@@ -68,4 +68,18 @@ describe('the stages of a lone order', () => {
     expect(announced.map((s) => s.orders)).toEqual([0, 0]);
     expect(announced.every((s) => Number.isNaN(s.ms))).toBe(true);
   });
+
+  it('when the web answers from the end it heard, without reading the order back, then the answer runs from the announcement', () => {
+    const spans = Array.from({ length: 10 }, (_, i) =>
+      order(`t${i}`, 1000 * i, 0.5).filter((s) => s.name !== 'store.orders.get'),
+    ).flat();
+    const { stages } = stagesOf(spans);
+    expect(stages.filter((s) => s.orders === 0).map((s) => s.to)).toEqual([
+      'web: hears it, when it reads the order back (no span: the start of that read)',
+      'web: order read back',
+    ]);
+    // From the announcement's start (8 steps in) to the request's end (11): 1.5 ms.
+    expect(stages.at(-1)).toMatchObject({ to: 'web: answer written (request span ends)', orders: 10 });
+    expect(stages.at(-1)!.ms).toBeCloseTo(1.5, 6);
+  });
 });

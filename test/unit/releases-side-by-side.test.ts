@@ -16,7 +16,7 @@ import {
   startProcessHeartbeat,
 } from '../../src/metrics/process-heartbeat.js';
 import { jobProcessor } from '../../src/processes/job-processor.js';
-import { endedJobOf } from '../../src/queue/order-outcomes.js';
+import { announceOrderEnd, endedAnswerOf, endedJobOf } from '../../src/queue/order-outcomes.js';
 import { OrderJobs, orderJobData } from '../../src/queue/order.queue.js';
 import { PROTOCOL } from '../../src/queue/protocol.js';
 import { WebhookJobs } from '../../src/queue/webhook.queue.js';
@@ -68,7 +68,7 @@ describe('a heartbeat', () => {
     expect(written[0]![1]).toBe(`worker:${process.pid}`);
     expect(JSON.parse(written[0]![2])).toMatchObject({
       at: NOW,
-      release: { store: 'postgres', schema: 20, protocol: 1 },
+      release: { store: 'postgres', schema: 20, protocol: PROTOCOL },
     });
   });
 
@@ -189,5 +189,16 @@ describe('jobs and messages between releases', () => {
   it("hears an order's end as earlier releases publish it, and as a later one may extend it", () => {
     expect(endedJobOf('order-42')).toBe('order-42');
     expect(endedJobOf('order-42 2 more')).toBe('order-42');
+    expect(endedAnswerOf('order-42')).toBeUndefined();
+    expect(endedAnswerOf('order-42 2 more')).toBeUndefined();
+  });
+
+  it("says an order's end with its answer after the job id, which releases of protocol 1 hear by the first word", () => {
+    const said: string[] = [];
+    const answer = JSON.stringify({ orderId: 42, listings: [{ title: 'A Tale of Two Cities' }] });
+    announceOrderEnd({ publish: (_, message) => said.push(message) }, '{p}', 42, answer);
+    announceOrderEnd({ publish: (_, message) => said.push(message) }, '{p}', 43);
+    expect(said.map(endedJobOf)).toEqual(['order-42', 'order-43']);
+    expect(said.map(endedAnswerOf)).toEqual([answer, undefined]);
   });
 });

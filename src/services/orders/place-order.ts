@@ -72,11 +72,14 @@ export async function placeOrder(deps: PlaceOrderDeps, input: PlaceOrderInput): 
   );
   const waits = accepted.kind === 'created' && enqueued && !input.respondAsync && deps.orderWaitMs > 0;
   if (waits) {
-    await deps.outcomes.wait(
+    const told = await deps.outcomes.wait(
       orderId,
       deps.orderWaitMs,
       async () => (await deps.store.orders.phaseOf(orderId)) === 'settled',
     );
+    // The worker that settled it said what it committed: no read back.
+    const answer = told === undefined ? undefined : announcedAnswer(told, orderId);
+    if (answer) return { kind: 'placed', duplicate: false, queued: isQueued(answer), order: answer };
   }
   // A new order not waited for is answered as its acceptance stored it (items QUEUED): no read back.
   const stored =
@@ -85,6 +88,24 @@ export async function placeOrder(deps: PlaceOrderDeps, input: PlaceOrderInput): 
   const duplicate = accepted.kind === 'duplicate';
   return { kind: 'placed', duplicate, queued, order: toOrderResponse(stored.order, stored.items, false) };
 }
+
+/**
+ * The answer a worker announced with the order's end (the JSON of an OrderResponse), when it is this order's;
+ * anything else is set aside and the order read from the store.
+ */
+function announcedAnswer(text: string, orderId: number): OrderResponse | undefined {
+  try {
+    const answer = JSON.parse(text) as Partial<OrderResponse> | null;
+    return answer?.orderId === orderId && Array.isArray(answer.listings)
+      ? (answer as OrderResponse)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const isQueued = (answer: OrderResponse): boolean =>
+  answer.listings.some((listing) => listing.orderItems.some((item) => item.status === ItemStatus.QUEUED));
 
 /** Backpressure's refusal: too many orders (or too many of this client's) wait for the workers. */
 export const busy = ({
