@@ -184,7 +184,7 @@ export async function startAttempt(deps: ProcessOrderDeps, orderId: number): Pro
  * every item takes its priced figures, and a queued one that the reservation rejects its status and the time; the
  * order its phase (settled when nothing is bought) and totals.
  */
-export function reservedOrder(stored: OrderWithItems, reservation: Reservation): OrderWithItems {
+function reservedOrder(stored: OrderWithItems, reservation: Reservation): OrderWithItems {
   const byId = new Map(reservation.items.map((i) => [i.orderItemId, i]));
   const { now } = reservation;
   return {
@@ -219,7 +219,7 @@ export function reservedOrder(stored: OrderWithItems, reservation: Reservation):
  * the order is settled, its tax 0 (where it had one) when the settlement zeroes it. Only the worker moves a queued
  * item on, so the queued items of `stored` are the ones the settlement found.
  */
-export function settledOrder(stored: OrderWithItems, settlement: Settlement): OrderWithItems {
+function settledOrder(stored: OrderWithItems, settlement: Settlement): OrderWithItems {
   const { order } = stored;
   const { now, clearCharges } = settlement;
   return {

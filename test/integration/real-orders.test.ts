@@ -175,7 +175,7 @@ const withoutItemDates = (order: Answer) => ({
 });
 
 describe('the answer a waiting caller gets', () => {
-  it('is the order as a GET then shows it, as the worker that settled it announced it: bought, over its max price, declined', async () => {
+  it('is the order as a GET then shows it, as the worker that settled it announced it: bought, over its max price, declined, nothing bought', async () => {
     const buying = await service.client('bought answers');
     const declining = await service.client('declining answers', true);
     const heard = new Redis(service.env.REDIS_URL);
@@ -200,6 +200,8 @@ describe('the answer a waiting caller gets', () => {
           { listingId: 2001, quantity: 1, maxPrice: 1 },
         ],
       ],
+      // Nothing bought: the reservation settles the order, and nothing is paid.
+      [buying, [{ listingId: 2001, quantity: 2, maxPrice: 1 }]],
     ] satisfies [Credentials, { listingId: number; quantity: number; maxPrice?: number }[]][];
     const seen: number[][] = [];
     for (const [who, listings] of orders) {
@@ -220,6 +222,7 @@ describe('the answer a waiting caller gets', () => {
     expect(seen).toEqual([
       [5, 5, 53],
       [19, 53],
+      [53, 53],
     ]);
     heard.disconnect();
   });
