@@ -20,15 +20,27 @@ const STORE_RETRY_MS = 1000;
 export async function startOrderWorker(deps: Deps) {
   const { config, logger } = deps;
   const connection = createBlockingRedis(config, `${config.QUEUE_PREFIX}-worker`);
-  // On the connection that then marks each job finished: the word that an order ended goes in the same write
-  // as that mark (see recordJob).
+  // On the connection that then marks each job finished: while other jobs run, the word that an order ended goes
+  // in the same write as that mark (see recordJob and announceEnd).
   const metrics = createMetricsRecorder(connection, config.REDIS_PREFIX, logger);
   const processDeps = { ...deps, metrics, maxAttempts: config.MAX_PROCESS_ATTEMPTS };
-  // With the job's mark that it is finished: one write to Redis for both.
-  const announceEnd = (orderId: number, settled?: OrderWithItems) =>
-    metrics.sendAlong((commands) =>
-      announceOrderEnd(commands, config.REDIS_PREFIX, orderId, settled && answerOf(settled)),
-    );
+  /** This worker's jobs between the start and the end of their attempt. */
+  let working = 0;
+  // A job whose attempt ended with no other attempt running says its end at once: sent with its mark that it is
+  // finished, Redis would hand the word to the waiting web only after running the mark's script. While others
+  // run, it goes with the job's mark and whatever the connection sends in that turn: one write for all of them.
+  const announceEnd = (orderId: number, settled?: OrderWithItems) => {
+    const say = (commands: Parameters<typeof announceOrderEnd>[0]) =>
+      announceOrderEnd(commands, config.REDIS_PREFIX, orderId, settled && answerOf(settled));
+    if (working > 0) return metrics.sendAlong(say);
+    say({
+      // A wake-up only: one lost leaves the waiter to its poll of the store.
+      publish: (channel, message) =>
+        connection.publish(channel, message).catch((err: Error) => {
+          logger.debug({ err: err.message, orderId }, "order's end not said: redis unavailable");
+        }),
+    });
+  };
   const worker = new Worker<OrderJobData>(
     ORDER_QUEUE,
     jobProcessor({
@@ -36,10 +48,11 @@ export async function startOrderWorker(deps: Deps) {
       schema: OrderJobs['process-order'],
       metrics,
       async work({ orderId }, job) {
+        working += 1;
         const { outcome, settled } = await withOrder(orderId, () =>
           // Every line the attempt logs names its order itself; the child adds the job.
           attemptOrder({ ...processDeps, logger: logger.child({ jobId: job.id }) }, orderId),
-        );
+        ).finally(() => (working -= 1));
         if (outcome === 'missing') throw new UnrecoverableError(`order ${orderId} does not exist`);
         // What the attempt wrote is committed: a web waiting for the order answers now, while the job ends.
         announceEnd(orderId, settled ?? undefined);
