@@ -5,12 +5,12 @@
 // started with --worker), so that the CPU per job of the adding side and of the working side are read apart, as
 // the web's and the worker's are for an order. `drainFloor` is the load bench's backlog drain done by BullMQ alone:
 // jobs that only wait, as an order waits for its payment, drained by as many worker processes as the service's.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { Queue, QueueEvents, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { stopChild } from '../../test/helpers/child-processes.js';
+import { spawnProcess, stopChild } from '../../test/helpers/child-processes.js';
 import { treeCpuSeconds } from '../../test/helpers/process-stats.js';
 import { redisCommandsSoFar } from './lone-orders.js';
 import { percentile } from './samples.js';
@@ -48,35 +48,25 @@ async function runWorker(url: string, prefix: string, concurrency: number, jobMs
 }
 
 /** Starts a no-op worker process (this file with --worker) on `prefix`; resolves once it listens. */
-async function startNoopWorker(
+function startNoopWorker(
   redisUrl: string,
   prefix: string,
   concurrency: number,
   jobMs = 0,
 ): Promise<ChildProcess> {
-  const worker = spawn(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      import.meta.filename,
-      '--worker',
-      '--url',
-      redisUrl,
-      '--prefix',
-      prefix,
-      '--concurrency',
-      String(concurrency),
-      '--job-ms',
-      String(jobMs),
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  await new Promise<void>((resolve, reject) => {
-    worker.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('ready') && resolve());
-    worker.once('exit', (code) => reject(new Error(`the no-op worker exited ${code} before it was ready`)));
+  const args = [
+    '--url',
+    redisUrl,
+    '--prefix',
+    prefix,
+    '--concurrency',
+    String(concurrency),
+    '--job-ms',
+    String(jobMs),
+  ];
+  return spawnProcess(new Set(), 'scripts/bench/noop-floor.ts', {}, 'ready', {
+    nodeArgs: ['--import', 'tsx', import.meta.filename, '--worker', ...args],
   });
-  return worker;
 }
 
 /** A job's data of about `bytes` bytes as BullMQ stores it (JSON), for a floor of an order job's size. */

@@ -116,14 +116,14 @@ export async function startOrderWorker(deps: Deps) {
 }
 
 /** Most items of an order whose answer its end carries; a larger one is read by the web that waits for it. */
-export const MAX_ANNOUNCED_ITEMS = 50;
+const MAX_ANNOUNCED_ITEMS = 50;
 
 /**
  * The answer to the order's placing, as the web would build it from the store (toOrderResponse), for the
  * announcement of its end; none for an order of more than MAX_ANNOUNCED_ITEMS items, so that every message stays
  * small (each web hearing the channel receives it).
  */
-export function answerOf({ order, items }: OrderWithItems): string | undefined {
+function answerOf({ order, items }: OrderWithItems): string | undefined {
   if (items.length > MAX_ANNOUNCED_ITEMS) return undefined;
   return JSON.stringify(toOrderResponse(order, items, false));
 }
