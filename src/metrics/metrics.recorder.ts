@@ -1,4 +1,4 @@
-import { Cluster } from 'ioredis';
+import { ioredis } from '../redis/ioredis.js';
 import type { RedisClient } from '../redis/redis.js';
 import { ItemStatus } from '../domain/item-status.js';
 import type { Logger } from '../logger.js';
@@ -94,7 +94,7 @@ class CommandList implements FlushCommands {
  * gets a pipeline.
  */
 function sendTogether(redis: RedisClient, commands: readonly QueuedCommand[]): Promise<unknown> {
-  if (redis instanceof Cluster) {
+  if (redis instanceof ioredis.Cluster) {
     const pipeline = redis.pipeline();
     for (const [name, ...args] of commands) pipeline.call(name, ...args);
     return pipeline.exec().then((replies) => {
@@ -159,7 +159,7 @@ export function createMetricsRecorder(
 ): MetricsRecorder {
   const metrics = sharedMetrics(redis, prefix);
   const { add, alongWritten, batchToFill, flush } = groupedSends(redis, logger, publishEveryMs);
-  const inOrder = !(redis instanceof Cluster);
+  const inOrder = !(redis instanceof ioredis.Cluster);
   return {
     recordJob: ({ queue, name, seconds, result }) => {
       void add((m) => metrics.jobDuration.observe(m, { queue, job: name, result }, seconds));

@@ -1,4 +1,5 @@
-import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
+import type { Job } from 'bullmq';
+import { bullmq } from '../queue/bullmq.js';
 import type { z } from 'zod';
 import type { Logger } from '../logger.js';
 import type { JobRecord, MetricsRecorder } from '../metrics/metrics.recorder.js';
@@ -27,12 +28,12 @@ export function jobProcessor<T>(spec: JobSpec<T>) {
     try {
       const parsed = spec.schema.safeParse(job.data);
       if (!parsed.success)
-        throw new UnrecoverableError(`bad payload for ${job.name}: ${parsed.error.message}`);
+        throw new bullmq.UnrecoverableError(`bad payload for ${job.name}: ${parsed.error.message}`);
       const outcome = await spec.work(parsed.data, job);
       if (outcome !== 'completed') {
         result = 'deferred';
         await job.moveToDelayed(Date.now() + outcome.waitMs, token);
-        throw new DelayedError();
+        throw new bullmq.DelayedError();
       }
       result = 'completed';
     } catch (err) {
@@ -40,7 +41,7 @@ export function jobProcessor<T>(spec: JobSpec<T>) {
       if (result === 'deferred' || !later?.when(err) || !token) throw err;
       later.logger.warn({ jobId: job.id, err: (err as Error).message }, later.message);
       await job.moveToDelayed(Date.now() + later.afterMs, token);
-      throw new DelayedError();
+      throw new bullmq.DelayedError();
     } finally {
       const seconds = (performance.now() - started) / 1000;
       if (result !== 'deferred')

@@ -1,4 +1,4 @@
-import { UnrecoverableError, Worker } from 'bullmq';
+import { bullmq } from '../queue/bullmq.js';
 import type { Deps } from '../deps.js';
 import { attemptOrder, failOrder } from '../services/process-order.js';
 import { isStoreUnavailable } from '../store/store-errors.js';
@@ -41,7 +41,7 @@ export async function startOrderWorker(deps: Deps) {
         }),
     });
   };
-  const worker = new Worker<OrderJobData>(
+  const worker = new bullmq.Worker<OrderJobData>(
     ORDER_QUEUE,
     jobProcessor({
       queue: ORDER_QUEUE,
@@ -53,7 +53,7 @@ export async function startOrderWorker(deps: Deps) {
           // Every line the attempt logs names its order itself; the child adds the job.
           attemptOrder({ ...processDeps, logger: logger.child({ jobId: job.id }) }, orderId),
         ).finally(() => (working -= 1));
-        if (outcome === 'missing') throw new UnrecoverableError(`order ${orderId} does not exist`);
+        if (outcome === 'missing') throw new bullmq.UnrecoverableError(`order ${orderId} does not exist`);
         // What the attempt wrote is committed: a web waiting for the order answers now, while the job ends.
         announceEnd(orderId, settled ?? undefined);
         // Not awaited: summed into the recorder's next publish, with the job's own duration.

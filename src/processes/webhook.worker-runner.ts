@@ -1,4 +1,4 @@
-import { Worker } from 'bullmq';
+import { bullmq } from '../queue/bullmq.js';
 import type { Deps } from '../deps.js';
 import { CLAIM_START_WINDOW_MS, deliverFairly, webhookClients } from '../services/deliver-webhook.js';
 import { startRelay } from './webhook.relay-runner.js';
@@ -62,7 +62,7 @@ export async function startWebhookWorker(deps: Deps) {
   const connection = createBlockingRedis(config, `${config.QUEUE_PREFIX}-webhooks`);
   // On the connection that then marks each job finished, like the order worker's.
   const metrics = createMetricsRecorder(connection, config.REDIS_PREFIX, logger);
-  const worker = new Worker<WebhookJobData>(
+  const worker = new bullmq.Worker<WebhookJobData>(
     WEBHOOK_QUEUE,
     jobProcessor({
       queue: WEBHOOK_QUEUE,

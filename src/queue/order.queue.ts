@@ -1,4 +1,5 @@
-import { Queue, type JobsOptions, type Telemetry } from 'bullmq';
+import type { JobsOptions, Queue, Telemetry } from 'bullmq';
+import { bullmq } from './bullmq.js';
 import { groupCalls } from '../group-calls.js';
 import type { RedisClient } from '../redis/redis.js';
 import { z } from 'zod';
@@ -75,7 +76,7 @@ export function createOrderQueue(
   attempts: number,
   logger: Logger,
 ): BullOrderQueue {
-  const queue = new Queue<OrderJobData, void, OrderJobName>(ORDER_QUEUE, {
+  const queue = new bullmq.Queue<OrderJobData, void, OrderJobName>(ORDER_QUEUE, {
     connection,
     prefix,
     telemetry: queueTelemetry<Telemetry>(),

@@ -1,4 +1,5 @@
-import { Queue, type JobsOptions, type Telemetry } from 'bullmq';
+import type { JobsOptions, Telemetry } from 'bullmq';
+import { bullmq } from './bullmq.js';
 import { z } from 'zod';
 import type { Logger } from '../logger.js';
 import { queueTelemetry } from '../tracing/tracing.js';
@@ -48,7 +49,7 @@ const OPTIONS: JobsOptions = {
 
 /** The producer side of the webhooks queue; it owns `connection` and closes it with the queue. */
 export function createWebhookQueue(connection: RedisClient, prefix: string, logger: Logger): WebhookQueue {
-  const queue = new Queue<WebhookJobData, void, WebhookJobName>(WEBHOOK_QUEUE, {
+  const queue = new bullmq.Queue<WebhookJobData, void, WebhookJobName>(WEBHOOK_QUEUE, {
     connection,
     prefix,
     telemetry: queueTelemetry<Telemetry>(),

@@ -1,4 +1,5 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import type { Redis, RedisOptions } from 'ioredis';
+import { ioredis } from './ioredis.js';
 import type { Config } from '../config/config.js';
 import { noteServer } from '../server-changes.js';
 import { parseSentinels } from '../config/redis-url.js';
@@ -17,7 +18,7 @@ export type RedisTargetConfig = Pick<
  * (server-changes.ts).
  */
 export function newRedis(config: RedisTargetConfig, options: RedisOptions): Redis {
-  const redis = new Redis(config.REDIS_URL, { ...options, ...sentinelOptions(config) });
+  const redis = new ioredis.Redis(config.REDIS_URL, { ...options, ...sentinelOptions(config) });
   redis.on('ready', () => {
     const stream = (redis as unknown as { stream?: { remoteAddress?: string; remotePort?: number } }).stream;
     if (stream?.remoteAddress) noteServer('redis', `${stream.remoteAddress}:${stream.remotePort}`);

@@ -1,4 +1,5 @@
-import { Cluster, Redis, type ClusterOptions } from 'ioredis';
+import type { Cluster, ClusterOptions, Redis } from 'ioredis';
+import { ioredis } from './ioredis.js';
 import type { Config } from '../config/config.js';
 import { newRedis, type RedisTargetConfig } from './redis-sentinel.js';
 import { parseRedisUrl } from '../config/redis-url.js';
@@ -53,7 +54,7 @@ function createCluster(
   options: ClusterOptions,
 ): Cluster {
   const seeds = parseRedisUrl(url);
-  return new Cluster(seeds.nodes, {
+  return new ioredis.Cluster(seeds.nodes, {
     ...options,
     lazyConnect: false,
     redisOptions: {

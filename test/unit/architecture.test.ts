@@ -163,6 +163,16 @@ describe('architecture', () => {
     expect(outside).toEqual([]);
   });
 
+  it('loads BullMQ and ioredis with require, in one module each: no import of theirs that runs', () => {
+    // An ES import of either makes Node lex every file its re-exports name, at each start (src/queue/bullmq.ts).
+    const importing = files
+      .filter((file) =>
+        /^\s*import\s+(?!type\s)[^;]*?\bfrom\s+['"](bullmq|ioredis)['"]/m.test(readFileSync(file, 'utf8')),
+      )
+      .map(rel);
+    expect(importing).toEqual([]);
+  });
+
   it('has each Procfile entry run its process from the process room in one call', () => {
     const procfile = readFileSync(path.join(root, 'Procfile'), 'utf8');
     const entries = [...procfile.matchAll(/^(\w+):.* dist\/(\S+)\.js$/gm)].map(([, name, entry]) => ({
