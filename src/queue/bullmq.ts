@@ -5,6 +5,7 @@ const require = createRequire(import.meta.url);
 
 /** One of BullMQ's own files, by its path in the package (which has no `exports` map to forbid it). */
 const file = (name: string) => require(`bullmq/dist/cjs/classes/${name}`) as typeof BullMQ;
+const { UnrecoverableError, DelayedError } = file('errors/index.js');
 
 /**
  * The BullMQ classes the service uses, loaded with `require` (as ioredis is: src/redis/ioredis.ts), each from its
@@ -19,6 +20,6 @@ const file = (name: string) => require(`bullmq/dist/cjs/classes/${name}`) as typ
 export const bullmq = {
   Queue: file('queue.js').Queue,
   Worker: file('worker.js').Worker,
-  UnrecoverableError: file('errors/index.js').UnrecoverableError,
-  DelayedError: file('errors/index.js').DelayedError,
+  UnrecoverableError,
+  DelayedError,
 };
