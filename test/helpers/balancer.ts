@@ -15,6 +15,8 @@ export interface Balancer {
   live(): number[];
   /** How many connections the balancer has passed to the backend on `port` since it started. */
   connections(port: number): number;
+  /** How many of those are open still: neither side of the link has closed yet. */
+  open(port: number): number;
   /**
    * What a caller may feel, with when (ms since the balancer started): a backend going out or back in, a connection
    * closed for want of a live backend, one ended by its backend while a request on it was unanswered.
@@ -37,6 +39,7 @@ export async function startBalancer(ports: number[], options: BalancerOptions = 
   const { checkEveryMs = 1000, waitForLiveMs = 10_000 } = options;
   const isLive = new Map(ports.map((port) => [port, false]));
   const passed = new Map(ports.map((port) => [port, 0]));
+  const opened = new Map(ports.map((port) => [port, 0]));
   const links = new Set<Link>();
   let turn = 0;
   let closing = false;
@@ -113,6 +116,7 @@ export async function startBalancer(ports: number[], options: BalancerOptions = 
       }
       const [port, upstream] = chosen;
       passed.set(port, passed.get(port)! + 1);
+      opened.set(port, opened.get(port)! + 1);
       // A request is taken as unanswered from the caller's bytes until the backend's next ones.
       let asked = false;
       const forward = (_link: Link, to: net.Socket, what: Buffer | 'end' | 'destroy') => {
@@ -123,7 +127,11 @@ export async function startBalancer(ports: number[], options: BalancerOptions = 
         }
         apply(to, what);
       };
-      links.add(join(client, upstream, (link) => links.delete(link), forward));
+      const gone = (link: Link) => {
+        links.delete(link);
+        opened.set(port, opened.get(port)! - 1);
+      };
+      links.add(join(client, upstream, gone, forward));
       client.resume();
     });
   });
@@ -134,6 +142,7 @@ export async function startBalancer(ports: number[], options: BalancerOptions = 
     port,
     live: () => ports.filter((p) => isLive.get(p)),
     connections: (p) => passed.get(p) ?? 0,
+    open: (p) => opened.get(p) ?? 0,
     events: () => [...events],
     mark: note,
     async close() {

@@ -158,11 +158,16 @@ export function startLoad<At>(callers: Caller[], at: () => At, options: LoadOpti
   const accepted = new Map<string, number>();
   const networkErrors: string[] = [];
   const failures: Failure<At>[] = [];
+  /** The numbers of the requests sent and not yet answered or given up on, each numbered as it is sent. */
+  const inFlight = new Set<number>();
+  let sent = 0;
   const send = async <T>(what: string, call: (requestId: string) => Promise<SignedResponse<T>>) => {
     const requestId = crypto.randomUUID();
     for (;;) {
       const sentAt = at();
       const started = Date.now();
+      const number = sent++;
+      inFlight.add(number);
       const answer = await call(requestId).catch((err: unknown) => {
         const cause = (err as Error).cause as Error | undefined;
         const message = `${(err as Error).message}${cause ? `: ${cause.message}` : ''}`;
@@ -170,6 +175,7 @@ export function startLoad<At>(callers: Caller[], at: () => At, options: LoadOpti
         failures.push({ at: sentAt, endedAt: at(), what, kind: 'unanswered', message });
         return null;
       });
+      inFlight.delete(number);
       const ms = Date.now() - started;
       if (answer) {
         const retryAfter = answer.headers['retry-after'];
@@ -234,6 +240,10 @@ export function startLoad<At>(callers: Caller[], at: () => At, options: LoadOpti
     accepted,
     networkErrors,
     failures,
+    /** How many requests have been sent so far (retries included). */
+    sent: () => sent,
+    /** Whether each of the first `count` requests sent has been answered or given up on. */
+    endedThrough: (count: number) => [...inFlight].every((number) => number >= count),
     async stop() {
       loading = false;
       await Promise.all(running);

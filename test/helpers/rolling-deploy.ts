@@ -180,6 +180,20 @@ export async function rollingDeploy(options: DeployOptions): Promise<DeployRun> 
       },
       live: () => balancer.live().length === 2,
       answersReady: (name) => answersReady(webPorts[Number(name.at(-1)) - 1]!),
+      closedOn: async (name) => {
+        const port = webPorts[Number(name.at(-1)) - 1]!;
+        await until(() => balancer.open(port) === 0, 30_000, `${name}'s connections closed`, 5);
+        // A turn of the event loop reads the closes the balancer passed on into the callers' sockets, so that no
+        // request is sent on one of them after this; then every request sent before has met its close or its answer.
+        await new Promise((resolve) => setImmediate(resolve));
+        const sent = load.sent();
+        await until(
+          () => load.endedThrough(sent),
+          30_000,
+          `the requests sent before ${name} closed ended`,
+          5,
+        );
+      },
     });
     step = 'after';
     await sleep(options.afterMs ?? 2_000);
@@ -224,6 +238,8 @@ async function roll(deploy: {
   onStep: (step: string) => void;
   live: () => boolean;
   answersReady: (name: string) => Promise<boolean>;
+  /** Resolves once the web `name` has no connection left open and every caller has seen each of its closes. */
+  closedOn: (name: string) => Promise<void>;
 }): Promise<Pick<DeployRun, 'steps' | 'refused'>> {
   const { running, start, from, to, onStep } = deploy;
   const steps: Step[] = [];
@@ -234,6 +250,9 @@ async function roll(deploy: {
     const stopping = Date.now();
     const exitCode = await stopChild(old.child);
     const stopMs = Date.now() - stopping;
+    // A web that does not drain closes its kept-alive connections as it exits: the step stays until every caller
+    // has seen those closes, so that a request they leave unanswered ends in it, where unansweredByUndrained looks.
+    if (role === 'web' && !drains) await deploy.closedOn(name);
     onStep(`start ${name}`);
     const starting = Date.now();
     const replacement = await start(name, role, to).catch((err: Error) => err);

@@ -55,7 +55,13 @@ export function join(
   upstream.on('end', () => forward(link, client, 'end'));
   client.once('close', () => forward(link, upstream, 'destroy'));
   upstream.once('close', () => forward(link, client, 'destroy'));
-  const closed = () => client.destroyed && upstream.destroyed && gone(link);
+  let isGone = false;
+  const closed = () => {
+    // Each side's close calls this; the first may find the other destroyed already, its close not yet emitted.
+    if (isGone || !client.destroyed || !upstream.destroyed) return;
+    isGone = true;
+    gone(link);
+  };
   client.once('close', closed);
   upstream.once('close', closed);
   return link;
