@@ -20,10 +20,11 @@ afterAll(async () => {
 });
 
 describe.skipIf(THROUGH_PGBOUNCER)('the server settings of the PostgreSQL store', () => {
-  it('a connection to the migrated database starts no parallel workers, without a startup option', async () => {
+  it('a connection to the migrated database starts no parallel workers and compiles nothing, without a startup option', async () => {
     const probe = openProbe(testStore.env);
     try {
       expect(await probe.scalar("SELECT current_setting('max_parallel_workers_per_gather')")).toBe('0');
+      expect(await probe.scalar("SELECT current_setting('jit')")).toBe('off');
     } finally {
       await probe.close();
     }

@@ -192,6 +192,7 @@ async function postgresDumpRestored(): Promise<void> {
       expect.arrayContaining([
         'max_parallel_workers_per_gather=0',
         'idle_in_transaction_session_timeout=10s',
+        'jit=off',
       ]),
     );
   } finally {

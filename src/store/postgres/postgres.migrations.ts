@@ -11,7 +11,13 @@ import { MIGRATION_STEPS_TABLE, recordStep } from './migration-steps.postgres.js
 import type { Queryable } from './postgres.pool.js';
 import type { MigrationContext } from '../secrets/store-secrets.js';
 import { SECRETS_MIGRATION } from './secrets.migration.js';
-import { IDLE_TRANSACTION_MIGRATION, reapplyRoleSettings, SETTINGS_MIGRATION } from './settings.migration.js';
+import {
+  IDLE_TRANSACTION_MIGRATION,
+  JIT_MIGRATION,
+  reapplyRoleSettings,
+  ROLE_SETTING_MIGRATIONS,
+  SETTINGS_MIGRATION,
+} from './settings.migration.js';
 import { WEBHOOKS_MIGRATION } from './webhooks.migration.js';
 import { ITEMS_UPDATED_MIGRATION } from './items-updated.migration.js';
 import { ITEMS_UPDATED_NET_MIGRATION } from './items-updated-net.migration.js';
@@ -255,6 +261,7 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   // Additive (columns with defaults, no rewrite on PostgreSQL 11+): runs beside the release before it, which
   // names the columns it reads and never writes the new ones.
   { version: 21, name: SECRET_ROLL_MIGRATION_NAME, sql: secretRollSql('BIGINT'), besideOlder: true },
+  JIT_MIGRATION,
 ];
 
 // Any constant will do, as long as every process of the service takes the same one.
@@ -312,8 +319,8 @@ export async function migratePostgres(
       applied.push(migration.version);
     }
     await installOrderFunctions(tx);
-    // Only once both migrations that set them have run: an older schema is migrated up to them first.
-    if (done.has(IDLE_TRANSACTION_MIGRATION.version) || applied.includes(IDLE_TRANSACTION_MIGRATION.version))
+    // Only once every migration that sets them has run: an older schema is migrated up to them first.
+    if (ROLE_SETTING_MIGRATIONS.every((m) => done.has(m.version) || applied.includes(m.version)))
       await reapplyRoleSettings(tx);
     return applied;
   });

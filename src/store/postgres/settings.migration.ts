@@ -38,10 +38,37 @@ export const IDLE_TRANSACTION_MIGRATION: Migration = {
   `,
 };
 
-/** The role settings of the two migrations above, as pg_db_role_setting keeps them. */
+/**
+ * No JIT compilation of a statement's expressions. The server compiles a statement whose plan's estimated cost
+ * passes `jit_above_cost` (100,000), and the service's statements read few rows by an index, so compiling costs
+ * far more than it can save: the count of unsettled orders behind backpressure, once a second, crossed that
+ * estimate under a few thousand orders, and took ~8 ms of the server's CPU at each call compiling 143 functions
+ * (LLVM), where running it takes under a millisecond (scripts/bench/order-budget.ts, pg_stat_statements' jit_*).
+ */
+export const JIT_MIGRATION: Migration = {
+  version: 22,
+  name: 'jit off on the role in this database',
+  besideOlder: true,
+  sql: `
+    DO $$
+    BEGIN
+      EXECUTE format('ALTER ROLE CURRENT_USER IN DATABASE %I SET jit = off', current_database());
+    END $$;
+  `,
+};
+
+/** The migrations above, each setting one of ROLE_SETTINGS. */
+export const ROLE_SETTING_MIGRATIONS: readonly Migration[] = [
+  SETTINGS_MIGRATION,
+  IDLE_TRANSACTION_MIGRATION,
+  JIT_MIGRATION,
+];
+
+/** The role settings of the migrations above, as pg_db_role_setting keeps them. */
 const ROLE_SETTINGS: Record<string, string> = {
   max_parallel_workers_per_gather: '0',
   idle_in_transaction_session_timeout: '10s',
+  jit: 'off',
 };
 
 /**
