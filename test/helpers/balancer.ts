@@ -39,8 +39,8 @@ export async function startBalancer(ports: number[], options: BalancerOptions = 
   const { checkEveryMs = 1000, waitForLiveMs = 10_000 } = options;
   const isLive = new Map(ports.map((port) => [port, false]));
   const passed = new Map(ports.map((port) => [port, 0]));
-  const opened = new Map(ports.map((port) => [port, 0]));
-  const links = new Set<Link>();
+  /** The links open now, each with its backend's port. */
+  const links = new Map<Link, number>();
   let turn = 0;
   let closing = false;
   const started = Date.now();
@@ -116,7 +116,6 @@ export async function startBalancer(ports: number[], options: BalancerOptions = 
       }
       const [port, upstream] = chosen;
       passed.set(port, passed.get(port)! + 1);
-      opened.set(port, opened.get(port)! + 1);
       // A request is taken as unanswered from the caller's bytes until the backend's next ones.
       let asked = false;
       const forward = (_link: Link, to: net.Socket, what: Buffer | 'end' | 'destroy') => {
@@ -127,11 +126,10 @@ export async function startBalancer(ports: number[], options: BalancerOptions = 
         }
         apply(to, what);
       };
-      const gone = (link: Link) => {
-        links.delete(link);
-        opened.set(port, opened.get(port)! - 1);
-      };
-      links.add(join(client, upstream, gone, forward));
+      links.set(
+        join(client, upstream, (link) => links.delete(link), forward),
+        port,
+      );
       client.resume();
     });
   });
@@ -142,13 +140,13 @@ export async function startBalancer(ports: number[], options: BalancerOptions = 
     port,
     live: () => ports.filter((p) => isLive.get(p)),
     connections: (p) => passed.get(p) ?? 0,
-    open: (p) => opened.get(p) ?? 0,
+    open: (p) => [...links.values()].filter((to) => to === p).length,
     events: () => [...events],
     mark: note,
     async close() {
       closing = true;
       await checking;
-      for (const link of [...links]) {
+      for (const link of [...links.keys()]) {
         link.client.destroy();
         link.server.destroy();
       }
