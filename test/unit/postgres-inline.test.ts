@@ -19,6 +19,13 @@ describe('inline (a statement with its parameters written in, to travel with BEG
     expect(text).toBe(`SELECT  E'a''; DROP TABLE orders; --\\\\'::text`);
   });
 
+  it('when the same text comes again with other values, or names one placeholder twice, then each call writes its own', () => {
+    const text = 'SELECT f($2::int, $1::int, $2::int)';
+    expect(inline({ text, values: [1, 2] })).toBe(`SELECT f('2'::int, '1'::int, '2'::int)`);
+    expect(inline({ text, values: [3, 4] })).toBe(`SELECT f('4'::int, '3'::int, '4'::int)`);
+    expect(inline({ text: 'SELECT 1', values: [] })).toBe('SELECT 1');
+  });
+
   it('when a value is not one it knows how to write, or is missing, then it refuses', () => {
     expect(() => inline({ text: 'SELECT $1', values: [{ a: 1 }] })).toThrow(/cannot inline/);
     expect(() => inline({ text: 'SELECT $1', values: [['x']] })).toThrow(/cannot inline/);
