@@ -45,6 +45,19 @@ function importsOf(file: string): Import[] {
     }));
 }
 
+/**
+ * Whether `text` imports one of `packages` (or a file inside one) in a way that runs when compiled: a static
+ * import or re-export that is not `type` only, a bare import, or a dynamic import.
+ */
+function importsThatRun(text: string, packages: readonly string[]): boolean {
+  const name = `(?:${packages.join('|')})(?:/[^'"]*)?`;
+  return [
+    new RegExp(`^\\s*(?:import|export)\\s+(?!type\\s)[^;]*?\\bfrom\\s+['"]${name}['"]`, 'm'),
+    new RegExp(`^\\s*import\\s+['"]${name}['"]`, 'm'),
+    new RegExp(`\\bimport\\s*\\(\\s*['"]${name}['"]\\s*\\)`),
+  ].some((form) => form.test(text));
+}
+
 const files = sourceFiles(src);
 const graph = new Map(files.map((file) => [file, importsOf(file)]));
 const rel = (file: string) => path.relative(src, file);
@@ -165,12 +178,24 @@ describe('architecture', () => {
 
   it('has no import of BullMQ or ioredis that runs: both are loaded with require (src/queue/bullmq.ts, src/redis/ioredis.ts)', () => {
     // An ES import of either makes Node lex every file its re-exports name, at each start (src/queue/bullmq.ts).
-    const importing = files
-      .filter((file) =>
-        /^\s*import\s+(?!type\s)[^;]*?\bfrom\s+['"](bullmq|ioredis)['"]/m.test(readFileSync(file, 'utf8')),
-      )
-      .map(rel);
+    const entries = ['workers', 'jobs'].flatMap((dir) => sourceFiles(path.join(root, dir)));
+    const importing = [...files, ...entries]
+      .filter((file) => importsThatRun(readFileSync(file, 'utf8'), ['bullmq', 'ioredis']))
+      .map((file) => path.relative(root, file));
     expect(importing).toEqual([]);
+  });
+
+  it('finds an import of a package that runs in each of its forms, and not one erased when compiled', () => {
+    const runs = (line: string) => importsThatRun(line, ['bullmq']);
+    expect(runs(`import { Queue } from 'bullmq';`)).toBe(true);
+    expect(runs(`import { type Job, Queue } from "bullmq";`)).toBe(true);
+    expect(runs(`export { Queue } from 'bullmq';`)).toBe(true);
+    expect(runs(`export * from 'bullmq/dist/esm/classes/queue.js';`)).toBe(true);
+    expect(runs(`import 'bullmq';`)).toBe(true);
+    expect(runs(`const { Queue } = await import('bullmq');`)).toBe(true);
+    expect(runs(`import type { Job } from 'bullmq';`)).toBe(false);
+    expect(runs(`export type { Job } from 'bullmq';`)).toBe(false);
+    expect(runs(`import { Queue } from 'bullmq-pro';`)).toBe(false);
   });
 
   it('has each Procfile entry run its process from the process room in one call', () => {
