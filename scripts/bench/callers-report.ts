@@ -115,7 +115,6 @@ export function callersSection(s: CallersSetup, runs: CallersRun[]): string {
   const bare = s.bare.map((b) => `${f0(b.rps)} (${f0(b.cpuUsPerRequest)} µs CPU per request)`).join(', ');
   return [
     `Command: \`${s.command}\` (${os.cpus().length} cores, ${s.versions})`,
-    ...(s.databaseCore !== undefined ? ['', `Cores: ${placementOf(s.databaseCore)}.`] : []),
     '',
     `The callers' shape: one client with ${s.inFlight} orders in flight, each order one copy of each of the`,
     `same ${s.listings} listings (bestsellers: every order takes stock of the same rows), posted with`,
@@ -127,6 +126,7 @@ export function callersSection(s: CallersSetup, runs: CallersRun[]): string {
     `(compiled), ${s.concurrency} jobs per worker; **cold**: measured from the first request after the processes`,
     `are ready; **warm**: after ${s.warmup} orders of the same shape settled. CPU ms per order from /proc (user +`,
     'system, the database server with all its backends) over the same window, divided by the orders.',
+    ...(s.databaseCore !== undefined ? [`Cores: ${placementOf(s.databaseCore)}.`] : []),
     '',
     runsTable(runs),
     '',
