@@ -21,41 +21,44 @@ interface Import {
   typeOnly: boolean;
 }
 
+/** A module a file names, and whether only its types are imported. */
+interface Specifier {
+  spec: string;
+  /** `import type`/`export type`: erased when compiled, so nothing of it runs. */
+  typeOnly: boolean;
+}
+
+/** Every module `text` imports, in each form: static imports and re-exports, bare imports, dynamic imports. */
+function specifiersOf(text: string): Specifier[] {
+  return [
+    ...[...text.matchAll(/^\s*(?:import|export)\s+(type\s)?[^;]*?\bfrom\s+['"]([^'"]+)['"]/gm)].map((m) => ({
+      spec: m[2]!,
+      typeOnly: Boolean(m[1]),
+    })),
+    ...[...text.matchAll(/\bimport\s*\(\s*['"]([^'"]+)['"]\s*\)/g)].map((m) => ({
+      spec: m[1]!,
+      typeOnly: false,
+    })),
+    ...[...text.matchAll(/^\s*import\s+['"]([^'"]+)['"]/gm)].map((m) => ({ spec: m[1]!, typeOnly: false })),
+  ];
+}
+
 /** Every relative module a file imports (static, re-exports and dynamic), as absolute .ts paths. */
 function importsOf(file: string): Import[] {
-  const text = readFileSync(file, 'utf8');
-  const found = [
-    ...[...text.matchAll(/^\s*(?:import|export)\s+(type\s)?[^;]*?\bfrom\s+['"](\.{1,2}\/[^'"]+)['"]/gm)].map(
-      (m) => ({ spec: m[2]!, typeOnly: Boolean(m[1]) }),
-    ),
-    ...[...text.matchAll(/\bimport\s*\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g)].map((m) => ({
-      spec: m[1]!,
-      typeOnly: false,
-    })),
-    ...[...text.matchAll(/^import\s+['"](\.{1,2}\/[^'"]+)['"]/gm)].map((m) => ({
-      spec: m[1]!,
-      typeOnly: false,
-    })),
-  ];
-  return found
-    .filter(({ spec }) => spec.endsWith('.js'))
+  return specifiersOf(readFileSync(file, 'utf8'))
+    .filter(({ spec }) => /^\.{1,2}\//.test(spec) && spec.endsWith('.js'))
     .map(({ spec, typeOnly }) => ({
       to: path.resolve(path.dirname(file), spec).replace(/\.js$/, '.ts'),
       typeOnly,
     }));
 }
 
-/**
- * Whether `text` imports one of `packages` (or a file inside one) in a way that runs when compiled: a static
- * import or re-export that is not `type` only, a bare import, or a dynamic import.
- */
+/** Whether `text` imports one of `packages` (or a file inside one) in a way that runs when compiled. */
 function importsThatRun(text: string, packages: readonly string[]): boolean {
-  const name = `(?:${packages.join('|')})(?:/[^'"]*)?`;
-  return [
-    new RegExp(`^\\s*(?:import|export)\\s+(?!type\\s)[^;]*?\\bfrom\\s+['"]${name}['"]`, 'm'),
-    new RegExp(`^\\s*import\\s+['"]${name}['"]`, 'm'),
-    new RegExp(`\\bimport\\s*\\(\\s*['"]${name}['"]\\s*\\)`),
-  ].some((form) => form.test(text));
+  return specifiersOf(text).some(
+    ({ spec, typeOnly }) =>
+      !typeOnly && packages.some((name) => spec === name || spec.startsWith(`${name}/`)),
+  );
 }
 
 const files = sourceFiles(src);
