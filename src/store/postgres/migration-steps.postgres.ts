@@ -32,6 +32,10 @@ export async function recordStep(
   );
 }
 
+// The turn to finish a step: an advisory lock of the two-key form, apart from the migrations' one-key lock.
+const TRY_FINISH_TURN = 'SELECT pg_try_advisory_xact_lock(73012026, 1) AS held';
+const FINISH_TURN_RETRY_MS = 100;
+
 /** The steps of `admin migrate` on this database, and their progress. */
 export function postgresMigrationSteps(
   pool: pg.Pool,
@@ -42,6 +46,35 @@ export function postgresMigrationSteps(
   const progress = (r: StepRow) => progressOf(r, stepOf(Number(r.version))?.servesBefore);
   const list = async (q: Queryable = pool) =>
     (await q.query<StepRow>(`${SELECT_STEPS} ORDER BY version`)).rows.map(progress);
+
+  // A step's last part, outside any transaction (an index built CONCURRENTLY), by one run at a time on the
+  // database: a run beside this one that comes to the same step waits, then finds it done, and two index builds on
+  // `orders` never wait for each other (which PostgreSQL ends as a deadlock). The turn is a transaction-scoped
+  // advisory lock on a second connection (a transaction pooler keeps it on one server connection), tried at
+  // intervals: a run blocked inside the lock's statement would hold a snapshot, which an index build waits for.
+  const finish = async (client: pg.PoolClient, version: number, step: PostgresMigrationStep) => {
+    const turn = await pool.connect();
+    try {
+      await turn.query('BEGIN');
+      while (!(await turn.query<{ held: boolean }>(TRY_FINISH_TURN)).rows[0]?.held) {
+        await new Promise((resolve) => setTimeout(resolve, FINISH_TURN_RETRY_MS));
+      }
+      const { rows } = await client.query<{ done: boolean }>(
+        'SELECT done_at IS NOT NULL AS done FROM migration_steps WHERE version = $1',
+        [version],
+      );
+      if (rows[0]?.done !== false) return 0;
+      await step.finish?.(client, true);
+      await client.query('UPDATE migration_steps SET done_at = $1 WHERE version = $2 AND done_at IS NULL', [
+        clock(),
+        version,
+      ]);
+      return -1;
+    } finally {
+      await turn.query('ROLLBACK').catch(() => undefined);
+      turn.release();
+    }
+  };
 
   // One batch of one step in its own transaction, or its finish once its batches are done: the orders passed, -1
   // when it finished, 0 when there was nothing to do.
@@ -70,14 +103,7 @@ export function postgresMigrationSteps(
       await client.query('ROLLBACK').catch(() => undefined);
       throw err;
     }
-    // Outside any transaction (an index built CONCURRENTLY); a run beside it that builds the same index fails
-    // and says so, and the next run takes the index as built.
-    await step.finish?.(client, true);
-    await client.query('UPDATE migration_steps SET done_at = $1 WHERE version = $2 AND done_at IS NULL', [
-      clock(),
-      version,
-    ]);
-    return -1;
+    return finish(client, version, step);
   };
 
   return {
