@@ -40,6 +40,8 @@ const FINISH_TURN_RETRY_MS = 100;
 export function postgresMigrationSteps(
   pool: pg.Pool,
   migrations: readonly Migration[],
+  /** Runs `fn` on a connection of its own, outside `pool`, closed after. */
+  apart: <T>(fn: (own: pg.Pool) => Promise<T>) => Promise<T>,
   clock: () => number = Date.now,
 ): MigrationSteps {
   const stepOf = (version: number) => migrations.find((m) => m.version === version)?.step;
@@ -50,31 +52,33 @@ export function postgresMigrationSteps(
   // A step's last part, outside any transaction (an index built CONCURRENTLY), by one run at a time on the
   // database: a run beside this one that comes to the same step waits, then finds it done, and two index builds on
   // `orders` never wait for each other (which PostgreSQL ends as a deadlock). The turn is a transaction-scoped
-  // advisory lock on a second connection (a transaction pooler keeps it on one server connection), tried at
-  // intervals: a run blocked inside the lock's statement would hold a snapshot, which an index build waits for.
-  const finish = async (client: pg.PoolClient, version: number, step: PostgresMigrationStep) => {
-    const turn = await pool.connect();
-    try {
-      await turn.query('BEGIN');
-      while (!(await turn.query<{ held: boolean }>(TRY_FINISH_TURN)).rows[0]?.held) {
-        await new Promise((resolve) => setTimeout(resolve, FINISH_TURN_RETRY_MS));
+  // advisory lock on a connection apart from the pool (so a pool of one still finishes; a transaction pooler keeps
+  // the lock on one server connection), tried at intervals: a run blocked inside the lock's statement would hold a
+  // snapshot, which an index build waits for.
+  const finish = (client: pg.PoolClient, version: number, step: PostgresMigrationStep) =>
+    apart(async (own) => {
+      const turn = await own.connect();
+      try {
+        await turn.query('BEGIN');
+        while (!(await turn.query<{ held: boolean }>(TRY_FINISH_TURN)).rows[0]?.held) {
+          await new Promise((resolve) => setTimeout(resolve, FINISH_TURN_RETRY_MS));
+        }
+        const { rows } = await client.query<{ done: boolean }>(
+          'SELECT done_at IS NOT NULL AS done FROM migration_steps WHERE version = $1',
+          [version],
+        );
+        if (rows[0]?.done !== false) return 0;
+        await step.finish?.(client, true);
+        await client.query('UPDATE migration_steps SET done_at = $1 WHERE version = $2 AND done_at IS NULL', [
+          clock(),
+          version,
+        ]);
+        return -1;
+      } finally {
+        await turn.query('ROLLBACK').catch(() => undefined);
+        turn.release();
       }
-      const { rows } = await client.query<{ done: boolean }>(
-        'SELECT done_at IS NOT NULL AS done FROM migration_steps WHERE version = $1',
-        [version],
-      );
-      if (rows[0]?.done !== false) return 0;
-      await step.finish?.(client, true);
-      await client.query('UPDATE migration_steps SET done_at = $1 WHERE version = $2 AND done_at IS NULL', [
-        clock(),
-        version,
-      ]);
-      return -1;
-    } finally {
-      await turn.query('ROLLBACK').catch(() => undefined);
-      turn.release();
-    }
-  };
+    });
 
   // One batch of one step in its own transaction, or its finish once its batches are done: the orders passed, -1
   // when it finished, 0 when there was nothing to do.

@@ -57,7 +57,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
   // Orders of an older version (before migration 16, or still running beside this one) then get their item count.
   const migrate = () => onOwnConnection((own) => migrateAndBackfill(own, options.sealer));
   let secrets: StoreSecrets;
-  const steps = postgresMigrationSteps(pool, POSTGRES_MIGRATIONS);
+  const steps = postgresMigrationSteps(pool, POSTGRES_MIGRATIONS, onOwnConnection);
   try {
     const pending = await onOwnConnection((own) => pendingPostgresMigrations(own));
     if (pending.length > 0) await options.gate?.('postgres', pending);
