@@ -291,7 +291,7 @@ interface Placeholders {
 
 /**
  * Each text's placeholders, found once: the texts inlined are the adapters' own constants, a few dozen, and a
- * worker inlines several per order (a regular expression's replace per call was a tenth of what it allocates).
+ * worker inlines several per order (a regular expression's replace per call was an eighth of what it allocated).
  * Bounded all the same.
  */
 const placeholders = new Map<string, Placeholders>();
