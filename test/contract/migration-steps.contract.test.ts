@@ -1,6 +1,7 @@
 // The store's upgrade from the release of 2026-11-27 (SQLite schema 13, PostgreSQL 14): the schema part at a
 // process's start, the heavy part as `admin migrate`'s steps, in batches, interrupted and resumed, the orders read
 // the same throughout. The same cases on whichever adapter the project names (test/helpers/store-contract.ts).
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config.js';
 import { migrate } from '../../src/cli/commands/migrate.commands.js';
@@ -135,6 +136,44 @@ describe(`the store's upgrade from the release before on ${TEST_STORE}`, () => {
       await admin.close();
     }
   });
+  it.runIf(TEST_STORE === 'postgres')(
+    "waits while another run builds a step's index, says so, then finishes the step itself",
+    async () => {
+      await accepted([{ listingId: WALDEN, copies: 1 }]);
+      await toTheReleaseBefore(probe);
+      const admin = await openStore(loadConfig(contractEnv()), 'admin', () => undefined);
+      // Another run's turn at a step's last part, as it holds it while its index is built.
+      const other = new pg.Client({ connectionString: contractEnv().DATABASE_URL });
+      await other.connect();
+      try {
+        await other.query('BEGIN');
+        await other.query('SELECT pg_advisory_xact_lock(73012026, 1)');
+        const notes: string[] = [];
+        let waits!: () => void;
+        const said = new Promise<void>((resolve) => {
+          waits = resolve;
+        });
+        const note = (line: string) => {
+          notes.push(line);
+          if (line.includes('waiting')) waits();
+        };
+        const run = migrate.run([], { ...commandContext(admin), out: { note } }) as Promise<{
+          remaining: number[];
+        }>;
+        await said;
+        expect(notes).toEqual([
+          expect.stringMatching(/^migration \d+: waiting while another admin migrate run builds an index$/),
+        ]);
+        expect((await admin.steps.list()).some((step) => !step.done)).toBe(true);
+        await other.query('COMMIT');
+        expect((await run).remaining).toEqual([]);
+        expect((await admin.steps.list()).every((step) => step.done)).toBe(true);
+      } finally {
+        await other.end();
+        await admin.close();
+      }
+    },
+  );
   it('fills the orders once when two admin migrate runs go at once, each going on where the other left off', async () => {
     const waldens = [{ listingId: WALDEN, copies: 1 }];
     const ids: number[] = [];

@@ -39,6 +39,8 @@ export const migrate: CommandRun = {
       const run = await store.steps.run({
         batchSize,
         maxBatches: Math.min(REPORT_EVERY, limit - total.batches),
+        waiting: (version) =>
+          ctx.out.note(`migration ${version}: waiting while another admin migrate run builds an index`),
       });
       total.batches += run.batches;
       total.rows += run.rows;

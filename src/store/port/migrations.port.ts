@@ -53,9 +53,14 @@ export interface MigrationSteps {
   list(): Promise<MigrationStepProgress[]>;
   /**
    * Runs what remains, `batchSize` orders a transaction, at most `maxBatches` batches (all when absent), and
-   * each step's last part once its batches are done. Safe beside serving processes and beside another run.
+   * each step's last part once its batches are done. Safe beside serving processes and beside another run:
+   * `waiting` is told when this run waits for another's last part of a step (an index build) before its own.
    */
-  run(options: { batchSize: number; maxBatches?: number }): Promise<MigrationStepsRun>;
+  run(options: {
+    batchSize: number;
+    maxBatches?: number;
+    waiting?: (version: number) => void;
+  }): Promise<MigrationStepsRun>;
 }
 
 /** A process that cannot serve until `admin migrate` has run the steps named. */

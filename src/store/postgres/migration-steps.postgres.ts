@@ -55,12 +55,18 @@ export function postgresMigrationSteps(
   // advisory lock on a connection apart from the pool (so a pool of one still finishes; a transaction pooler keeps
   // the lock on one server connection), tried at intervals: a run blocked inside the lock's statement would hold a
   // snapshot, which an index build waits for.
-  const finish = (client: pg.PoolClient, version: number, step: PostgresMigrationStep) =>
+  const finish = (
+    client: pg.PoolClient,
+    version: number,
+    step: PostgresMigrationStep,
+    waiting?: (version: number) => void,
+  ) =>
     apart(async (own) => {
       const turn = await own.connect();
       try {
         await turn.query('BEGIN');
-        while (!(await turn.query<{ held: boolean }>(TRY_FINISH_TURN)).rows[0]?.held) {
+        for (let tries = 0; !(await turn.query<{ held: boolean }>(TRY_FINISH_TURN)).rows[0]?.held; tries++) {
+          if (tries === 0) waiting?.(version);
           await new Promise((resolve) => setTimeout(resolve, FINISH_TURN_RETRY_MS));
         }
         const { rows } = await client.query<{ done: boolean }>(
@@ -82,7 +88,12 @@ export function postgresMigrationSteps(
 
   // One batch of one step in its own transaction, or its finish once its batches are done: the orders passed, -1
   // when it finished, 0 when there was nothing to do.
-  const once = async (client: pg.PoolClient, version: number, batchSize: number): Promise<number> => {
+  const once = async (
+    client: pg.PoolClient,
+    version: number,
+    batchSize: number,
+    waiting?: (version: number) => void,
+  ): Promise<number> => {
     const step = stepOf(version);
     if (!step) return 0;
     await client.query('BEGIN');
@@ -107,19 +118,19 @@ export function postgresMigrationSteps(
       await client.query('ROLLBACK').catch(() => undefined);
       throw err;
     }
-    return finish(client, version, step);
+    return finish(client, version, step, waiting);
   };
 
   return {
     list: () => list(),
-    async run({ batchSize, maxBatches = Infinity }) {
+    async run({ batchSize, maxBatches = Infinity, waiting }) {
       const client = await pool.connect();
       try {
         const done: MigrationStepsRun = { batches: 0, rows: 0, steps: [] };
         for (const { version } of (await list(client)).filter((s) => !s.done)) {
           for (;;) {
             if (done.batches >= maxBatches) return { ...done, steps: await list(client) };
-            const passed = await once(client, version, batchSize);
+            const passed = await once(client, version, batchSize, waiting);
             if (passed === 0) break;
             done.batches += 1;
             if (passed < 0) break;
