@@ -7,6 +7,7 @@ import { loadConfig } from '../../src/config/config.js';
 import { migrate } from '../../src/cli/commands/migrate.commands.js';
 import type { CommandContext } from '../../src/cli/commands/command.js';
 import { openStore } from '../../src/store/open-store.js';
+import { FINISH_TURN_LOCK } from '../../src/store/postgres/migration-steps.postgres.js';
 import { MigrationStepsPendingError } from '../../src/store/port/migrations.port.js';
 import type {
   OrderWithItems,
@@ -147,7 +148,7 @@ describe(`the store's upgrade from the release before on ${TEST_STORE}`, () => {
       await other.connect();
       try {
         await other.query('BEGIN');
-        await other.query('SELECT pg_advisory_xact_lock(73012026, 1)');
+        await other.query('SELECT pg_advisory_xact_lock($1, $2)', [...FINISH_TURN_LOCK]);
         const notes: string[] = [];
         let waits!: () => void;
         const said = new Promise<void>((resolve) => {

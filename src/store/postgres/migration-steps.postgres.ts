@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import type { MigrationSteps, MigrationStepsRun } from '../port/migrations.port.js';
 import { progressOf, SELECT_STEPS, type StepRow } from '../shared/migration-steps.js';
@@ -32,9 +33,15 @@ export async function recordStep(
   );
 }
 
-// The turn to finish a step: an advisory lock of the two-key form, apart from the migrations' one-key lock.
-const TRY_FINISH_TURN = 'SELECT pg_try_advisory_xact_lock(73012026, 1) AS held';
+/** The turn to finish a step: the keys of an advisory lock of the two-key form, apart from the migrations' lock. */
+export const FINISH_TURN_LOCK = [73012026, 1] as const;
+// Its keys written into the text, not sent as parameters: a statement with parameters goes by the extended
+// protocol, whose portal leaves the idle transaction holding a snapshot until its next statement, and another
+// run's index build (CONCURRENTLY) waits for that snapshot while this run waits for the build's turn.
+const TRY_FINISH_TURN = `SELECT pg_try_advisory_xact_lock(${FINISH_TURN_LOCK.join(', ')}) AS held`;
 const FINISH_TURN_RETRY_MS = 100;
+const tookTurn = async (turn: pg.PoolClient): Promise<boolean> =>
+  (await turn.query<{ held: boolean }>(TRY_FINISH_TURN)).rows[0]?.held === true;
 
 /** The steps of `admin migrate` on this database, and their progress. */
 export function postgresMigrationSteps(
@@ -65,15 +72,13 @@ export function postgresMigrationSteps(
       const turn = await own.connect();
       try {
         await turn.query('BEGIN');
-        for (let tries = 0; !(await turn.query<{ held: boolean }>(TRY_FINISH_TURN)).rows[0]?.held; tries++) {
+        for (let tries = 0; !(await tookTurn(turn)); tries++) {
           if (tries === 0) waiting?.(version);
-          await new Promise((resolve) => setTimeout(resolve, FINISH_TURN_RETRY_MS));
+          await sleep(FINISH_TURN_RETRY_MS);
         }
-        const { rows } = await client.query<{ done: boolean }>(
-          'SELECT done_at IS NOT NULL AS done FROM migration_steps WHERE version = $1',
-          [version],
-        );
-        if (rows[0]?.done !== false) return 0;
+        const current = (await client.query<StepRow>(`${SELECT_STEPS} WHERE version = $1`, [version]))
+          .rows[0];
+        if (!current || current.done_at !== null) return 0;
         await step.finish?.(client, true);
         await client.query('UPDATE migration_steps SET done_at = $1 WHERE version = $2 AND done_at IS NULL', [
           clock(),
