@@ -9,10 +9,12 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSealer } from '../../src/domain/secrets.js';
+import { addCard, createClient } from '../../src/services/client-keys.js';
 import type { Store } from '../../src/store/port/store.port.js';
 import { openSqliteStore } from '../../src/store/sqlite/sqlite.store.js';
 import { nodeWalFs, type WalFs } from '../../src/store/sqlite/wal-flusher.js';
 import { LISTINGS, VENDORS, orderBody } from '../helpers/fixtures.js';
+import { T0, newOrder } from '../helpers/store-contract.js';
 import { TEST_STORE } from '../helpers/test-store.js';
 import { createTestService, signed, type Credentials, type TestService } from '../helpers/test-service.js';
 import { logLines } from '../helpers/wait.js';
@@ -93,6 +95,28 @@ describe.runIf(TEST_STORE === 'sqlite')('SQLite flushes before it answers', () =
     expect(syncs).toBe(before + 1);
     openGate();
     await imported;
+  });
+
+  it('resolves an acceptance once committed, and orders.durable() once a flush begun after it has returned', async () => {
+    const { clientId } = await createClient(store.clients, 'flushed buyer', T0);
+    const { cardId } = await addCard(store.clients, clientId, false, T0);
+    const listingId = LISTINGS[0]!.listingId;
+    closeGate();
+    const before = syncs;
+    const accepted = await store.orders.accept(newOrder([{ listingId, copies: 1 }], { clientId, cardId }));
+    if (accepted.kind !== 'created') throw new Error(`expected a new order, got ${accepted.kind}`);
+    // Committed, so the worker can take its job, with no flush asked for yet.
+    expect(
+      other.prepare('SELECT count(*) FROM orders WHERE order_id = ?').pluck().get(accepted.orderId),
+    ).toBe(1);
+    expect(syncs).toBe(before);
+    const durable = store.orders.durable();
+    const state = settled(durable);
+    await turns();
+    expect(state.done).toBe(false);
+    expect(syncs).toBe(before + 1);
+    openGate();
+    await durable;
   });
 
   it("flushes before answering a read of another process's commit, and not again when nothing was committed", async () => {

@@ -151,6 +151,7 @@ function fakeBatchDeps() {
             return { kind: 'created', orderId, stored };
           });
         },
+        durable: async () => {},
         getMany: async (orderIds: readonly number[]) => {
           const found = [...byRequest.values()].filter((o) => orderIds.includes(o.order.orderId));
           call(

@@ -64,9 +64,9 @@ const itemsOf = ({ checked }: BatchOrder): number =>
 /**
  * Items per acceptance transaction. A batch's entries are accepted independently (docs/api.md#batches), so a
  * large batch is accepted in slices, each its own transaction, with a turn of the event loop between them: on
- * SQLite a slice holds the web's loop while it runs and while its commit is flushed. 200 orders of 250 items in one
- * transaction held it 5.4 s; slices of 500 items still held it tens of ms each, plus the flush, and
- * garbage collections of their rows on top. At most 100 items: an order of more (up to 250) is a slice of its own.
+ * SQLite a slice holds the web's loop while it runs. 200 orders of 250 items in one transaction held it 5.4 s;
+ * slices of 500 items still held it tens of ms each, plus the flush (each slice's then), and garbage collections
+ * of their rows on top. At most 100 items: an order of more (up to 250) is a slice of its own.
  */
 export const ITEMS_PER_SLICE = 100;
 
@@ -140,8 +140,13 @@ async function answers(
   const duplicates = accepted.flatMap((a, n) =>
     a.kind === 'duplicate' ? [{ orderId: a.orderId, items: itemsOf(orders[n]!) }] : [],
   );
-  // The orders are stored: Redis takes the jobs while the store reads the duplicates.
-  const [, read] = await Promise.all([enqueueAll(deps.queue, ids, log), readBack(deps, duplicates)]);
+  // The orders are committed: Redis takes the jobs while the store reads the duplicates and makes what it
+  // accepted durable, as it must be before any of it is answered (OrderStore.accept).
+  const [, read] = await Promise.all([
+    enqueueAll(deps.queue, ids, log),
+    readBack(deps, duplicates),
+    deps.store.orders.durable(),
+  ]);
   return accepted.map((a) =>
     a.kind === 'created'
       ? a.answer

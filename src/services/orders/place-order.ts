@@ -63,14 +63,21 @@ export async function placeOrder(deps: PlaceOrderDeps, input: PlaceOrderInput): 
   }
   const accepted = await acceptIfRoom(deps, newOrder({ ...input, checked: check.order }, deps.clock()));
   if ('admitted' in accepted) return busy(accepted);
-  if (accepted.kind === 'conflict')
+  // What the acceptance committed is told only once it is durable (OrderStore.accept), except through the
+  // worker's answer, which it announces after flushes of its own that cover the acceptance.
+  if (accepted.kind === 'conflict') {
+    await deps.store.orders.durable();
     return { kind: 'refused', problems: [ORDER_PROBLEMS.conflict('Svc-RequestId')] };
+  }
   const { orderId } = accepted;
+  const waitable = accepted.kind === 'created' && !input.respondAsync && deps.orderWaitMs > 0;
   // From here on every span carries the order's id, in this process and in the worker that takes its job.
-  const enqueued = await withOrder(orderId, () =>
-    inSpan('order.enqueue', {}, () => enqueue(deps.queue, orderId, input.log)),
-  );
-  const waits = accepted.kind === 'created' && enqueued && !input.respondAsync && deps.orderWaitMs > 0;
+  const [enqueued] = await Promise.all([
+    withOrder(orderId, () => inSpan('order.enqueue', {}, () => enqueue(deps.queue, orderId, input.log))),
+    // Flushed while Redis takes the job, when this process answers from its own acceptance.
+    waitable ? undefined : deps.store.orders.durable(),
+  ]);
+  const waits = waitable && enqueued;
   if (waits) {
     const told = await deps.outcomes.wait(
       orderId,
@@ -81,7 +88,9 @@ export async function placeOrder(deps: PlaceOrderDeps, input: PlaceOrderInput): 
     const answer = told === undefined ? undefined : announcedAnswer(told, orderId);
     if (answer) return { kind: 'placed', duplicate: false, queued: isQueued(answer), order: answer };
   }
-  // A new order not waited for is answered as its acceptance stored it (items QUEUED): no read back.
+  // A new order not waited for is answered as its acceptance stored it (items QUEUED): no read back. One whose
+  // job could not be enqueued was to be waited for, so its acceptance is made durable only now.
+  if (waitable && !waits) await deps.store.orders.durable();
   const stored =
     accepted.kind === 'created' && !waits ? accepted.stored : (await deps.store.orders.get(orderId))!;
   const queued = stored.items.some((item) => item.status === ItemStatus.QUEUED);

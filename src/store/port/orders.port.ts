@@ -138,13 +138,25 @@ export interface OrderAsk {
 }
 
 export interface OrderStore {
-  /** Records an order and its QUEUED items in one transaction, unique on (client, request id). */
+  /**
+   * Records an order and its QUEUED items in one transaction, unique on (client, request id). Resolves once the
+   * transaction has committed (every process reads it), which is not yet once it is on the disk: anything told
+   * from its result (an answer, a duplicate, a conflict) waits for `durable()` first. Enqueuing the order's job
+   * need not: a job only names the order, and the worker makes its own writes durable, which covers the
+   * acceptance, before it pays or announces anything (docs/operating.md, "Durable on one host").
+   */
   accept(order: NewOrder): Promise<AcceptResult>;
   /**
    * Accepts each order as `accept` would, all in one transaction (a failure stores none); one result per
-   * order, in the same order. Concurrent duplicates still create one order.
+   * order, in the same order. Concurrent duplicates still create one order. Durable as `accept` is.
    */
   acceptMany(orders: readonly NewOrder[]): Promise<AcceptResult[]>;
+  /**
+   * Resolves once every order this process has accepted or read so far survives a power cut: at once on
+   * PostgreSQL (its commit returned once the server had flushed it); on SQLite once a flush of the log that
+   * began after those commits has returned.
+   */
+  durable(): Promise<void>;
   get(orderId: number): Promise<OrderWithItems | null>;
   /** The orders that exist among `orderIds`, each with its items, read in one snapshot; in no given order. */
   getMany(orderIds: readonly number[]): Promise<OrderWithItems[]>;

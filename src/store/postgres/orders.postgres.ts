@@ -138,6 +138,8 @@ export function postgresOrders(pool: pg.Pool): OrderStore {
     acceptMany(orders) {
       return orders.length === 0 ? Promise.resolve([]) : acceptOrderBatch(pool, orders);
     },
+    // A commit returns once the server has flushed it (fsync and synchronous_commit on: docs/operating.md).
+    async durable() {},
     get(orderId) {
       return readOrder(pool, orderId);
     },

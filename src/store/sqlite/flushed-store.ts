@@ -2,11 +2,17 @@ import { STORE_PORTS, type Store } from '../port/store.port.js';
 import type { WalFlusher } from './wal-flusher.js';
 
 /**
- * Operations whose commit does not wait for its own flush: the sandbox processor's record of an authorisation
- * (payments.sqlite.ts says why nothing can rest on it); the settlement after it flushes it with itself.
+ * Operations whose commit does not wait for its own flush:
+ * - the sandbox processor's record of an authorisation (payments.sqlite.ts says why nothing can rest on it); the
+ *   settlement after it flushes it with itself;
+ * - an order's acceptance: its caller waits for `orders.durable()` before it tells anyone what it stored, and
+ *   enqueues the order's job meanwhile (the port says why that is safe). A synchronous order answered with what
+ *   the worker announced is not flushed by the web at all: the worker's flush after its reservation covers the
+ *   acceptance too (one log, flushed whole), so such an order waits for two flushes, not three.
  */
 const UNFLUSHED: Partial<Record<(typeof STORE_PORTS)[number], readonly string[]>> = {
   payments: ['authorizeOnce'],
+  orders: ['accept', 'acceptMany'],
 };
 
 /**

@@ -163,6 +163,8 @@ export function sqliteOrders(db: Db): OrderStore {
     async acceptMany(orders) {
       return acceptMany(orders);
     },
+    // Nothing to run: flushedStore waits for the flush of the log after it, as after every operation.
+    async durable() {},
     async get(orderId) {
       return read(orderId);
     },
