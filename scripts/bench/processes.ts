@@ -41,10 +41,13 @@ export const running = new Set<ChildProcess>();
  * per thread; the largest is the main thread's) goes to DIR/<entry's name>.
  */
 export function profileArgs(entry: string): string[] {
+  return profileInto(path.basename(entry, path.extname(entry)));
+}
+
+/** Node's options to write a CPU profile into BENCH_PROFILE/`name` when BENCH_PROFILE is set; none otherwise. */
+function profileInto(name: string): string[] {
   const dir = process.env.BENCH_PROFILE;
-  return dir
-    ? ['--cpu-prof', `--cpu-prof-dir=${path.join(dir, path.basename(entry, path.extname(entry)))}`]
-    : [];
+  return dir ? ['--cpu-prof', `--cpu-prof-dir=${path.join(dir, name)}`] : [];
 }
 
 /** Starts `entry` (a path from the repository root) with exactly `env`, its output appended to `logFile`. */
@@ -54,7 +57,9 @@ export function startEntry(entry: string, env: NodeJS.ProcessEnv, logFile: strin
 
 /**
  * Starts the Procfile's `name` process of the checkout at `root` (its compiled build), as a platform would, its
- * output appended to `logFile`; under `wrap` when given (a command and its options, e.g. valgrind's).
+ * output appended to `logFile`; under `wrap` when given (a command and its options, e.g. valgrind's). With
+ * BENCH_PROFILE=DIR, its CPU profile goes to DIR/`name` (a file per process: several workers, or two trees'
+ * processes under --checkout, each write their own, named by process id).
  */
 export function startProcfileProcess(
   root: string,
@@ -66,7 +71,7 @@ export function startProcfileProcess(
   const args = readProcfile(root)[name];
   if (!args) throw new Error(`${root}/Procfile names no '${name}' process`);
   compiledEntry(args);
-  return spawnLogged([...wrap, process.execPath, ...args], root, env, logFile);
+  return spawnLogged([...wrap, process.execPath, ...profileInto(name), ...args], root, env, logFile);
 }
 
 function spawnLogged(
