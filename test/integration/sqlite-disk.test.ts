@@ -69,6 +69,15 @@ describe.runIf(TEST_STORE === 'sqlite')('SQLite flushes before it answers', () =
     return state;
   };
   const turns = () => new Promise((resolve) => setTimeout(resolve, 20));
+  /** `pending` stays unsettled behind the one fdatasync begun since `before` (held at the gate), then resolves. */
+  const heldBehindOneFlush = async (pending: Promise<unknown>, before: number) => {
+    const state = settled(pending);
+    await turns();
+    expect(state.done).toBe(false);
+    expect(syncs).toBe(before + 1);
+    openGate();
+    await pending;
+  };
 
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bookorders-flush-'));
@@ -110,26 +119,14 @@ describe.runIf(TEST_STORE === 'sqlite')('SQLite flushes before it answers', () =
       other.prepare('SELECT count(*) FROM orders WHERE order_id = ?').pluck().get(accepted.orderId),
     ).toBe(1);
     expect(syncs).toBe(before);
-    const durable = store.orders.durable();
-    const state = settled(durable);
-    await turns();
-    expect(state.done).toBe(false);
-    expect(syncs).toBe(before + 1);
-    openGate();
-    await durable;
+    await heldBehindOneFlush(store.orders.durable(), before);
   });
 
   it("flushes before answering a read of another process's commit, and not again when nothing was committed", async () => {
     other.prepare('UPDATE listings SET stock = stock + 1 WHERE listing_id = ?').run(LISTINGS[0]!.listingId);
     closeGate();
     const before = syncs;
-    const read = store.catalog.loadForPricing([LISTINGS[0]!.listingId]);
-    const state = settled(read);
-    await turns();
-    expect(state.done).toBe(false);
-    expect(syncs).toBe(before + 1);
-    openGate();
-    await read;
+    await heldBehindOneFlush(store.catalog.loadForPricing([LISTINGS[0]!.listingId]), before);
     await store.catalog.loadForPricing([LISTINGS[0]!.listingId]);
     expect(syncs).toBe(before + 1);
   });
