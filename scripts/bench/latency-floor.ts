@@ -77,8 +77,8 @@ export async function redisRoundTripP50(url: string, n = 500): Promise<number> {
 
 /**
  * The commits one order needs (acceptance, reservation, settlement): three durable commits, the aims' measure. A
- * synchronous order on SQLite waits for two flushes of them: the worker's after the reservation covers the
- * acceptance too (flushed-store.ts).
+ * synchronous order on SQLite waits for one flush of them: the settlement's covers the acceptance and the
+ * reservation too (flushed-store.ts).
  */
 const COMMITS = 3;
 

@@ -30,7 +30,8 @@ interface Boundary {
 const BOUNDARIES: readonly Boundary[] = [
   { what: 'web: request in', span: 'POST', at: 'start' },
   { what: 'web: acceptance begins (signature, parse, price done)', span: 'store.orders.accept', at: 'start' },
-  // Not flushed by the web on SQLite: the worker's flush after the reservation covers it (flushed-store.ts).
+  // Not flushed by the web on SQLite, nor the reservation by the worker: the settlement's flush covers both
+  // (flushed-store.ts).
   { what: 'web: acceptance committed', span: 'store.orders.accept', at: 'end' },
   { what: 'web: job added (BullMQ add answered)', span: 'add orders.process-order', at: 'end' },
   { what: 'worker: job picked up (BullMQ process span)', span: 'process orders', at: 'start' },

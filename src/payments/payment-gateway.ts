@@ -2,6 +2,13 @@ import type { GatewayTarget, SettleToResult } from '../store/port/store.port.js'
 
 /** What the worker needs of a card processor. Every call is idempotent by its keys, so a retried job never charges twice. */
 export interface PaymentGateway {
+  /**
+   * Its authorisations are commits in the order store's own log (the sandbox processor): one that a crash takes
+   * back goes with the reservation committed before it, so an attempt may pay before its reservation is durable.
+   * A processor outside the store (absent) is paid only once the reservation is durable: it would keep an
+   * authorisation for an order the store lost.
+   */
+  readonly inStore?: true;
   /** Authorises `amountCents` once per key; a second call with the same key returns the first outcome. */
   authorize(request: {
     key: string;

@@ -23,6 +23,8 @@ export function createSandboxGateway(
     return card.declines;
   };
   return {
+    // Its records are the store's payment rows (authorizeOnce, settleTo): commits in the order store itself.
+    inStore: true,
     async authorize({ key, cardId, amountCents, currency }): Promise<AuthorizeResult> {
       // A real processor answers in tens of milliseconds; the sandbox can be told to take as long.
       if (latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, latencyMs));

@@ -171,8 +171,11 @@ export async function startAttempt(deps: ProcessOrderDeps, orderId: number): Pro
   if (start.reserved === null) return { kind: 'pay', stored: start };
   const reserved =
     start.reserved === 'applied' ? reservedOrder(start, priced.reservation!) : await reserve(deps, start);
-  if (reserved !== 'not-queued' && reserved.order.phase === 'settled')
+  if (reserved !== 'not-queued' && reserved.order.phase === 'settled') {
+    // Settled by its reservation (nothing to buy): announced next, so durable first.
+    await deps.store.processing.durable();
     return { kind: 'settled', byThisAttempt: true, settled: reserved };
+  }
   // Another attempt got there first: carry on from what it stored.
   const stored = reserved === 'not-queued' ? await deps.store.orders.get(orderId) : reserved;
   if (!stored || stored.order.phase === 'settled') return { kind: 'settled', byThisAttempt: false };
@@ -270,6 +273,10 @@ async function pay(deps: ProcessOrderDeps, stored: OrderWithItems): Promise<Orde
   const { order, items } = stored;
   const key = paymentKey(order.orderId);
   const amountCents = order.totalCents!;
+  // A processor outside the store is paid for a reservation that survives a crash; the sandbox's authorisation is
+  // a commit after the reservation in the store's own log, lost only with it, and the settlement's commit makes
+  // all of them durable at once (processing.port.ts).
+  if (!deps.payments.inStore) await deps.store.processing.durable();
   const result = await deps.payments.authorize({
     key,
     cardId: order.cardId,

@@ -122,6 +122,28 @@ describe.runIf(TEST_STORE === 'sqlite')('SQLite flushes before it answers', () =
     await heldBehindOneFlush(store.orders.durable(), before);
   });
 
+  it("resolves an attempt's count once committed, and processing.durable() once a flush begun after it has returned", async () => {
+    const { clientId } = await createClient(store.clients, 'attempted buyer', T0);
+    const { cardId } = await addCard(store.clients, clientId, false, T0);
+    const listingId = LISTINGS[0]!.listingId;
+    const accepted = await store.orders.accept(newOrder([{ listingId, copies: 1 }], { clientId, cardId }));
+    if (accepted.kind !== 'created') throw new Error(`expected a new order, got ${accepted.kind}`);
+    await store.orders.durable();
+    closeGate();
+    const before = syncs;
+    const begun = await store.processing.beginAttempt(accepted.orderId, {
+      leaseUntil: T0 + 30_000,
+      maxAttempts: 5,
+    });
+    expect(begun?.order.attempts).toBe(1);
+    // Committed (another connection reads the count), with no flush asked for yet.
+    expect(
+      other.prepare('SELECT attempts FROM orders WHERE order_id = ?').pluck().get(accepted.orderId),
+    ).toBe(1);
+    expect(syncs).toBe(before);
+    await heldBehindOneFlush(store.processing.durable(), before);
+  });
+
   it("flushes before answering a read of another process's commit, and not again when nothing was committed", async () => {
     other.prepare('UPDATE listings SET stock = stock + 1 WHERE listing_id = ?').run(LISTINGS[0]!.listingId);
     closeGate();

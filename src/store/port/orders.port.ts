@@ -143,7 +143,8 @@ export interface OrderStore {
    * transaction has committed (every process reads it), which is not yet once it is on the disk: anything told
    * from its result (an answer, a duplicate, a conflict) waits for `durable()` first. Enqueuing the order's job
    * need not: a job only names the order, and the worker makes its own writes durable, which covers the
-   * acceptance, before it pays or announces anything (docs/operating.md, "Durable on one host").
+   * acceptance, before it pays a processor outside the store or announces anything (docs/operating.md, "Durable
+   * on one host").
    */
   accept(order: NewOrder): Promise<AcceptResult>;
   /**

@@ -6,13 +6,19 @@ import type { WalFlusher } from './wal-flusher.js';
  * - the sandbox processor's record of an authorisation (payments.sqlite.ts says why nothing can rest on it); the
  *   settlement after it flushes it with itself;
  * - an order's acceptance: its caller waits for `orders.durable()` before it tells anyone what it stored, and
- *   enqueues the order's job meanwhile (the port says why that is safe). A synchronous order answered with what
- *   the worker announced is not flushed by the web at all: the worker's flush after its reservation covers the
- *   acceptance too (one log, flushed whole), so such an order waits for two flushes, not three.
+ *   enqueues the order's job meanwhile (the port says why that is safe);
+ * - an attempt's count and reservation: the worker waits for `processing.durable()` before anything outside the
+ *   store acts on them (a processor outside it paid, the order's end announced); the sandbox processor's
+ *   authorisation is a commit in this log after them, so the settlement's flush covers all three
+ *   (process-order.ts).
+ * A synchronous order answered with what the worker announced is not flushed by the web at all: the settlement's
+ * flush covers its acceptance and reservation too (one log, flushed whole, and a crash keeps a prefix of it), so
+ * such an order waits for one flush, not three.
  */
 const UNFLUSHED: Partial<Record<(typeof STORE_PORTS)[number], readonly string[]>> = {
   payments: ['authorizeOnce'],
   orders: ['accept', 'acceptMany'],
+  processing: ['beginAttempt', 'beginAttemptMany', 'reserve'],
 };
 
 /**

@@ -26,10 +26,11 @@ import fs from 'node:fs';
  *   commit before its writer's flush. So the store flushes before answering from a read too, when something was
  *   committed since its last flush began (`PRAGMA data_version` for other connections, `total_changes()` for its
  *   own: about 2 µs; an fdatasync only when it moved, tens of µs when the writer has flushed already): nothing this
- *   process answers, sends or pays for can rest on a commit a power cut would take back (flushed-store.ts). The
- *   one thing enqueued before its commit's flush is an accepted order's job, which only names the order: the
- *   worker that takes it flushes before it pays or announces anything (OrderStore.accept). Only a reader outside
- *   the service (the sqlite3 shell) can still see an unflushed commit.
+ *   process answers, sends or pays a processor outside the store for can rest on a commit a power cut would take
+ *   back (flushed-store.ts). The one thing enqueued before its commit's flush is an accepted order's job, which
+ *   only names the order: the worker that takes it flushes before it pays such a processor or announces anything
+ *   (OrderStore.accept, ProcessingStore). Only a reader outside the service (the sqlite3 shell) can still see an
+ *   unflushed commit.
  * - A failed fdatasync (EIO; ENOSPC or EDQUOT where the file system allocates at write-back): Linux may have
  *   dropped the dirty pages and reports the error once, so a second fdatasync can succeed with the frames lost
  *   ("fsyncgate"). Every waiter fails (nothing is answered as done), every later flush fails with the same error,
