@@ -152,7 +152,7 @@ function fakes(opts: { inStore: boolean; stock: number }) {
   return { deps, flush, events };
 }
 
-/** Lets every pending promise callback run (the fakes resolve in microtasks and timers of 0). */
+/** Lets every pending promise callback run: the fakes resolve in microtasks, which all run before a timer fires. */
 const settle = () => new Promise((resolve) => setTimeout(resolve, 5));
 
 describe('an attempt and the durability of its reservation', () => {
