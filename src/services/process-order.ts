@@ -173,7 +173,7 @@ export async function startAttempt(deps: ProcessOrderDeps, orderId: number): Pro
     start.reserved === 'applied' ? reservedOrder(start, priced.reservation!) : await reserve(deps, start);
   if (reserved !== 'not-queued' && reserved.order.phase === 'settled') {
     // Settled by its reservation (nothing to buy): announced next, so durable first.
-    await deps.store.processing.durable();
+    await deps.store.orders.durable();
     return { kind: 'settled', byThisAttempt: true, settled: reserved };
   }
   // Another attempt got there first: carry on from what it stored.
@@ -275,8 +275,8 @@ async function pay(deps: ProcessOrderDeps, stored: OrderWithItems): Promise<Orde
   const amountCents = order.totalCents!;
   // A processor outside the store is paid for a reservation that survives a crash; the sandbox's authorisation is
   // a commit after the reservation in the store's own log, lost only with it, and the settlement's commit makes
-  // all of them durable at once (processing.port.ts).
-  if (!deps.payments.inStore) await deps.store.processing.durable();
+  // all of them durable at once (ProcessingStore).
+  if (!deps.payments.inStore) await deps.store.orders.durable();
   const result = await deps.payments.authorize({
     key,
     cardId: order.cardId,

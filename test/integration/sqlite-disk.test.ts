@@ -122,7 +122,7 @@ describe.runIf(TEST_STORE === 'sqlite')('SQLite flushes before it answers', () =
     await heldBehindOneFlush(store.orders.durable(), before);
   });
 
-  it("resolves an attempt's count once committed, and processing.durable() once a flush begun after it has returned", async () => {
+  it("resolves an attempt's count once committed, and orders.durable() once a flush begun after it has returned", async () => {
     const { clientId } = await createClient(store.clients, 'attempted buyer', T0);
     const { cardId } = await addCard(store.clients, clientId, false, T0);
     const listingId = LISTINGS[0]!.listingId;
@@ -141,7 +141,7 @@ describe.runIf(TEST_STORE === 'sqlite')('SQLite flushes before it answers', () =
       other.prepare('SELECT attempts FROM orders WHERE order_id = ?').pluck().get(accepted.orderId),
     ).toBe(1);
     expect(syncs).toBe(before);
-    await heldBehindOneFlush(store.processing.durable(), before);
+    await heldBehindOneFlush(store.orders.durable(), before);
   });
 
   it("flushes before answering a read of another process's commit, and not again when nothing was committed", async () => {

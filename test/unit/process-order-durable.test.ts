@@ -4,6 +4,8 @@ import { ItemStatus } from '../../src/domain/item-status.js';
 import type { PricingCatalog } from '../../src/domain/catalog.js';
 import { loadTaxRules } from '../../src/domain/tax.js';
 import type { PaymentGateway } from '../../src/payments/payment-gateway.js';
+import { US_ADDRESS } from '../helpers/fixtures.js';
+import { sleep } from '../helpers/wait.js';
 import { attemptOrder, type ProcessOrderDeps } from '../../src/services/process-order.js';
 import type {
   AttemptRequest,
@@ -13,18 +15,8 @@ import type {
 } from '../../src/store/port/store.port.js';
 
 // An attempt's count and reservation may resolve before they are durable (SQLite's flush comes later): what acts
-// on them outside the store waits for processing.durable(), and the sandbox processor, whose authorisation is a
+// on them outside the store waits for orders.durable(), and the sandbox processor, whose authorisation is a
 // commit after the reservation in the store's own log, does not (docs/operating.md, "Durable on one host").
-
-const address = {
-  name: 'A Buyer',
-  address1: '1 Main St',
-  city: 'Springfield',
-  provstate: 'IL',
-  country: 'USA',
-  zipcode: '62701',
-  phone: '555-0100',
-};
 
 /** A queued order of one copy of listing 7 (10.00 USD, ships domestically from vendor 1). */
 function queuedOrder(stock: number): { stored: OrderWithItems; catalog: PricingCatalog } {
@@ -38,8 +30,8 @@ function queuedOrder(stock: number): { stored: OrderWithItems; catalog: PricingC
       domain: 'example.com',
       currency: 'USD',
       shippingMode: 'S',
-      shipAddr: address,
-      billAddr: address,
+      shipAddr: US_ADDRESS,
+      billAddr: US_ADDRESS,
       cardId: 5,
       totalMaxPriceCents: null,
       taxCents: null,
@@ -105,8 +97,9 @@ function gate() {
 }
 
 /**
- * The worker's deps over fakes: a processing store whose reservation applies at once and whose `durable()` waits
- * for the gate, a processor that records when it was asked (in or outside the store), and what happened in turn.
+ * The worker's deps over fakes: a processing store whose reservation applies at once, an order store whose
+ * `durable()` waits for the gate, a processor that records when it was asked (in or outside the store), and what
+ * happened in turn.
  */
 function fakes(opts: { inStore: boolean; stock: number }) {
   const { stored, catalog } = queuedOrder(opts.stock);
@@ -119,16 +112,18 @@ function fakes(opts: { inStore: boolean; stock: number }) {
       price!(start);
       return { ...start, reserved: 'applied' as const };
     },
-    async durable() {
-      events.push('durable asked');
-      await flush.wait();
-      events.push('durable');
-    },
     async settle(_s: Settlement) {
       events.push('settled');
       return true;
     },
   } as unknown as ProcessingStore;
+  const orders = {
+    async durable() {
+      events.push('durable asked');
+      await flush.wait();
+      events.push('durable');
+    },
+  };
   const payments: PaymentGateway = {
     ...(opts.inStore ? { inStore: true as const } : {}),
     async authorize({ amountCents }) {
@@ -140,7 +135,7 @@ function fakes(opts: { inStore: boolean; stock: number }) {
     },
   };
   const deps: ProcessOrderDeps = {
-    store: { processing, catalog: {}, orders: {}, ledger: {} } as unknown as ProcessOrderDeps['store'],
+    store: { processing, catalog: {}, orders, ledger: {} } as unknown as ProcessOrderDeps['store'],
     payments,
     usdPer: { USD: 1_000_000n, EUR: 1_080_000n, GBP: 1_270_000n },
     taxRules: loadTaxRules(),
@@ -153,7 +148,7 @@ function fakes(opts: { inStore: boolean; stock: number }) {
 }
 
 /** Lets every pending promise callback run: the fakes resolve in microtasks, which all run before a timer fires. */
-const settle = () => new Promise((resolve) => setTimeout(resolve, 5));
+const settle = () => sleep(5);
 
 describe('an attempt and the durability of its reservation', () => {
   it('pays a processor outside the store only once the reservation is durable', async () => {

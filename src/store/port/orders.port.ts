@@ -153,7 +153,8 @@ export interface OrderStore {
    */
   acceptMany(orders: readonly NewOrder[]): Promise<AcceptResult[]>;
   /**
-   * Resolves once every order this process has accepted or read so far survives a power cut: at once on
+   * Resolves once everything this process has committed or read so far survives a power cut, the acceptances
+   * and an attempt's count and reservation (ProcessingStore) among it, which resolve before: at once on
    * PostgreSQL (its commit returned once the server had flushed it); on SQLite once a flush of the log that
    * began after those commits has returned.
    */

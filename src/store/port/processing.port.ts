@@ -95,8 +95,8 @@ export interface AttemptRequest {
 /**
  * The worker's atomic steps. `beginAttempt`, `beginAttemptMany` and `reserve` resolve once committed (every
  * process reads what they wrote), which is not yet once it is on the disk: what acts on it outside the store (a
- * processor outside the store paid for the reservation, the order's end announced) waits for `durable()` first.
- * `settle` and `settleMany` resolve once durable, with every commit of the process before them.
+ * processor outside the store paid for the reservation, the order's end announced) waits for `OrderStore.durable()`
+ * first. `settle` and `settleMany` resolve once durable, with every commit of the process before them.
  */
 export interface ProcessingStore {
   /**
@@ -105,7 +105,7 @@ export interface ProcessingStore {
    * uncounted. Null when there is no such order. When the counted attempt is to reserve the order (still
    * queued, within its attempts), the pricing catalog of its listings is read in the same transaction and, with
    * `price`, the reservation it returns is applied there too, as `reserve` would (all of it or none). Durable
-   * once `durable()` has resolved after it.
+   * once `OrderStore.durable()` has resolved after it.
    */
   beginAttempt(
     orderId: number,
@@ -121,15 +121,9 @@ export interface ProcessingStore {
   beginAttemptMany(requests: readonly AttemptRequest[]): Promise<(AttemptBegun | null)[]>;
   /**
    * Applies a priced attempt while the order is still queued, taking every stock change or none. Durable once
-   * `durable()` has resolved after it.
+   * `OrderStore.durable()` has resolved after it.
    */
   reserve(reservation: Reservation): Promise<ReserveResult>;
-  /**
-   * Resolves once every attempt this process has begun or reserved so far survives a power cut: at once on
-   * PostgreSQL (its commit returned once the server had flushed it); on SQLite once a flush of the log that began
-   * after those commits has returned.
-   */
-  durable(): Promise<void>;
   /** Settles the order while it is still in `fromPhase` (and its lease allows); false when it no longer is. */
   settle(settlement: Settlement): Promise<boolean>;
   /**

@@ -201,7 +201,5 @@ export function postgresProcessing(pool: pg.Pool): ProcessingStore {
       const { rowCount } = await pool.query('SELECT 1 FROM ledger_entries WHERE entry_key = $1', [entryKey]);
       return rowCount === 1;
     },
-    // Every commit of the worker's steps returned once the server had flushed it.
-    async durable() {},
   };
 }

@@ -7,7 +7,7 @@ import type { WalFlusher } from './wal-flusher.js';
  *   settlement after it flushes it with itself;
  * - an order's acceptance: its caller waits for `orders.durable()` before it tells anyone what it stored, and
  *   enqueues the order's job meanwhile (the port says why that is safe);
- * - an attempt's count and reservation: the worker waits for `processing.durable()` before anything outside the
+ * - an attempt's count and reservation: the worker waits for `orders.durable()` before anything outside the
  *   store acts on them (a processor outside it paid, the order's end announced); the sandbox processor's
  *   authorisation is a commit in this log after them, so the settlement's flush covers all three
  *   (process-order.ts).

@@ -162,7 +162,5 @@ export function sqliteProcessing(db: Db): ProcessingStore {
     async ledgerHas(entryKey) {
       return ledgerHas.get(entryKey) !== undefined;
     },
-    // The flush is the flushed store's (flushed-store.ts), which waits for one after this resolves.
-    async durable() {},
   };
 }
